@@ -1,0 +1,83 @@
+/**
+ * Runtime configuration, read from the environment once per process (cold start) and validated,
+ * so a missing variable fails loudly at start instead of deep inside a request.
+ */
+import { z } from "zod";
+
+const csv = z
+  .string()
+  .transform((value) => value.split(",").map((part) => part.trim()).filter(Boolean))
+  .pipe(z.array(z.string().min(1)).min(1));
+
+const jsonRecord = z
+  .string()
+  .transform((value, ctx) => {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "must be JSON" });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string(), z.string()));
+
+const EnvSchema = z.object({
+  TABLE_NAME: z.string().min(3),
+  HOME_REGION: z.string().min(1).default("us-east-1"),
+  REGIONS: csv.default(["us-east-1", "eu-west-1"]),
+  KMS_KEY_ALIAS: z.string().startsWith("alias/").default("alias/proxy-gateway"),
+  EMAIL_SENDER: z.string().email().default("no-reply@example.com"),
+  APP_URL: z.string().url().default("http://localhost:3000"),
+  DATA_PLANE_URLS: jsonRecord.optional(),
+  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  /** In AWS the key lives in Secrets Manager; the function reads it once at cold start. */
+  STRIPE_SECRET_ARN: z.string().min(1).optional(),
+  STRIPE_API_BASE: z.string().url().optional(),
+  CLIENT_DELETION_GRACE_DAYS: z.coerce.number().int().min(0).max(365).default(30),
+});
+
+export interface AppConfig {
+  tableName: string;
+  homeRegion: string;
+  regions: string[];
+  kmsKeyAlias: string;
+  emailSender: string;
+  /** Base URL of the web application; invite e-mails link to `${appUrl}/invites/{inviteId}`. */
+  appUrl: string;
+  /** Data-plane base URL of each region (`{region_base_url}`), when known. */
+  dataPlaneUrls: Record<string, string>;
+  stripe: { secretKey?: string; secretArn?: string; apiBase?: string };
+  clientDeletionGraceDays: number;
+}
+
+let cached: AppConfig | undefined;
+
+export function getConfig(): AppConfig {
+  if (cached) return cached;
+  const parsed = EnvSchema.safeParse(process.env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new Error(`Invalid configuration: ${problems}`);
+  }
+  const env = parsed.data;
+  if (!env.REGIONS.includes(env.HOME_REGION)) {
+    throw new Error(`Invalid configuration: HOME_REGION ${env.HOME_REGION} is not in REGIONS`);
+  }
+  cached = {
+    tableName: env.TABLE_NAME,
+    homeRegion: env.HOME_REGION,
+    regions: env.REGIONS,
+    kmsKeyAlias: env.KMS_KEY_ALIAS,
+    emailSender: env.EMAIL_SENDER,
+    appUrl: env.APP_URL.replace(/\/$/, ""),
+    dataPlaneUrls: env.DATA_PLANE_URLS ?? {},
+    stripe: { secretKey: env.STRIPE_SECRET_KEY, secretArn: env.STRIPE_SECRET_ARN, apiBase: env.STRIPE_API_BASE },
+    clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
+  };
+  return cached;
+}
+
+/** Forget the cached configuration (the local runner and tests change the environment). */
+export function resetConfig(): void {
+  cached = undefined;
+}

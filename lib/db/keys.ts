@@ -1,0 +1,136 @@
+/**
+ * Every physical key of the table, in one place (docs/access-patterns.md is the table of access
+ * patterns built on them). Nobody else writes "CLIENT#" + id.
+ *
+ * API responses show the spec's logical pKey/sKey values (for example a user's pKey is "USER"),
+ * which the entity mappers in lib/domain set; the physical keys below spread the load over many
+ * partitions instead of one hot "USER" or "INVITATION" partition.
+ */
+export interface Key {
+  pKey: string;
+  sKey: string;
+}
+
+const key = (pKey: string, sKey: string): Key => ({ pKey, sKey });
+
+/** Sort-key prefixes inside a client's home partition (CLIENT#<clientId>). */
+export const CLIENT_SK = {
+  client: "CLIENT",
+  config: "CONFIG",
+  memberPrefix: "MEMBER#",
+  invitePrefix: "INVITE#",
+  inviteEmailPrefix: "INVITEEMAIL#",
+} as const;
+
+/** Sort-key prefixes inside a client's regional partition (CLIENT#<clientId> in a regional table). */
+export const REGIONAL_SK = {
+  credentialPrefix: "CREDENTIAL#",
+  targetPrefix: "TARGET#",
+  proxyPrefix: "PROXY#",
+  rulePrefix: "RULE#",
+  meterPrefix: "METER#",
+  requestTransformPrefix: "TRANSFORM#REQUEST#",
+  responseTransformPrefix: "TRANSFORM#RESPONSE#",
+  aliasPrefix: "ALIAS#",
+} as const;
+
+export const keys = {
+  // ---- home region: accounts ----
+  user: (userId: string) => key(`USER#${userId}`, "USER"),
+  /** Uniqueness lock and look-up of a user by (lower-cased) e-mail. */
+  userEmail: (email: string) => key(`EMAIL#${email.toLowerCase()}`, "USER"),
+  /** A user API token, addressed by the SHA-256 of the raw token (the raw token is never stored). */
+  userToken: (tokenHash: string) => key(`TOKEN#${tokenHash}`, "TOKEN"),
+
+  clientPartition: (clientId: string) => `CLIENT#${clientId}`,
+  client: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.client),
+  clientConfig: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.config),
+  member: (clientId: string, userId: string) => key(`CLIENT#${clientId}`, `${CLIENT_SK.memberPrefix}${userId}`),
+  invite: (clientId: string, inviteId: string) => key(`CLIENT#${clientId}`, `${CLIENT_SK.invitePrefix}${inviteId}`),
+  /** One pending invite per (client, e-mail): this lock item makes a second one a conditional-write failure. */
+  inviteEmailLock: (clientId: string, email: string) =>
+    key(`CLIENT#${clientId}`, `${CLIENT_SK.inviteEmailPrefix}${email.toLowerCase()}`),
+  /** GSI1 keys of an invite: list and find invites addressed to an e-mail. */
+  inviteByEmailIndex: (email: string, inviteId: string) => ({
+    gsi1pk: `EMAIL#${email.toLowerCase()}`,
+    gsi1sk: `INVITE#${inviteId}`,
+  }),
+  /** Tombstone kept after a client is purged: billing and legal records survive deletion. */
+  deletedClient: (clientId: string) => key(`DELETEDCLIENT#${clientId}`, "CLIENT"),
+
+  // notifications: newest first because notification ids are UUIDv7 (time-ordered)
+  systemNotificationPartition: () => "NOTIFY#SYSTEM",
+  userNotificationPartition: (userId: string) => `NOTIFY#USER#${userId}`,
+  clientNotificationPartition: (clientId: string) => `NOTIFY#CLIENT#${clientId}`,
+  /** Per-user read receipt of a system (platform-wide) notification. */
+  systemNotificationReceipt: (userId: string, notificationId: string) =>
+    key(`NOTIFYREAD#${userId}`, notificationId),
+
+  /** Fixed-window request counter of a rate-limited principal (user token, proxy credential). */
+  rateWindow: (principal: string, windowStart: number) => key(`RATE#${principal}`, String(windowStart)),
+
+  // MSPs
+  msp: (mspId: string) => key(`MSP#${mspId}`, "MSP"),
+  mspConfig: (mspId: string) => key(`MSP#${mspId}`, "CONFIG"),
+  mspMember: (mspId: string, userId: string) => key(`MSP#${mspId}`, `MEMBER#${userId}`),
+  mspClient: (mspId: string, clientId: string) => key(`MSP#${mspId}`, `CLIENT#${clientId}`),
+  mspInvite: (mspId: string, inviteId: string) => key(`MSP#${mspId}`, `INVITE#${inviteId}`),
+  mspInviteEmailLock: (mspId: string, email: string) => key(`MSP#${mspId}`, `INVITEEMAIL#${email.toLowerCase()}`),
+
+  // deletion work queue (GSI2), ordered by the time the purge is due
+  deletionQueue: (kind: "CLIENT" | "USER", dueAtIso: string) => ({ gsi2pk: `DELETION#${kind}`, gsi2sk: dueAtIso }),
+
+  // ---- regional tables: region-bound resources of a client ----
+  credential: (clientId: string, credentialId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.credentialPrefix}${credentialId}`),
+  target: (clientId: string, targetId: string) => key(`CLIENT#${clientId}`, `${REGIONAL_SK.targetPrefix}${targetId}`),
+  proxy: (clientId: string, proxyId: string) => key(`CLIENT#${clientId}`, `${REGIONAL_SK.proxyPrefix}${proxyId}`),
+  proxyAlias: (clientId: string, alias: string) => key(`CLIENT#${clientId}`, `${REGIONAL_SK.aliasPrefix}${alias}`),
+  rule: (clientId: string, parentId: string, ruleId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.rulePrefix}${parentId}#${ruleId}`),
+  meter: (clientId: string, proxyId: string, meterId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.meterPrefix}${proxyId}#${meterId}`),
+  transform: (clientId: string, kind: "request" | "response", proxyId: string, transformId: string) =>
+    key(
+      `CLIENT#${clientId}`,
+      `${kind === "request" ? REGIONAL_SK.requestTransformPrefix : REGIONAL_SK.responseTransformPrefix}${proxyId}#${transformId}`,
+    ),
+  /**
+   * The data plane's entry point: everything one proxy needs to serve a request (proxy, both
+   * credentials' encrypted material, target, rules, meters, transforms) denormalised in one item,
+   * rewritten with a new version whenever any part changes. One strongly consistent GetItem per
+   * cold or stale request; a warm function revalidates its cached copy by version.
+   */
+  proxyRuntime: (proxyId: string) => key(`PROXYRT#${proxyId}`, "RUNTIME"),
+  /** Request log records of a proxy; request ids are UUIDv7, so the sort key orders by time. */
+  requestLogPartition: (proxyId: string) => `REQLOG#${proxyId}`,
+  requestLog: (proxyId: string, requestId: string) => key(`REQLOG#${proxyId}`, requestId),
+  /** Telemetry buckets; the sort key is the bucket (YYYY-MM-DD-HH-MM, ...-HH, ...-DD, YYYY-MM). */
+  clientTelemetryPartition: (clientId: string, interval: string) => `TELEMETRY#CLIENT#${clientId}#${interval}`,
+  proxyTelemetryPartition: (proxyId: string, interval: string) => `TELEMETRY#PROXY#${proxyId}#${interval}`,
+  /** Accumulated value of one meter in one window bucket. */
+  meterWindow: (meterId: string, window: string, bucket: string) => key(`METERUSE#${meterId}`, `${window}#${bucket}`),
+  /** Single-use OAuth2 authorization state (TTL-bound). */
+  oauthState: (state: string) => key(`OAUTHSTATE#${state}`, "STATE"),
+  /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */
+  credentialTokenCache: (credentialId: string) => key(`CREDTOKEN#${credentialId}`, "TOKEN"),
+};
+
+/** The partitions a client owns in a regional table, besides its own CLIENT#<id> partition. */
+export function clientOwnedRegionalPartitions(clientId: string): string[] {
+  return ["minute", "hour", "day", "month"].map((interval) => keys.clientTelemetryPartition(clientId, interval));
+}
+
+/** The partitions a proxy owns in its regional table. */
+export function proxyOwnedRegionalPartitions(proxyId: string): string[] {
+  return [
+    keys.proxyRuntime(proxyId).pKey,
+    keys.requestLogPartition(proxyId),
+    ...["minute", "hour", "day", "month"].map((interval) => keys.proxyTelemetryPartition(proxyId, interval)),
+  ];
+}
+
+/** Partitions a meter owns (window counters). */
+export function meterOwnedRegionalPartitions(meterId: string): string[] {
+  return [`METERUSE#${meterId}`];
+}

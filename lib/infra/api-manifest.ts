@@ -1,0 +1,94 @@
+/**
+ * The Core API's route manifest: every REST route and the Lambda function (resource group) that
+ * serves it. The CDK stack creates API Gateway resources and methods from it, and the local runner
+ * routes HTTP requests with it, so the two cannot disagree about which handler serves a path.
+ */
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface FunctionGroup {
+  /** kebab-case name; the entry point is functions/<name>.ts exporting `handler`. */
+  name: string;
+  /** Table access this group needs: the home region's table only, or every region's table too. */
+  tables: "home-read" | "home-write" | "all-regions-write";
+  /** Whether the group sends e-mail through SES. */
+  sendsEmail?: boolean;
+  /** Whether the group talks to the payment processor. */
+  usesPayments?: boolean;
+}
+
+export const FUNCTION_GROUPS = {
+  clients: { name: "clients", tables: "all-regions-write", usesPayments: true },
+  members: { name: "members", tables: "home-write" },
+  invites: { name: "invites", tables: "home-write", sendsEmail: true },
+  users: { name: "users", tables: "all-regions-write" },
+  notifications: { name: "notifications", tables: "home-write" },
+} as const satisfies Record<string, FunctionGroup>;
+
+export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;
+
+/** Functions that are not behind a route. */
+export const AUTHORIZER_FUNCTION = { name: "authorizer", tables: "home-read" } as const satisfies FunctionGroup;
+export const SCHEDULED_FUNCTIONS = {
+  /** Purges clients and users whose deletion grace period has ended. */
+  accountPurge: { name: "account-purge", tables: "all-regions-write", schedule: "rate(1 hour)" },
+} as const;
+
+export interface RouteDefinition {
+  method: HttpMethod;
+  /** API Gateway resource path with `{param}` placeholders. */
+  path: string;
+  group: FunctionGroupName;
+}
+
+const route = (method: HttpMethod, path: string, group: FunctionGroupName): RouteDefinition => ({
+  method,
+  path,
+  group,
+});
+
+export const CORE_API_ROUTES: readonly RouteDefinition[] = [
+  // 4.1 Clients
+  route("GET", "/api/clients", "clients"),
+  route("POST", "/api/clients", "clients"),
+  route("GET", "/api/clients/{clientId}", "clients"),
+  route("PUT", "/api/clients/{clientId}", "clients"),
+  route("DELETE", "/api/clients/{clientId}", "clients"),
+  // 4.2 Members and memberships
+  route("GET", "/api/clients/{clientId}/members", "members"),
+  route("POST", "/api/clients/{clientId}/members", "members"),
+  route("GET", "/api/clients/{clientId}/members/{userId}", "members"),
+  route("PUT", "/api/clients/{clientId}/members/{userId}", "members"),
+  route("DELETE", "/api/clients/{clientId}/members/{userId}", "members"),
+  route("GET", "/api/users/{userId}/memberships", "members"),
+  route("POST", "/api/users/{userId}/memberships", "members"),
+  route("GET", "/api/users/{userId}/memberships/{membershipId}", "members"),
+  route("PUT", "/api/users/{userId}/memberships/{membershipId}", "members"),
+  route("DELETE", "/api/users/{userId}/memberships/{membershipId}", "members"),
+  // 4.3 Invites
+  route("GET", "/api/clients/{clientId}/invites", "invites"),
+  route("POST", "/api/clients/{clientId}/invites", "invites"),
+  route("GET", "/api/clients/{clientId}/invites/{inviteId}", "invites"),
+  route("PUT", "/api/clients/{clientId}/invites/{inviteId}", "invites"),
+  route("DELETE", "/api/clients/{clientId}/invites/{inviteId}", "invites"),
+  route("GET", "/api/users/{userId}/invites", "invites"),
+  route("POST", "/api/users/{userId}/invites", "invites"),
+  route("GET", "/api/users/{userId}/invites/{inviteId}", "invites"),
+  route("PUT", "/api/users/{userId}/invites/{inviteId}", "invites"),
+  route("DELETE", "/api/users/{userId}/invites/{inviteId}", "invites"),
+  // 4.4 Users
+  route("GET", "/api/users", "users"),
+  route("GET", "/api/users/{userId}", "users"),
+  route("PUT", "/api/users/{userId}", "users"),
+  route("DELETE", "/api/users/{userId}", "users"),
+  // 4.12 Notifications
+  route("GET", "/api/notifications/system", "notifications"),
+  route("GET", "/api/notifications/system/{notificationId}", "notifications"),
+  route("GET", "/api/users/{userId}/notifications", "notifications"),
+  route("GET", "/api/users/{userId}/notifications/{notificationId}", "notifications"),
+  route("GET", "/api/clients/{clientId}/notifications", "notifications"),
+  route("GET", "/api/clients/{clientId}/notifications/{notificationId}", "notifications"),
+];
+
+/** "GET /api/clients/{clientId}": the key a handler's route table uses. */
+export type RouteKey = `${HttpMethod} ${string}`;
+export const routeKey = (r: Pick<RouteDefinition, "method" | "path">): RouteKey => `${r.method} ${r.path}`;
