@@ -6,7 +6,12 @@ import { z } from "zod";
 
 const csv = z
   .string()
-  .transform((value) => value.split(",").map((part) => part.trim()).filter(Boolean))
+  .transform((value) =>
+    value
+      .split(",")
+      .map((part) => part.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.string().min(1)).min(1));
 
 const jsonRecord = z
@@ -71,7 +76,11 @@ export function getConfig(): AppConfig {
     emailSender: env.EMAIL_SENDER,
     appUrl: env.APP_URL.replace(/\/$/, ""),
     dataPlaneUrls: env.DATA_PLANE_URLS ?? {},
-    stripe: { secretKey: env.STRIPE_SECRET_KEY, secretArn: env.STRIPE_SECRET_ARN, apiBase: env.STRIPE_API_BASE },
+    stripe: {
+      secretKey: env.STRIPE_SECRET_KEY,
+      secretArn: env.STRIPE_SECRET_ARN,
+      apiBase: env.STRIPE_API_BASE,
+    },
     clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
   };
   return cached;

@@ -45,8 +45,10 @@ export const keys = {
   clientPartition: (clientId: string) => `CLIENT#${clientId}`,
   client: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.client),
   clientConfig: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.config),
-  member: (clientId: string, userId: string) => key(`CLIENT#${clientId}`, `${CLIENT_SK.memberPrefix}${userId}`),
-  invite: (clientId: string, inviteId: string) => key(`CLIENT#${clientId}`, `${CLIENT_SK.invitePrefix}${inviteId}`),
+  member: (clientId: string, userId: string) =>
+    key(`CLIENT#${clientId}`, `${CLIENT_SK.memberPrefix}${userId}`),
+  invite: (clientId: string, inviteId: string) =>
+    key(`CLIENT#${clientId}`, `${CLIENT_SK.invitePrefix}${inviteId}`),
   /** One pending invite per (client, e-mail): this lock item makes a second one a conditional-write failure. */
   inviteEmailLock: (clientId: string, email: string) =>
     key(`CLIENT#${clientId}`, `${CLIENT_SK.inviteEmailPrefix}${email.toLowerCase()}`),
@@ -75,17 +77,24 @@ export const keys = {
   mspMember: (mspId: string, userId: string) => key(`MSP#${mspId}`, `MEMBER#${userId}`),
   mspClient: (mspId: string, clientId: string) => key(`MSP#${mspId}`, `CLIENT#${clientId}`),
   mspInvite: (mspId: string, inviteId: string) => key(`MSP#${mspId}`, `INVITE#${inviteId}`),
-  mspInviteEmailLock: (mspId: string, email: string) => key(`MSP#${mspId}`, `INVITEEMAIL#${email.toLowerCase()}`),
+  mspInviteEmailLock: (mspId: string, email: string) =>
+    key(`MSP#${mspId}`, `INVITEEMAIL#${email.toLowerCase()}`),
 
   // deletion work queue (GSI2), ordered by the time the purge is due
-  deletionQueue: (kind: "CLIENT" | "USER", dueAtIso: string) => ({ gsi2pk: `DELETION#${kind}`, gsi2sk: dueAtIso }),
+  deletionQueue: (kind: "CLIENT" | "USER", dueAtIso: string) => ({
+    gsi2pk: `DELETION#${kind}`,
+    gsi2sk: dueAtIso,
+  }),
 
   // ---- regional tables: region-bound resources of a client ----
   credential: (clientId: string, credentialId: string) =>
     key(`CLIENT#${clientId}`, `${REGIONAL_SK.credentialPrefix}${credentialId}`),
-  target: (clientId: string, targetId: string) => key(`CLIENT#${clientId}`, `${REGIONAL_SK.targetPrefix}${targetId}`),
-  proxy: (clientId: string, proxyId: string) => key(`CLIENT#${clientId}`, `${REGIONAL_SK.proxyPrefix}${proxyId}`),
-  proxyAlias: (clientId: string, alias: string) => key(`CLIENT#${clientId}`, `${REGIONAL_SK.aliasPrefix}${alias}`),
+  target: (clientId: string, targetId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.targetPrefix}${targetId}`),
+  proxy: (clientId: string, proxyId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.proxyPrefix}${proxyId}`),
+  proxyAlias: (clientId: string, alias: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.aliasPrefix}${alias}`),
   rule: (clientId: string, parentId: string, ruleId: string) =>
     key(`CLIENT#${clientId}`, `${REGIONAL_SK.rulePrefix}${parentId}#${ruleId}`),
   meter: (clientId: string, proxyId: string, meterId: string) =>
@@ -106,10 +115,12 @@ export const keys = {
   requestLogPartition: (proxyId: string) => `REQLOG#${proxyId}`,
   requestLog: (proxyId: string, requestId: string) => key(`REQLOG#${proxyId}`, requestId),
   /** Telemetry buckets; the sort key is the bucket (YYYY-MM-DD-HH-MM, ...-HH, ...-DD, YYYY-MM). */
-  clientTelemetryPartition: (clientId: string, interval: string) => `TELEMETRY#CLIENT#${clientId}#${interval}`,
+  clientTelemetryPartition: (clientId: string, interval: string) =>
+    `TELEMETRY#CLIENT#${clientId}#${interval}`,
   proxyTelemetryPartition: (proxyId: string, interval: string) => `TELEMETRY#PROXY#${proxyId}#${interval}`,
   /** Accumulated value of one meter in one window bucket. */
-  meterWindow: (meterId: string, window: string, bucket: string) => key(`METERUSE#${meterId}`, `${window}#${bucket}`),
+  meterWindow: (meterId: string, window: string, bucket: string) =>
+    key(`METERUSE#${meterId}`, `${window}#${bucket}`),
   /** Single-use OAuth2 authorization state (TTL-bound). */
   oauthState: (state: string) => key(`OAUTHSTATE#${state}`, "STATE"),
   /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */
@@ -118,7 +129,9 @@ export const keys = {
 
 /** The partitions a client owns in a regional table, besides its own CLIENT#<id> partition. */
 export function clientOwnedRegionalPartitions(clientId: string): string[] {
-  return ["minute", "hour", "day", "month"].map((interval) => keys.clientTelemetryPartition(clientId, interval));
+  return ["minute", "hour", "day", "month"].map((interval) =>
+    keys.clientTelemetryPartition(clientId, interval),
+  );
 }
 
 /** The partitions a proxy owns in its regional table. */

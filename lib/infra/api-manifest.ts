@@ -27,7 +27,10 @@ export const FUNCTION_GROUPS = {
 export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;
 
 /** Functions that are not behind a route. */
-export const AUTHORIZER_FUNCTION = { name: "authorizer", tables: "home-read" } as const satisfies FunctionGroup;
+export const AUTHORIZER_FUNCTION = {
+  name: "authorizer",
+  tables: "home-read",
+} as const satisfies FunctionGroup;
 export const SCHEDULED_FUNCTIONS = {
   /** Purges clients and users whose deletion grace period has ended. */
   accountPurge: { name: "account-purge", tables: "all-regions-write", schedule: "rate(1 hour)" },

@@ -35,7 +35,11 @@ export const GLOBAL_SECONDARY_INDEXES: readonly IndexDefinition[] = [
 
 /** Plain-data form of CreateTable input (structurally compatible with the SDK's CreateTableCommandInput). */
 export function createTableInput(tableName: string) {
-  const keyAttributes = [PARTITION_KEY, SORT_KEY, ...GLOBAL_SECONDARY_INDEXES.flatMap((i) => [i.partitionKey, i.sortKey])];
+  const keyAttributes = [
+    PARTITION_KEY,
+    SORT_KEY,
+    ...GLOBAL_SECONDARY_INDEXES.flatMap((i) => [i.partitionKey, i.sortKey]),
+  ];
   return {
     TableName: tableName,
     BillingMode: "PAY_PER_REQUEST" as const,

@@ -1,0 +1,167 @@
+/**
+ * Thin helpers over the DynamoDB document client: bounded queries, batched reads and deletes with
+ * retry of unprocessed items, and recognition of conditional failures. Every read here is a
+ * GetItem/BatchGetItem or a Query on a key or index; there is no Scan.
+ */
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  type NativeAttributeValue,
+  QueryCommand,
+  type QueryCommandInput,
+} from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.ts";
+import { getConfig } from "../config.ts";
+import type { Key } from "./keys.ts";
+
+export type Item = Record<string, NativeAttributeValue>;
+
+/** Upper bound of items any list read gathers before paginating in memory (every list is bounded). */
+export const MAX_LIST_ITEMS = 1000;
+
+export const homeRegion = () => getConfig().homeRegion;
+export const tableName = () => getConfig().tableName;
+export const homeDb = () => dynamo(homeRegion());
+
+export function isConditionalCheckFailure(error: unknown): boolean {
+  return error instanceof Error && error.name === "ConditionalCheckFailedException";
+}
+
+/** Cancellation reason codes of a failed TransactWriteItems, one per action ("None" when that one was fine). */
+export function transactionCancellationCodes(error: unknown): string[] | undefined {
+  if (!(error instanceof Error) || error.name !== "TransactionCanceledException") return undefined;
+  const reasons = (error as Error & { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+  if (reasons) return reasons.map((reason) => reason.Code ?? "None");
+  // Some emulators only put the reasons in the message: "... [None, ConditionalCheckFailed]".
+  const match = /\[([^\]]*)\]/.exec(error.message);
+  return match?.[1]?.split(",").map((code) => code.trim() || "None");
+}
+
+/** True when the transaction failed because the condition of action `index` did not hold. */
+export function transactionConditionFailedAt(error: unknown, index: number): boolean {
+  return transactionCancellationCodes(error)?.[index] === "ConditionalCheckFailed";
+}
+
+/** Run a Query to completion (following LastEvaluatedKey), stopping at `max` items. */
+export async function queryAll(
+  input: Omit<QueryCommandInput, "TableName" | "ExclusiveStartKey">,
+  options: { region?: string; max?: number } = {},
+): Promise<Item[]> {
+  const max = options.max ?? MAX_LIST_ITEMS;
+  const db = dynamo(options.region ?? homeRegion());
+  const items: Item[] = [];
+  let startKey: Record<string, NativeAttributeValue> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        ...input,
+        TableName: tableName(),
+        ExclusiveStartKey: startKey,
+        Limit: Math.min(max - items.length, input.Limit ?? 1000),
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && items.length < max);
+  return items;
+}
+
+/** All items of one partition (optionally under a sort-key prefix), bounded by `max`. */
+export function queryPartition(
+  pKey: string,
+  options: {
+    region?: string;
+    sKeyPrefix?: string;
+    max?: number;
+    newestFirst?: boolean;
+    consistent?: boolean;
+  } = {},
+): Promise<Item[]> {
+  const values: Record<string, string> = { ":pk": pKey };
+  let condition = "pKey = :pk";
+  if (options.sKeyPrefix) {
+    condition += " AND begins_with(sKey, :prefix)";
+    values[":prefix"] = options.sKeyPrefix;
+  }
+  return queryAll(
+    {
+      KeyConditionExpression: condition,
+      ExpressionAttributeValues: values,
+      ScanIndexForward: !options.newestFirst,
+      ConsistentRead: options.consistent ?? true,
+    },
+    options,
+  );
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** BatchGetItem in chunks of 100, retrying unprocessed keys with backoff. Order is not preserved. */
+export async function batchGet(itemKeys: Key[], options: { region?: string } = {}): Promise<Item[]> {
+  const db = dynamo(options.region ?? homeRegion());
+  const table = tableName();
+  const results: Item[] = [];
+  for (let offset = 0; offset < itemKeys.length; offset += 100) {
+    let pending: Record<string, NativeAttributeValue>[] = itemKeys.slice(offset, offset + 100);
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await sleep(Math.min(1000, 25 * 2 ** attempt));
+      if (attempt > 8) throw new Error("BatchGetItem kept returning unprocessed keys");
+      const out = await db.send(
+        new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }),
+      );
+      results.push(...(out.Responses?.[table] ?? []));
+      pending = out.UnprocessedKeys?.[table]?.Keys ?? [];
+    }
+  }
+  return results;
+}
+
+/** BatchWriteItem deletes in chunks of 25, retrying unprocessed items. Idempotent. */
+export async function batchDelete(itemKeys: Key[], options: { region?: string } = {}): Promise<void> {
+  const db = dynamo(options.region ?? homeRegion());
+  const table = tableName();
+  for (let offset = 0; offset < itemKeys.length; offset += 25) {
+    let pending = itemKeys.slice(offset, offset + 25).map((k) => ({ DeleteRequest: { Key: { ...k } } }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await sleep(Math.min(1000, 25 * 2 ** attempt));
+      if (attempt > 8) throw new Error("BatchWriteItem kept returning unprocessed items");
+      const out = await db.send(new BatchWriteCommand({ RequestItems: { [table]: pending } }));
+      pending = (out.UnprocessedItems?.[table] ?? []) as typeof pending;
+    }
+  }
+}
+
+/** Delete every item of a partition, page by page (each page re-queried, so it is resumable). */
+export async function deletePartition(pKey: string, options: { region?: string } = {}): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const page = await queryAll(
+      {
+        KeyConditionExpression: "pKey = :pk",
+        ExpressionAttributeValues: { ":pk": pKey },
+        ProjectionExpression: "pKey, sKey",
+      },
+      { region: options.region, max: 500 },
+    );
+    if (page.length === 0) return deleted;
+    await batchDelete(
+      page.map((item) => ({ pKey: String(item.pKey), sKey: String(item.sKey) })),
+      options,
+    );
+    deleted += page.length;
+  }
+}
+
+export const nowIso = () => new Date().toISOString();
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** TTL-bound items outlive their expiry until DynamoDB deletes them (up to days): filter on read. */
+export function isExpired(item: Item, nowSec = nowSeconds()): boolean {
+  return typeof item.TTL === "number" && item.TTL <= nowSec;
+}
+
+/** Strip physical keys and internal attributes before an item leaves the service. */
+export function withoutInternals(item: Item, extra: readonly string[] = []): Item {
+  const hidden = new Set(["pKey", "sKey", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "entity", ...extra]);
+  return Object.fromEntries(Object.entries(item).filter(([k]) => !hidden.has(k)));
+}

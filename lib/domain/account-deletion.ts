@@ -1,0 +1,277 @@
+/**
+ * Deleting clients and users.
+ *
+ * Client: DELETE with immediatelyDelete true purges now; false (the default) marks the client
+ * `pendingDeletion` and queues it (GSI2 DELETION#CLIENT, ordered by due time); the hourly
+ * account-purge function purges it when the grace period (CLIENT_DELETION_GRACE_DAYS, default 30)
+ * ends. Until then the client stays readable by its members and shows clientStatus and
+ * clientDeletionScheduledAt; an immediate DELETE during the grace period purges at once.
+ *
+ * A purge cannot be one transaction (a client may own thousands of items in several regions), so
+ * it is ordered and idempotent instead: regional data first (proxy-owned partitions before the
+ * client's partition, which lists the proxies), then home notifications and memberships, a
+ * tombstone (billing and legal records are kept), and the client item itself last. If it stops
+ * half-way, running it again finishes the job; the client item is still there to say so.
+ */
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { getConfig } from "../config.ts";
+import {
+  clientOwnedRegionalPartitions,
+  keys,
+  meterOwnedRegionalPartitions,
+  proxyOwnedRegionalPartitions,
+  REGIONAL_SK,
+} from "../db/keys.ts";
+import {
+  batchDelete,
+  deletePartition,
+  homeDb,
+  type Item,
+  isConditionalCheckFailure,
+  nowIso,
+  queryAll,
+  queryPartition,
+  tableName,
+} from "../db/store.ts";
+import { conflict, notFound } from "../http/errors.ts";
+import { describeError, log } from "../log.ts";
+import { CLIENT_NOT_FOUND, getMemberItem, loadClient, memberRef } from "./clients.ts";
+import { checkClientDeletion } from "./member-rules.ts";
+import { membershipRemovalTransaction } from "./members.ts";
+import type { StoredTokenRef } from "./tokens.ts";
+import { requireUser, userClientIds } from "./users.ts";
+
+const DAY_MS = 86_400_000;
+
+export async function deleteClientByMember(clientId: string, callerId: string, immediately: boolean) {
+  if (!(await getMemberItem(clientId, callerId))) throw notFound(CLIENT_NOT_FOUND);
+  const entry = await loadClient(clientId);
+  if (!entry) throw notFound(CLIENT_NOT_FOUND);
+  checkClientDeletion({ callerUserId: callerId, members: entry.members });
+  if (immediately) {
+    await purgeClient(clientId, { deletedBy: callerId });
+    return { message: "Client deleted", clientDeletionScheduledAt: null };
+  }
+  const due = new Date(Date.now() + getConfig().clientDeletionGraceDays * DAY_MS).toISOString();
+  await queueDeletion("CLIENT", keys.client(clientId), due, callerId);
+  return {
+    message: `Client marked for deletion; it will be deleted on ${due}`,
+    clientDeletionScheduledAt: due,
+  };
+}
+
+async function queueDeletion(
+  kind: "CLIENT" | "USER",
+  key: { pKey: string; sKey: string },
+  due: string,
+  by: string,
+) {
+  const prefix = kind === "CLIENT" ? "client" : "user";
+  try {
+    await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression: `SET ${prefix}Status = :pending, ${prefix}DeletionScheduledAt = if_not_exists(${prefix}DeletionScheduledAt, :due), deletionRequestedBy = :by, gsi2pk = :queue, gsi2sk = if_not_exists(gsi2sk, :sort)`,
+        ConditionExpression: "attribute_exists(pKey)",
+        ExpressionAttributeValues: {
+          ":pending": "pendingDeletion",
+          ":due": due,
+          ":by": by,
+          ":queue": keys.deletionQueue(kind, due).gsi2pk,
+          ":sort": `${due}#${key.pKey}`,
+        },
+      }),
+    );
+  } catch (error) {
+    if (isConditionalCheckFailure(error))
+      throw notFound(kind === "CLIENT" ? CLIENT_NOT_FOUND : "User not found");
+    throw error;
+  }
+}
+
+/** Delete a region's data of a client: proxy- and meter-owned partitions, then the client's own. */
+async function purgeClientRegion(clientId: string, region: string): Promise<number> {
+  const partition = keys.clientPartition(clientId);
+  let deleted = 0;
+  for (const [prefix, owned] of [
+    [REGIONAL_SK.proxyPrefix, proxyOwnedRegionalPartitions],
+    [
+      REGIONAL_SK.meterPrefix,
+      (sKeyTail: string) => meterOwnedRegionalPartitions(sKeyTail.split("#").pop() ?? ""),
+    ],
+  ] as const) {
+    const items = await queryPartition(partition, { region, sKeyPrefix: prefix, max: 100_000 });
+    for (const item of items) {
+      const id = String(item.sKey).slice(prefix.length);
+      for (const pKey of owned(id)) deleted += await deletePartition(pKey, { region });
+    }
+  }
+  for (const pKey of clientOwnedRegionalPartitions(clientId))
+    deleted += await deletePartition(pKey, { region });
+  deleted += await deletePartition(partition, { region });
+  return deleted;
+}
+
+export async function purgeClient(clientId: string, context: { deletedBy: string }): Promise<void> {
+  const config = getConfig();
+  const entry = await loadClient(clientId);
+  if (!entry) return; // already purged (the tombstone records it)
+  for (const region of config.regions) {
+    const count = await purgeClientRegion(clientId, region);
+    if (count > 0) log.info("Purged regional client data", { clientId, region, items: count });
+  }
+  await deletePartition(keys.clientNotificationPartition(clientId));
+  for (const member of entry.members) {
+    await homeDb()
+      .send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.user(member.userId),
+          UpdateExpression: "DELETE userClients :client",
+          ConditionExpression: "attribute_exists(pKey)",
+          ExpressionAttributeValues: { ":client": new Set([clientId]) },
+        }),
+      )
+      .catch((error: unknown) => {
+        if (!isConditionalCheckFailure(error)) throw error;
+      });
+  }
+  const configItem = (await queryPartition(keys.clientPartition(clientId), { sKeyPrefix: "CONFIG" }))[0];
+  await homeDb().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.deletedClient(clientId),
+      UpdateExpression:
+        "SET entity = :entity, clientId = :id, clientName = :name, clientCreated = :created, deletedAt = if_not_exists(deletedAt, :now), deletedBy = :by, paymentProvider = :provider, paymentCustomerId = :customer",
+      ExpressionAttributeValues: {
+        ":entity": "deletedClient",
+        ":id": clientId,
+        ":name": entry.client.clientName,
+        ":created": entry.client.clientCreated,
+        ":now": nowIso(),
+        ":by": context.deletedBy,
+        ":provider": configItem?.paymentProvider ?? null,
+        ":customer": configItem?.paymentCustomerId ?? null,
+      },
+    }),
+  );
+  // Everything in the client partition except the client item, then the client item.
+  const homeItems = await queryPartition(keys.clientPartition(clientId), { max: 100_000 });
+  const keysOf = (items: Item[]) => items.map((i) => ({ pKey: String(i.pKey), sKey: String(i.sKey) }));
+  await batchDelete(keysOf(homeItems.filter((i) => i.sKey !== keys.client(clientId).sKey)));
+  await batchDelete([keys.client(clientId)]);
+  log.info("Client purged", { clientId, deletedBy: context.deletedBy });
+}
+
+interface UserDeletionPlan {
+  purge: string[];
+  leave: {
+    clientId: string;
+    member: Item;
+    counts: { adminCount: number; ownerCount: number };
+    plan: { adminDelta: number; ownerDelta: number };
+  }[];
+}
+
+/** Decide, for every client of the user, what deleting the user does; refuse when it would orphan one. */
+async function planUserDeletion(user: Item): Promise<UserDeletionPlan> {
+  const userId = String(user.userId);
+  const plan: UserDeletionPlan = { purge: [], leave: [] };
+  for (const clientId of userClientIds(user)) {
+    const entry = await loadClient(clientId);
+    const memberItem = await getMemberItem(clientId, userId);
+    if (!entry || !memberItem) continue;
+    const roles = memberRef(memberItem).roles;
+    if (entry.members.length === 1) {
+      plan.purge.push(clientId);
+      continue;
+    }
+    const counts = {
+      adminCount: Number(entry.client.adminCount ?? 0),
+      ownerCount: Number(entry.client.ownerCount ?? 0),
+    };
+    if (
+      (roles.includes("admin") && counts.adminCount <= 1) ||
+      (roles.includes("owner") && counts.ownerCount <= 1)
+    ) {
+      throw conflict(
+        `Cannot delete user, last remaining admin of client ${clientId}; give another member the admin role or delete the client first`,
+      );
+    }
+    plan.leave.push({
+      clientId,
+      member: memberItem,
+      counts,
+      plan: { adminDelta: -Number(roles.includes("admin")), ownerDelta: -Number(roles.includes("owner")) },
+    });
+  }
+  return plan;
+}
+
+export async function deleteUserAccount(userId: string, immediately: boolean) {
+  const user = await requireUser(userId);
+  const plan = await planUserDeletion(user);
+  if (!immediately) {
+    const due = new Date(Date.now() + getConfig().clientDeletionGraceDays * DAY_MS).toISOString();
+    await queueDeletion("USER", keys.user(userId), due, userId);
+    return {
+      message: `User marked for deletion; the account will be deleted on ${due}`,
+      userDeletionScheduledAt: due,
+    };
+  }
+  await executeUserDeletion(user, plan);
+  return { message: "User deleted", userDeletionScheduledAt: null };
+}
+
+async function executeUserDeletion(user: Item, plan: UserDeletionPlan): Promise<void> {
+  const userId = String(user.userId);
+  for (const leave of plan.leave) {
+    await homeDb().send(
+      membershipRemovalTransaction(leave.clientId, userId, leave.member, leave.counts, leave.plan),
+    );
+  }
+  for (const clientId of plan.purge) await purgeClient(clientId, { deletedBy: userId });
+  const tokens = Object.values((user.tokens ?? {}) as Record<string, StoredTokenRef>);
+  await batchDelete(tokens.map((t) => keys.userToken(t.hash)));
+  await deletePartition(keys.userNotificationPartition(userId));
+  await deletePartition(keys.systemNotificationReceipt(userId, "").pKey);
+  await batchDelete([keys.userEmail(String(user.userEmail)), keys.user(userId)]);
+  log.info("User deleted", { userId });
+}
+
+/** The scheduled job: purge every client and user whose grace period has ended. */
+export async function purgeDueAccounts(
+  now = new Date(),
+): Promise<{ clients: number; users: number; failed: number }> {
+  const result = { clients: 0, users: 0, failed: 0 };
+  for (const kind of ["CLIENT", "USER"] as const) {
+    const due = await queryAll({
+      IndexName: "GSI2",
+      KeyConditionExpression: "gsi2pk = :queue AND gsi2sk <= :now",
+      ExpressionAttributeValues: {
+        ":queue": keys.deletionQueue(kind, "").gsi2pk,
+        ":now": `${now.toISOString()}#~`,
+      },
+    });
+    for (const item of due) {
+      try {
+        if (kind === "CLIENT") {
+          await purgeClient(String(item.clientId), {
+            deletedBy: String(item.deletionRequestedBy ?? "schedule"),
+          });
+          result.clients++;
+        } else {
+          const user = await requireUser(String(item.userId));
+          await executeUserDeletion(user, await planUserDeletion(user));
+          result.users++;
+        }
+      } catch (error) {
+        // One failure must not stop the others; it stays queued and is retried next run.
+        result.failed++;
+        log.error("Scheduled account purge failed", { kind, pKey: item.pKey, ...describeError(error) });
+      }
+    }
+  }
+  return result;
+}

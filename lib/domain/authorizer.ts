@@ -1,0 +1,42 @@
+/**
+ * The Core API authorizer's decision (spec 5.1): the raw user token in `Authorization` (no
+ * `Bearer`), looked up by hash. API Gateway caches the decision per token for the configured TTL,
+ * so the policy allows every route of the stage and the context carries what handlers need.
+ */
+import { keys } from "../db/keys.ts";
+import { batchGet } from "../db/store.ts";
+import { coreApiRateLimit } from "./plans.ts";
+import { resolveToken } from "./tokens.ts";
+import { getUser, userClientIds } from "./users.ts";
+
+export interface AuthorizerContext {
+  userId: string;
+  tokenId: string;
+  rateLimitPerMinute: number;
+  systemAdmin: boolean;
+}
+
+/** The caller behind a token, or undefined (-> 401). */
+export async function authenticate(
+  authorization: string | undefined,
+): Promise<AuthorizerContext | undefined> {
+  const raw = authorization?.trim();
+  if (!raw) return undefined;
+  const token = await resolveToken(raw);
+  if (!token) return undefined;
+  const user = await getUser(token.userId);
+  if (!user) return undefined;
+  const configs = await batchGet(userClientIds(user).map((clientId) => keys.clientConfig(clientId)));
+  return {
+    userId: token.userId,
+    tokenId: token.tokenId,
+    rateLimitPerMinute: coreApiRateLimit(configs),
+    systemAdmin: user.systemAdmin === true,
+  };
+}
+
+/** `arn:aws:execute-api:region:account:apiId/stage/METHOD/path` -> the same ARN for every route of the stage. */
+export function stageWideArn(methodArn: string): string {
+  const [prefix, apiId, stage] = methodArn.split("/");
+  return prefix && apiId && stage ? `${prefix}/${apiId}/${stage}/*/*` : methodArn;
+}

@@ -1,0 +1,218 @@
+/**
+ * Clients (organisations, spec 2.1 and 4.1). A client's home partition CLIENT#<id> holds the client
+ * item (with member/admin/owner counts that guard the membership rules), its configuration, its
+ * members, and its pending invites.
+ */
+import { randomUUID } from "node:crypto";
+import { GetCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { getConfig } from "../config.ts";
+import { CLIENT_SK, keys } from "../db/keys.ts";
+import {
+  homeDb,
+  type Item,
+  isConditionalCheckFailure,
+  nowIso,
+  queryPartition,
+  tableName,
+  transactionConditionFailedAt,
+} from "../db/store.ts";
+import { badRequest, forbidden, notFound } from "../http/errors.ts";
+import { type PageRequest, paginate } from "../http/pagination.ts";
+import { defaultClientConfiguration } from "./client-config.ts";
+import { deleteCustomer, provisionCustomer } from "./payments.ts";
+import { type ClientAction, can, minimumRoleFor } from "./roles.ts";
+import { requireUser, userClientIds } from "./users.ts";
+
+export const CLIENT_NOT_FOUND = "Client not found";
+/** Bound on the organisations one user can belong to (keeps every per-user list bounded). */
+export const MAX_CLIENTS_PER_USER = 100;
+
+export interface MemberRef {
+  userId: string;
+  roles: string[];
+}
+
+export function toApiClient(client: Item, members: readonly MemberRef[]) {
+  return {
+    clientId: String(client.clientId),
+    clientName: String(client.clientName),
+    clientMembers: members.map((m) => ({ userId: m.userId, roles: [...m.roles] })),
+    clientStatus: client.clientStatus ?? "active",
+    ...(client.clientDeletionScheduledAt
+      ? { clientDeletionScheduledAt: client.clientDeletionScheduledAt }
+      : {}),
+    clientCreated: client.clientCreated,
+    clientUpdated: client.clientUpdated,
+  };
+}
+export type ApiClient = ReturnType<typeof toApiClient>;
+
+export const memberRef = (item: Item): MemberRef => ({
+  userId: String(item.userId),
+  roles: Array.isArray(item.roles) ? item.roles.map(String) : [],
+});
+
+export async function getClientItem(clientId: string): Promise<Item | undefined> {
+  const result = await homeDb().send(
+    new GetCommand({ TableName: tableName(), Key: keys.client(clientId), ConsistentRead: true }),
+  );
+  return result.Item;
+}
+
+export async function getMemberItem(clientId: string, userId: string): Promise<Item | undefined> {
+  const result = await homeDb().send(
+    new GetCommand({ TableName: tableName(), Key: keys.member(clientId, userId), ConsistentRead: true }),
+  );
+  return result.Item;
+}
+
+export async function listMemberItems(clientId: string): Promise<Item[]> {
+  return queryPartition(keys.clientPartition(clientId), { sKeyPrefix: CLIENT_SK.memberPrefix });
+}
+
+/** The client with its members, or undefined. Two reads in parallel. */
+export async function loadClient(
+  clientId: string,
+): Promise<{ client: Item; members: MemberRef[] } | undefined> {
+  const [client, members] = await Promise.all([getClientItem(clientId), listMemberItems(clientId)]);
+  if (!client) return undefined;
+  return { client, members: members.map(memberRef) };
+}
+
+/**
+ * Role check for a client-scoped route. A caller who is not a member gets the same 404 as for a
+ * client that does not exist, so client ids cannot be probed.
+ */
+export async function authorizeClient(
+  clientId: string,
+  userId: string,
+  action: ClientAction,
+): Promise<MemberRef> {
+  const member = await getMemberItem(clientId, userId);
+  if (!member) throw notFound(CLIENT_NOT_FOUND);
+  const ref = memberRef(member);
+  if (!can(ref.roles, action)) throw forbidden(`Forbidden: requires the ${minimumRoleFor(action)} role`);
+  return ref;
+}
+
+export async function createClient(userId: string, clientName: string): Promise<ApiClient> {
+  const config = getConfig();
+  const user = await requireUser(userId);
+  if (userClientIds(user).length >= MAX_CLIENTS_PER_USER) {
+    throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
+  }
+  const clientId = randomUUID();
+  const now = nowIso();
+  const payment = await provisionCustomer({
+    clientId,
+    clientName,
+    email: String(user.userEmail ?? "") || undefined,
+  });
+  const roles = ["owner", "admin"];
+  const client: Item = {
+    ...keys.client(clientId),
+    entity: "client",
+    clientId,
+    clientName,
+    clientStatus: "active",
+    memberCount: 1,
+    adminCount: 1,
+    ownerCount: 1,
+    createdBy: userId,
+    clientCreated: now,
+    clientUpdated: now,
+  };
+  try {
+    await homeDb().send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: { TableName: tableName(), Item: client, ConditionExpression: "attribute_not_exists(pKey)" },
+          },
+          {
+            Put: {
+              TableName: tableName(),
+              Item: {
+                ...keys.clientConfig(clientId),
+                entity: "clientConfig",
+                ...defaultClientConfiguration({ clientId, regions: config.regions, createdAt: now, payment }),
+              },
+            },
+          },
+          {
+            Put: {
+              TableName: tableName(),
+              Item: {
+                ...keys.member(clientId, userId),
+                entity: "member",
+                clientId,
+                userId,
+                roles,
+                memberCreated: now,
+                memberUpdated: now,
+              },
+            },
+          },
+          {
+            Update: {
+              TableName: tableName(),
+              Key: keys.user(userId),
+              UpdateExpression: "ADD userClients :client SET userUpdated = :now",
+              ConditionExpression:
+                "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
+              ExpressionAttributeValues: {
+                ":client": new Set([clientId]),
+                ":now": now,
+                ":max": MAX_CLIENTS_PER_USER,
+              },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (error) {
+    if (payment.paymentCustomerId) await deleteCustomer(payment.paymentCustomerId);
+    if (transactionConditionFailedAt(error, 3)) {
+      throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
+    }
+    throw error;
+  }
+  return toApiClient(client, [{ userId, roles }]);
+}
+
+export async function listClientsForUser(userId: string, page: PageRequest) {
+  const user = await requireUser(userId);
+  const { items: clientIds, pagination } = paginate(userClientIds(user), page);
+  const loaded = await Promise.all(clientIds.map((clientId) => loadClient(clientId)));
+  const clients = loaded.flatMap((entry) =>
+    // userClients and membership are written in one transaction; the check keeps a stale read honest.
+    entry?.members.some((m) => m.userId === userId) ? [toApiClient(entry.client, entry.members)] : [],
+  );
+  return { clients, pagination };
+}
+
+export async function getClientForMember(clientId: string, userId: string): Promise<ApiClient> {
+  await authorizeClient(clientId, userId, "view");
+  const entry = await loadClient(clientId);
+  if (!entry) throw notFound(CLIENT_NOT_FOUND);
+  return toApiClient(entry.client, entry.members);
+}
+
+export async function renameClient(clientId: string, userId: string, clientName: string): Promise<ApiClient> {
+  await authorizeClient(clientId, userId, "manage");
+  try {
+    await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.client(clientId),
+        UpdateExpression: "SET clientName = :name, clientUpdated = :now",
+        ConditionExpression: "attribute_exists(pKey)",
+        ExpressionAttributeValues: { ":name": clientName, ":now": nowIso() },
+      }),
+    );
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw notFound(CLIENT_NOT_FOUND);
+    throw error;
+  }
+  return getClientForMember(clientId, userId);
+}

@@ -1,0 +1,216 @@
+/**
+ * Members and memberships (spec 4.2). Every change to roles or membership is one transaction that
+ * updates the member item, the client's admin/owner/member counts and the user's `userClients`,
+ * conditioned on the values the decision was made from; on a concurrent change it re-reads and
+ * decides again.
+ */
+import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { keys } from "../db/keys.ts";
+import { batchGet, homeDb, type Item, nowIso, tableName, transactionCancellationCodes } from "../db/store.ts";
+import { forbidden, HttpError, notFound } from "../http/errors.ts";
+import { type PageRequest, paginate } from "../http/pagination.ts";
+import {
+  authorizeClient,
+  CLIENT_NOT_FOUND,
+  getClientItem,
+  getMemberItem,
+  listMemberItems,
+  type MemberRef,
+  memberRef,
+} from "./clients.ts";
+import { planMemberRemoval, planRoleChange, type RoleCounts } from "./member-rules.ts";
+
+export const MEMBER_NOT_FOUND = "Member not found";
+const MAX_ATTEMPTS = 4;
+
+export function toApiMember(member: MemberRef, user: Item | undefined) {
+  return {
+    userId: member.userId,
+    roles: member.roles,
+    userEmail: user?.userEmail ?? "",
+    userFirstName: user?.userFirstName ?? "",
+    userLastName: user?.userLastName ?? "",
+    userPhone: user?.userPhone ?? "",
+    userCreated: user?.userCreated,
+    userUpdated: user?.userUpdated,
+  };
+}
+
+async function withUsers(members: MemberRef[]) {
+  const users = await batchGet(members.map((m) => keys.user(m.userId)));
+  const byId = new Map(users.map((u) => [String(u.userId), u]));
+  return members.map((m) => toApiMember(m, byId.get(m.userId)));
+}
+
+const countsOf = (client: Item): RoleCounts => ({
+  adminCount: Number(client.adminCount ?? 0),
+  ownerCount: Number(client.ownerCount ?? 0),
+});
+
+/** A concurrent change to the same client or member: decide again from fresh state. */
+function isRetryableConflict(error: unknown): boolean {
+  return (
+    transactionCancellationCodes(error)?.some(
+      (c) => c === "ConditionalCheckFailed" || c === "TransactionConflict",
+    ) ?? false
+  );
+}
+
+export async function listMembers(clientId: string, callerId: string, page: PageRequest) {
+  await authorizeClient(clientId, callerId, "view");
+  const { items, pagination } = paginate((await listMemberItems(clientId)).map(memberRef), page);
+  return { members: await withUsers(items), pagination };
+}
+
+export async function getMember(clientId: string, callerId: string, userId: string) {
+  await authorizeClient(clientId, callerId, "view");
+  const member = await getMemberItem(clientId, userId);
+  if (!member) throw notFound(MEMBER_NOT_FOUND);
+  return (await withUsers([memberRef(member)]))[0]!;
+}
+
+export async function updateMemberRoles(clientId: string, callerId: string, userId: string, roles: string[]) {
+  const actor = await authorizeClient(clientId, callerId, "manage");
+  for (let attempt = 1; ; attempt++) {
+    const [client, member] = await Promise.all([getClientItem(clientId), getMemberItem(clientId, userId)]);
+    if (!client) throw notFound(CLIENT_NOT_FOUND);
+    if (!member) throw notFound(MEMBER_NOT_FOUND);
+    const counts = countsOf(client);
+    const current = memberRef(member);
+    const plan = planRoleChange({
+      currentRoles: current.roles,
+      requestedRoles: roles,
+      actorRoles: actor.roles,
+      counts,
+    });
+    if (plan.changed) {
+      const now = nowIso();
+      try {
+        await homeDb().send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Update: {
+                  TableName: tableName(),
+                  Key: keys.member(clientId, userId),
+                  UpdateExpression: "SET #roles = :roles, memberUpdated = :now",
+                  ConditionExpression: "#roles = :old",
+                  ExpressionAttributeNames: { "#roles": "roles" },
+                  ExpressionAttributeValues: { ":roles": plan.roles, ":old": member.roles, ":now": now },
+                },
+              },
+              {
+                Update: {
+                  TableName: tableName(),
+                  Key: keys.client(clientId),
+                  UpdateExpression: "ADD adminCount :ad, ownerCount :od SET clientUpdated = :now",
+                  ConditionExpression: "adminCount = :ac AND ownerCount = :oc",
+                  ExpressionAttributeValues: {
+                    ":ad": plan.adminDelta,
+                    ":od": plan.ownerDelta,
+                    ":ac": counts.adminCount,
+                    ":oc": counts.ownerCount,
+                    ":now": now,
+                  },
+                },
+              },
+            ],
+          }),
+        );
+      } catch (error) {
+        if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
+        if (isRetryableConflict(error))
+          throw new HttpError(409, "The membership changed concurrently; retry");
+        throw error;
+      }
+    }
+    const updated = (await withUsers([{ userId, roles: plan.roles }]))[0]!;
+    const message = plan.notices.length > 0 ? `Member updated. ${plan.notices.join(". ")}` : "Member updated";
+    return { member: updated, message, notices: plan.notices };
+  }
+}
+
+/** Remove a member (an admin removing someone, or anyone leaving). */
+export async function removeMember(clientId: string, callerId: string, userId: string): Promise<void> {
+  const caller = await getMemberItem(clientId, callerId);
+  if (!caller) throw notFound(CLIENT_NOT_FOUND);
+  for (let attempt = 1; ; attempt++) {
+    const [client, member] = await Promise.all([getClientItem(clientId), getMemberItem(clientId, userId)]);
+    if (!client) throw notFound(CLIENT_NOT_FOUND);
+    if (!member) throw notFound(MEMBER_NOT_FOUND);
+    const counts = countsOf(client);
+    const target = memberRef(member);
+    const plan = planMemberRemoval({
+      actorUserId: callerId,
+      actorRoles: memberRef(caller).roles,
+      targetUserId: userId,
+      targetRoles: target.roles,
+      counts,
+    });
+    try {
+      await homeDb().send(membershipRemovalTransaction(clientId, userId, member, counts, plan));
+      return;
+    } catch (error) {
+      if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
+      if (isRetryableConflict(error)) throw new HttpError(409, "The membership changed concurrently; retry");
+      throw error;
+    }
+  }
+}
+
+/** The one transaction that ends a membership; also used when a user account is deleted. */
+export function membershipRemovalTransaction(
+  clientId: string,
+  userId: string,
+  member: Item,
+  counts: RoleCounts,
+  plan: { adminDelta: number; ownerDelta: number },
+) {
+  const now = nowIso();
+  return new TransactWriteCommand({
+    TransactItems: [
+      {
+        Delete: {
+          TableName: tableName(),
+          Key: keys.member(clientId, userId),
+          ConditionExpression: "#roles = :roles",
+          ExpressionAttributeNames: { "#roles": "roles" },
+          ExpressionAttributeValues: { ":roles": member.roles },
+        },
+      },
+      {
+        Update: {
+          TableName: tableName(),
+          Key: keys.client(clientId),
+          UpdateExpression:
+            "ADD memberCount :minusOne, adminCount :ad, ownerCount :od SET clientUpdated = :now",
+          ConditionExpression: "adminCount = :ac AND ownerCount = :oc",
+          ExpressionAttributeValues: {
+            ":minusOne": -1,
+            ":ad": plan.adminDelta,
+            ":od": plan.ownerDelta,
+            ":ac": counts.adminCount,
+            ":oc": counts.ownerCount,
+            ":now": now,
+          },
+        },
+      },
+      {
+        Update: {
+          TableName: tableName(),
+          Key: keys.user(userId),
+          UpdateExpression: "DELETE userClients :client SET userUpdated = :now",
+          ConditionExpression: "attribute_exists(pKey)",
+          ExpressionAttributeValues: { ":client": new Set([clientId]), ":now": now },
+        },
+      },
+    ],
+  });
+}
+
+/** User-path routes act only on the caller's own user. */
+export function requireSelf(callerId: string, userId: string | undefined): string {
+  if (!userId || userId !== callerId)
+    throw forbidden("Forbidden: you can only access your own user resources");
+  return userId;
+}

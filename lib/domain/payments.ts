@@ -1,0 +1,93 @@
+/**
+ * The payment processor (Stripe, through the official `stripe` package). Its API base is
+ * configurable (STRIPE_API_BASE) so tests and staging can point it elsewhere. Without a key
+ * configured, provisioning is skipped and that outcome is recorded on the client configuration.
+ */
+import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type Stripe from "stripe";
+import { getConfig } from "../config.ts";
+import { describeError, log } from "../log.ts";
+
+export type CustomerProvisioning =
+  | { paymentProvider: "stripe"; paymentProvisioning: "provisioned"; paymentCustomerId: string }
+  | {
+      paymentProvider: null;
+      paymentProvisioning: "skipped";
+      paymentCustomerId: null;
+      paymentProvisioningReason: string;
+    };
+
+let stripeClient: Promise<Stripe | undefined> | undefined;
+
+async function resolveSecretKey(): Promise<string | undefined> {
+  const { stripe } = getConfig();
+  if (stripe.secretKey) return stripe.secretKey;
+  if (!stripe.secretArn) return undefined;
+  const secret = await new SecretsManagerClient({}).send(
+    new GetSecretValueCommand({ SecretId: stripe.secretArn }),
+  );
+  return secret.SecretString?.trim() || undefined;
+}
+
+/** One Stripe client per process, created on first use (the package is loaded only then). */
+function stripe(): Promise<Stripe | undefined> {
+  stripeClient ??= (async () => {
+    const key = await resolveSecretKey();
+    if (!key) return undefined;
+    const { default: StripeClass } = await import("stripe");
+    const base = getConfig().stripe.apiBase ? new URL(getConfig().stripe.apiBase as string) : undefined;
+    return new StripeClass(key, {
+      maxNetworkRetries: 2,
+      timeout: 10_000,
+      telemetry: false,
+      ...(base
+        ? {
+            host: base.hostname,
+            port: base.port || (base.protocol === "https:" ? 443 : 80),
+            protocol: base.protocol.replace(":", "") as "http" | "https",
+          }
+        : {}),
+    });
+  })();
+  return stripeClient;
+}
+
+/** Forget the client (tests change the configuration). */
+export function resetPayments(): void {
+  stripeClient = undefined;
+}
+
+export async function provisionCustomer(input: {
+  clientId: string;
+  clientName: string;
+  email?: string;
+}): Promise<CustomerProvisioning> {
+  const client = await stripe();
+  if (!client) {
+    return {
+      paymentProvider: null,
+      paymentProvisioning: "skipped",
+      paymentCustomerId: null,
+      paymentProvisioningReason: "no payment processor key configured",
+    };
+  }
+  // The client id as idempotency key: a retried create never makes a second customer.
+  const customer = await client.customers.create(
+    { name: input.clientName, email: input.email, metadata: { clientId: input.clientId } },
+    { idempotencyKey: `client-create-${input.clientId}` },
+  );
+  return { paymentProvider: "stripe", paymentProvisioning: "provisioned", paymentCustomerId: customer.id };
+}
+
+/** Compensation when the client could not be stored after the customer was created. Best effort. */
+export async function deleteCustomer(customerId: string): Promise<void> {
+  try {
+    const client = await stripe();
+    await client?.customers.del(customerId);
+  } catch (error) {
+    log.warn("Could not delete payment customer after a failed client creation", {
+      customerId,
+      ...describeError(error),
+    });
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Plan tiers (spec 2.14) and the Core API rate limit they grant (section 8).
+ *
+ * A user token belongs to a user, not to a client, but a user can belong to several clients on
+ * different plans. The token gets the MOST GENEROUS limit among the clients the user is a member
+ * of (a user with no client gets the basic limit): a user's own cheaper organisation must not
+ * throttle the work they do for a bigger one, and the limit exists to protect the service from a
+ * runaway token, not to meter a client's usage (meters do that on the data plane).
+ */
+export const PLAN_TIERS = [
+  "basic",
+  "team",
+  "enterprise_basic",
+  "enterprise_security",
+  "enterprise_governance",
+  "enterprise_custom",
+] as const;
+export type PlanTier = (typeof PLAN_TIERS)[number];
+
+export const PLAN_STATUSES = [
+  "active",
+  "upgrade_requested",
+  "downgrade_scheduled",
+  "payment_failed",
+  "expired",
+] as const;
+
+/** Requests per minute per token on the Core API (and per proxy credential on the data plane). */
+export const PLAN_RATE_LIMITS: Record<PlanTier, number> = {
+  basic: 100,
+  team: 1_000,
+  // "Business custom": enterprise tiers default to the team figure unless the client's
+  // configuration sets limits.requestsPerMinute.
+  enterprise_basic: 1_000,
+  enterprise_security: 1_000,
+  enterprise_governance: 1_000,
+  enterprise_custom: 1_000,
+};
+
+/** Platform maximum of a configured per-minute limit (spec 8: capped at a platform maximum). */
+export const PLATFORM_MAX_REQUESTS_PER_MINUTE = 10_000;
+export const PLATFORM_MAX_REQUESTS_PER_DAY = 10_000_000;
+
+export interface PlanSettings {
+  planTier?: string;
+  planStatus?: string;
+  limits?: { requestsPerMinute?: number | null } | null;
+}
+
+export function rateLimitForPlan(settings: PlanSettings | undefined): number {
+  const tier = (PLAN_TIERS as readonly string[]).includes(settings?.planTier ?? "")
+    ? (settings?.planTier as PlanTier)
+    : "basic";
+  // An expired plan falls back to basic.
+  const effectiveTier = settings?.planStatus === "expired" ? "basic" : tier;
+  const custom = settings?.limits?.requestsPerMinute;
+  if (effectiveTier.startsWith("enterprise_") && typeof custom === "number" && custom > 0) {
+    return Math.min(custom, PLATFORM_MAX_REQUESTS_PER_MINUTE);
+  }
+  return PLAN_RATE_LIMITS[effectiveTier];
+}
+
+export function coreApiRateLimit(clientPlans: readonly PlanSettings[]): number {
+  return clientPlans.reduce((best, plan) => Math.max(best, rateLimitForPlan(plan)), PLAN_RATE_LIMITS.basic);
+}

@@ -1,0 +1,76 @@
+/**
+ * Fixed-window request counting, exact under concurrency: one conditional atomic ADD per request
+ * on the window's counter item, so DynamoDB serialises racing requests and the (limit+1)th fails
+ * its condition. The window counter expires through TTL shortly after its window ends.
+ */
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.ts";
+import { getConfig } from "../config.ts";
+import { keys } from "../db/keys.ts";
+import { isConditionalCheckFailure } from "../db/store.ts";
+
+export const RATE_WINDOW_MS = 60_000;
+
+export interface RateWindow {
+  start: number;
+  end: number;
+}
+
+export function rateWindowAt(nowMs: number, windowMs = RATE_WINDOW_MS): RateWindow {
+  const start = Math.floor(nowMs / windowMs) * windowMs;
+  return { start, end: start + windowMs };
+}
+
+/** Whole seconds until the window ends, at least 1 (the value of `Retry-After`). */
+export function retryAfterSeconds(nowMs: number, window: RateWindow): number {
+  return Math.max(1, Math.ceil((window.end - nowMs) / 1000));
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  retryAfterSeconds: number;
+}
+
+export async function consumeRequest(
+  principal: string,
+  limitPerMinute: number,
+  options: { region?: string; nowMs?: number } = {},
+): Promise<RateDecision> {
+  const config = getConfig();
+  const now = options.nowMs ?? Date.now();
+  const window = rateWindowAt(now);
+  try {
+    const result = await dynamo(options.region ?? config.homeRegion).send(
+      new UpdateCommand({
+        TableName: config.tableName,
+        Key: keys.rateWindow(principal, window.start),
+        UpdateExpression: "ADD requestCount :one SET #ttl = if_not_exists(#ttl, :ttl)",
+        ConditionExpression: "attribute_not_exists(requestCount) OR requestCount < :limit",
+        ExpressionAttributeNames: { "#ttl": "TTL" },
+        ExpressionAttributeValues: {
+          ":one": 1,
+          ":limit": limitPerMinute,
+          ":ttl": Math.ceil(window.end / 1000) + 60,
+        },
+        ReturnValues: "UPDATED_NEW",
+      }),
+    );
+    const used = Number(result.Attributes?.requestCount ?? 1);
+    return {
+      allowed: true,
+      limit: limitPerMinute,
+      remaining: Math.max(0, limitPerMinute - used),
+      retryAfterSeconds: 0,
+    };
+  } catch (error) {
+    if (!isConditionalCheckFailure(error)) throw error;
+    return {
+      allowed: false,
+      limit: limitPerMinute,
+      remaining: 0,
+      retryAfterSeconds: retryAfterSeconds(now, window),
+    };
+  }
+}

@@ -1,0 +1,29 @@
+/** Outbound e-mail through SES v2 in the home region (locally, moto records every message). */
+import { SendEmailCommand } from "@aws-sdk/client-sesv2";
+import { ses } from "./aws/clients.ts";
+import { getConfig } from "./config.ts";
+
+export async function sendEmail(input: {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}): Promise<string> {
+  const config = getConfig();
+  const result = await ses(config.homeRegion).send(
+    new SendEmailCommand({
+      FromEmailAddress: config.emailSender,
+      Destination: { ToAddresses: [input.to] },
+      Content: {
+        Simple: {
+          Subject: { Data: input.subject, Charset: "UTF-8" },
+          Body: {
+            Text: { Data: input.text, Charset: "UTF-8" },
+            ...(input.html ? { Html: { Data: input.html, Charset: "UTF-8" } } : {}),
+          },
+        },
+      },
+    }),
+  );
+  return result.MessageId ?? "";
+}
