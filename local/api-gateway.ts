@@ -1,0 +1,229 @@
+/**
+ * A local stand-in for API Gateway's REST API: turns each HTTP request into the Lambda proxy event
+ * API Gateway would send, runs the TOKEN authorizer first (caching its decision per token for the
+ * configured TTL, as API Gateway does), then the route's handler, and turns the result back into
+ * the HTTP response. Routes come from the same manifest the CDK stack builds the API from.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayProxyEvent,
+  APIGatewayProxyResult,
+  APIGatewayTokenAuthorizerEvent,
+  Context,
+} from "aws-lambda";
+import type { RouteDefinition } from "#lib/infra/api-manifest.ts";
+
+export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+export type TokenAuthorizer = (event: APIGatewayTokenAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+
+export interface RestApiOptions {
+  routes: readonly RouteDefinition[];
+  /** Loads the handler of a function group (lazily, like a cold start). */
+  loadHandler: (group: string) => Promise<ProxyHandler>;
+  authorizer: TokenAuthorizer;
+  authorizerCacheTtlSeconds: number;
+  stage?: string;
+  region?: string;
+  /** API Gateway's payload limit. */
+  maxBodyBytes?: number;
+}
+
+interface CompiledRoute extends RouteDefinition {
+  pattern: RegExp;
+  paramNames: string[];
+}
+
+function compile(route: RouteDefinition): CompiledRoute {
+  const paramNames: string[] = [];
+  const source = route.path
+    .split("/")
+    .map((segment) => {
+      const param = /^\{(.+)\}$/.exec(segment);
+      if (!param?.[1]) return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      paramNames.push(param[1]);
+      return "([^/]+)";
+    })
+    .join("/");
+  return { ...route, pattern: new RegExp(`^${source}/?$`), paramNames };
+}
+
+const JSON_TYPE = { "Content-Type": "application/json" };
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string | string[]> = {},
+) {
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too-large"> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+    });
+    req.on("end", () => resolve(size > limit ? "too-large" : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+function lambdaContext(functionName: string, requestId: string): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: "$LATEST",
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: "256",
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: "local",
+    getRemainingTimeInMillis: () => 29_000,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
+
+const isTextual = (contentType: string | undefined) =>
+  !contentType || /json|text|xml|x-www-form-urlencoded|javascript/i.test(contentType);
+
+export function createRestApi(options: RestApiOptions) {
+  const routes = options.routes.map(compile);
+  const stage = options.stage ?? "local";
+  const region = options.region ?? "us-east-1";
+  const authCache = new Map<string, { expires: number; result: APIGatewayAuthorizerResult | "deny" }>();
+
+  async function authorize(token: string, methodArn: string): Promise<APIGatewayAuthorizerResult | "deny"> {
+    const cached = authCache.get(token);
+    if (cached && cached.expires > Date.now()) return cached.result;
+    let result: APIGatewayAuthorizerResult | "deny";
+    try {
+      result = await options.authorizer({ type: "TOKEN", authorizationToken: token, methodArn });
+      const allowed = result.policyDocument.Statement.some((s) => s.Effect === "Allow");
+      if (!allowed) result = "deny";
+    } catch (error) {
+      if (error instanceof Error && error.message === "Unauthorized") result = "deny";
+      else throw error;
+    }
+    if (options.authorizerCacheTtlSeconds > 0) {
+      authCache.set(token, { expires: Date.now() + options.authorizerCacheTtlSeconds * 1000, result });
+    }
+    return result;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://local");
+    const method = (req.method ?? "GET").toUpperCase();
+    const match = routes
+      .filter((r) => r.method === method)
+      .map((r) => ({ route: r, found: r.pattern.exec(url.pathname) }))
+      .find((m) => m.found);
+    if (!match?.found) return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
+    const { route, found } = match;
+    const requestId = randomUUID();
+    const methodArn = `arn:aws:execute-api:${region}:000000000000:local/${stage}/${method}${route.path}`;
+
+    const token = req.headers.authorization;
+    if (!token) return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+    const decision = await authorize(token, methodArn);
+    if (decision === "deny") return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+
+    const raw = await readBody(req, options.maxBodyBytes ?? 10 * 1024 * 1024);
+    if (raw === "too-large") {
+      return send(res, 413, JSON.stringify({ message: "Request Entity Too Large" }), JSON_TYPE);
+    }
+    const headers: Record<string, string> = {};
+    const multiValueHeaders: Record<string, string[]> = {};
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const name = req.rawHeaders[i] as string;
+      const value = req.rawHeaders[i + 1] as string;
+      headers[name] = value;
+      multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+    }
+    const query: Record<string, string> = {};
+    const multiQuery: Record<string, string[]> = {};
+    for (const [name, value] of url.searchParams) {
+      query[name] = value;
+      multiQuery[name] = [...(multiQuery[name] ?? []), value];
+    }
+    const pathParameters = Object.fromEntries(
+      route.paramNames.map((name, i) => [name, found[i + 1] as string]),
+    );
+    const textual = isTextual(req.headers["content-type"]);
+    // API Gateway passes authorizer context values to the integration as strings.
+    const authorizerContext = Object.fromEntries(
+      Object.entries(decision.context ?? {}).map(([k, v]) => [k, String(v)]),
+    );
+    const event: APIGatewayProxyEvent = {
+      resource: route.path,
+      path: url.pathname,
+      httpMethod: method,
+      headers,
+      multiValueHeaders,
+      queryStringParameters: Object.keys(query).length ? query : null,
+      multiValueQueryStringParameters: Object.keys(multiQuery).length ? multiQuery : null,
+      pathParameters: Object.keys(pathParameters).length ? pathParameters : null,
+      stageVariables: null,
+      body: raw.length === 0 ? null : textual ? raw.toString("utf8") : raw.toString("base64"),
+      isBase64Encoded: raw.length > 0 && !textual,
+      requestContext: {
+        accountId: "000000000000",
+        apiId: "local",
+        authorizer: { principalId: decision.principalId, ...authorizerContext },
+        protocol: `HTTP/${req.httpVersion}`,
+        httpMethod: method,
+        identity: {
+          sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
+          userAgent: req.headers["user-agent"] ?? null,
+        } as APIGatewayProxyEvent["requestContext"]["identity"],
+        path: `/${stage}${url.pathname}`,
+        stage,
+        requestId,
+        requestTimeEpoch: Date.now(),
+        resourceId: route.path,
+        resourcePath: route.path,
+      },
+    };
+    const handler = await options.loadHandler(route.group);
+    const result = await handler(event, lambdaContext(route.group, requestId));
+    const responseHeaders: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(result.headers ?? {})) responseHeaders[k] = String(v);
+    for (const [k, v] of Object.entries(result.multiValueHeaders ?? {})) responseHeaders[k] = v.map(String);
+    responseHeaders["x-amzn-RequestId"] = requestId;
+    const body = result.isBase64Encoded ? Buffer.from(result.body, "base64") : result.body;
+    res.writeHead(result.statusCode, responseHeaders);
+    res.end(body);
+  }
+
+  return {
+    handle,
+    listen(port: number, host = "127.0.0.1"): Promise<{ server: Server; url: string }> {
+      const server = createServer((req, res) => {
+        handle(req, res).catch((error: unknown) => {
+          process.stderr.write(
+            `local API gateway error: ${error instanceof Error ? error.stack : String(error)}\n`,
+          );
+          if (!res.headersSent)
+            send(res, 500, JSON.stringify({ message: "Internal server error" }), JSON_TYPE);
+          else res.end();
+        });
+      });
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          const { port: actual } = server.address() as AddressInfo;
+          resolve({ server, url: `http://${host}:${actual}` });
+        });
+      });
+    },
+    clearAuthorizerCache: () => authCache.clear(),
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Creates what the CDK stacks create, in the emulator: each region's table (from the same
+ * definition module the CDK construct uses) with TTL, a KMS key and alias per region, and the SES
+ * sender identity in the home region. Idempotent: an existing resource is left as it is.
+ */
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+} from "@aws-sdk/client-dynamodb";
+import {
+  CreateAliasCommand,
+  CreateKeyCommand,
+  DescribeKeyCommand,
+  EnableKeyRotationCommand,
+  KMSClient,
+} from "@aws-sdk/client-kms";
+import { CreateEmailIdentityCommand, SESv2Client } from "@aws-sdk/client-sesv2";
+import type { AppConfig } from "#lib/config.ts";
+import { createTableInput, TTL_ATTRIBUTE } from "#lib/infra/table-definition.ts";
+
+const alreadyExists = (error: unknown, ...names: string[]) =>
+  error instanceof Error && names.includes(error.name);
+
+export async function provisionTable(region: string, tableName: string): Promise<void> {
+  const client = new DynamoDBClient({ region });
+  try {
+    await client.send(new CreateTableCommand(createTableInput(tableName)));
+    await waitUntilTableExists({ client, maxWaitTime: 30 }, { TableName: tableName });
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      }),
+    );
+  } catch (error) {
+    if (!alreadyExists(error, "ResourceInUseException")) throw error;
+  } finally {
+    client.destroy();
+  }
+}
+
+export async function provisionKey(region: string, alias: string): Promise<string> {
+  const client = new KMSClient({ region });
+  try {
+    const existing = await client.send(new DescribeKeyCommand({ KeyId: alias })).catch((error: unknown) => {
+      if (alreadyExists(error, "NotFoundException")) return undefined;
+      throw error;
+    });
+    if (existing?.KeyMetadata?.KeyId) return existing.KeyMetadata.KeyId;
+    const key = await client.send(new CreateKeyCommand({ Description: `proxy gateway secrets (${region})` }));
+    const keyId = key.KeyMetadata?.KeyId as string;
+    await client.send(new EnableKeyRotationCommand({ KeyId: keyId }));
+    await client.send(new CreateAliasCommand({ AliasName: alias, TargetKeyId: keyId }));
+    return keyId;
+  } finally {
+    client.destroy();
+  }
+}
+
+export async function provisionEmailIdentity(region: string, email: string): Promise<void> {
+  const client = new SESv2Client({ region });
+  try {
+    await client.send(new CreateEmailIdentityCommand({ EmailIdentity: email }));
+  } catch (error) {
+    if (!alreadyExists(error, "AlreadyExistsException")) throw error;
+  } finally {
+    client.destroy();
+  }
+}
+
+export async function provisionStack(config: AppConfig): Promise<void> {
+  await Promise.all(
+    config.regions.map(async (region) => {
+      await provisionTable(region, config.tableName);
+      await provisionKey(region, config.kmsKeyAlias);
+    }),
+  );
+  await provisionEmailIdentity(config.homeRegion, config.emailSender);
+}

@@ -1,0 +1,135 @@
+/**
+ * The whole service on one machine: provisions the emulator, serves the Core API through the local
+ * API Gateway, opens a data-plane address per region, and runs the scheduled functions on their
+ * schedule. `npm start` and the end-to-end tests both use it.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { resetClients } from "#lib/aws/clients.ts";
+import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
+import { AUTHORIZER_FUNCTION, CORE_API_ROUTES, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
+import { createRestApi, type ProxyHandler, type TokenAuthorizer } from "./api-gateway.ts";
+import { provisionStack } from "./provision.ts";
+
+export interface LocalStackOptions {
+  host?: string;
+  /** Core API port; 0 picks a free one. */
+  port?: number;
+  /** First data-plane port (one per region, consecutive); 0 picks free ones. */
+  dataPlanePort?: number;
+  authorizerCacheTtlSeconds?: number;
+  runSchedules?: boolean;
+}
+
+export interface LocalStack {
+  config: AppConfig;
+  baseUrl: string;
+  regions: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+async function loadFunction<T>(name: string, exportName = "handler"): Promise<T> {
+  const module = (await import(`../functions/${name}.ts`)) as Record<string, unknown>;
+  const fn = module[exportName];
+  if (typeof fn !== "function") throw new Error(`functions/${name}.ts does not export ${exportName}`);
+  return fn as T;
+}
+
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  const tryPort = (p: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(p, host, () => resolve());
+    });
+  try {
+    await tryPort(port);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || port === 0) throw error;
+    await tryPort(0); // the preferred port is taken: any free one will do
+  }
+  return `http://${host}:${(server.address() as AddressInfo).port}`;
+}
+
+/** Until the data-plane issue lands, each region's address answers with an explicit 501. */
+function dataPlanePlaceholder(region: string): Server {
+  return createServer((_req, res) => {
+    res.writeHead(501, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ message: `The data plane of ${region} is not available in this build yet` }));
+  });
+}
+
+function scheduleEveryMs(expression: string): number {
+  const match = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression);
+  if (!match) throw new Error(`Unsupported schedule ${expression}`);
+  const unit = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[match[2]!.replace(/s$/, "") as "minute"];
+  return Number(match[1]) * unit;
+}
+
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  resetConfig();
+  resetClients();
+  const config = getConfig();
+  const host = options.host ?? "127.0.0.1";
+  await provisionStack(config);
+
+  const authorizer = await loadFunction<TokenAuthorizer>(AUTHORIZER_FUNCTION.name);
+  const handlers = new Map<string, Promise<ProxyHandler>>();
+  const api = createRestApi({
+    routes: CORE_API_ROUTES,
+    authorizer,
+    authorizerCacheTtlSeconds: options.authorizerCacheTtlSeconds ?? 300,
+    region: config.homeRegion,
+    loadHandler: (group) => {
+      let handler = handlers.get(group);
+      if (!handler) {
+        handler = loadFunction<ProxyHandler>(group);
+        handlers.set(group, handler);
+      }
+      return handler;
+    },
+  });
+  const servers: Server[] = [];
+  const apiServer = await api.listen(options.port ?? 0, host);
+  servers.push(apiServer.server);
+
+  const regions: Record<string, string> = {};
+  for (const [index, region] of config.regions.entries()) {
+    const server = dataPlanePlaceholder(region);
+    servers.push(server);
+    const port = options.dataPlanePort ? options.dataPlanePort + index : 0;
+    regions[region] = await listen(server, port, host);
+  }
+
+  const timers: NodeJS.Timeout[] = [];
+  if (options.runSchedules) {
+    for (const scheduled of Object.values(SCHEDULED_FUNCTIONS)) {
+      const run = async () => {
+        try {
+          const fn = await loadFunction<() => Promise<unknown>>(scheduled.name);
+          await fn();
+        } catch (error) {
+          process.stderr.write(`scheduled ${scheduled.name} failed: ${String(error)}\n`);
+        }
+      };
+      timers.push(setInterval(run, scheduleEveryMs(scheduled.schedule)));
+    }
+  }
+
+  return {
+    config,
+    baseUrl: apiServer.url,
+    regions,
+    async stop() {
+      for (const timer of timers) clearInterval(timer);
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolve) => {
+              server.close(() => resolve());
+              server.closeAllConnections();
+            }),
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * `npm start`: the whole service locally. Starts moto (or uses AWS_ENDPOINT_URL), provisions it,
+ * serves the Core API and each region's data-plane address, creates a local user and token on
+ * first start, prints them and writes them to .local/stack.json. Ctrl-C stops everything.
+ */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { issueToken, resolveToken } from "#lib/domain/tokens.ts";
+import { createUser, findUserIdByEmail, getUser } from "#lib/domain/users.ts";
+import { NO_EMULATOR_HELP, startEmulator } from "./emulator.ts";
+import { startLocalStack } from "./runner.ts";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const stackFile = resolve(root, ".local/stack.json");
+const LOCAL_USER_EMAIL = "local-admin@localhost.localdomain";
+
+function applyLocalDefaults(): void {
+  process.env.AWS_ACCESS_KEY_ID ??= "local";
+  process.env.AWS_SECRET_ACCESS_KEY ??= "local";
+  process.env.AWS_REGION ??= process.env.HOME_REGION ?? "us-east-1";
+  process.env.TABLE_NAME ??= "proxy-gateway";
+  // The machines run Node 20 (the Lambda runtime is newer); the SDK's upgrade notice is noise here.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+}
+
+interface StackFile {
+  baseUrl: string;
+  regions: Record<string, string>;
+  userId: string;
+  token: string;
+  awsEndpointUrl: string;
+  tableName: string;
+  homeRegion: string;
+}
+
+/** Reuse the saved user and token when the emulator still holds them (a long-lived LocalStack). */
+async function localUser(): Promise<{ userId: string; token: string; created: boolean }> {
+  try {
+    const saved = JSON.parse(await readFile(stackFile, "utf8")) as Partial<StackFile>;
+    if (saved.token && saved.userId) {
+      const resolved = await resolveToken(saved.token);
+      if (resolved?.userId === saved.userId && (await getUser(saved.userId))) {
+        return { userId: saved.userId, token: saved.token, created: false };
+      }
+    }
+  } catch {
+    // no saved stack, or it is unreadable: create a new user below
+  }
+  const existing = await findUserIdByEmail(LOCAL_USER_EMAIL);
+  const userId =
+    existing ??
+    String(
+      (
+        await createUser({
+          email: LOCAL_USER_EMAIL,
+          firstName: "Local",
+          lastName: "Admin",
+          username: "local-admin",
+        })
+      ).userId,
+    );
+  const { token } = await issueToken(userId);
+  return { userId, token, created: true };
+}
+
+async function main(): Promise<void> {
+  applyLocalDefaults();
+  let emulator: Awaited<ReturnType<typeof startEmulator>>;
+  try {
+    emulator = await startEmulator();
+  } catch (error) {
+    process.stderr.write(
+      `${error instanceof Error && error.message === NO_EMULATOR_HELP ? error.message : String(error)}\n`,
+    );
+    process.exit(1);
+  }
+  process.env.AWS_ENDPOINT_URL = emulator.endpoint;
+  const stack = await startLocalStack({
+    port: Number(process.env.PORT ?? 3000),
+    dataPlanePort: Number(process.env.DATA_PLANE_PORT ?? 3100),
+    authorizerCacheTtlSeconds: Number(process.env.AUTHORIZER_CACHE_TTL_SECONDS ?? 300),
+    runSchedules: true,
+  });
+  const user = await localUser();
+  const file: StackFile = {
+    baseUrl: stack.baseUrl,
+    regions: stack.regions,
+    userId: user.userId,
+    token: user.token,
+    awsEndpointUrl: emulator.endpoint,
+    tableName: stack.config.tableName,
+    homeRegion: stack.config.homeRegion,
+  };
+  await mkdir(dirname(stackFile), { recursive: true });
+  await writeFile(stackFile, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+
+  const lines = [
+    "",
+    "Proxy gateway running locally",
+    `  Core API:        ${stack.baseUrl}`,
+    ...Object.entries(stack.regions).map(([region, url]) => `  Data plane ${region.padEnd(10)} ${url}`),
+    `  AWS emulator:    ${emulator.endpoint}${emulator.owned ? " (moto, started by npm start)" : " (AWS_ENDPOINT_URL)"}`,
+    `  User id:         ${user.userId}${user.created ? " (created now)" : ""}`,
+    `  Token:           ${user.token}`,
+    `  Written to:      ${stackFile}`,
+    "",
+    `  Try: curl -s ${stack.baseUrl}/api/users -H "Authorization: $(jq -r .token .local/stack.json)"`,
+    "  Data lives as long as the emulator runs. Ctrl-C stops everything started here.",
+    "",
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write("Stopping...\n");
+    await stack.stop();
+    await emulator.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+await main();
