@@ -1,0 +1,106 @@
+/**
+ * A payment-processor API on loopback that speaks the part of Stripe's REST API the service uses
+ * (customers: create, delete), so the real `stripe` package is exercised over real HTTP. It records
+ * every request, honours idempotency keys as Stripe does, and can be told to fail.
+ */
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  idempotencyKey: string | undefined;
+  form: URLSearchParams;
+}
+
+export interface PaymentProcessor {
+  url: string;
+  requests: RecordedRequest[];
+  customers: Map<string, Record<string, unknown>>;
+  failNext(status: number): void;
+  close(): Promise<void>;
+}
+
+export async function startPaymentProcessor(): Promise<PaymentProcessor> {
+  const requests: RecordedRequest[] = [];
+  const customers = new Map<string, Record<string, unknown>>();
+  const byIdempotencyKey = new Map<string, Record<string, unknown>>();
+  let failures: number[] = [];
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+      const path = new URL(req.url ?? "/", "http://x").pathname;
+      const idempotencyKey = req.headers["idempotency-key"] as string | undefined;
+      requests.push({
+        method: req.method ?? "",
+        path,
+        authorization: req.headers.authorization,
+        idempotencyKey,
+        form,
+      });
+      const reply = (status: number, body: unknown) => {
+        res.writeHead(status, {
+          "Content-Type": "application/json",
+          "Request-Id": `req_${randomBytes(6).toString("hex")}`,
+        });
+        res.end(JSON.stringify(body));
+      };
+      const failure = failures.shift();
+      if (failure) return reply(failure, { error: { type: "api_error", message: "Injected failure" } });
+      if (!req.headers.authorization?.startsWith("Bearer sk_")) {
+        return reply(401, { error: { type: "invalid_request_error", message: "Invalid API Key provided" } });
+      }
+      if (req.method === "POST" && path === "/v1/customers") {
+        const previous = idempotencyKey ? byIdempotencyKey.get(idempotencyKey) : undefined;
+        if (previous) return reply(200, previous);
+        const metadata: Record<string, string> = {};
+        for (const [k, v] of form) {
+          const m = /^metadata\[(.+)\]$/.exec(k);
+          if (m?.[1]) metadata[m[1]] = v;
+        }
+        const customer = {
+          id: `cus_${randomBytes(7).toString("hex")}`,
+          object: "customer",
+          name: form.get("name"),
+          email: form.get("email"),
+          metadata,
+          created: Math.floor(Date.now() / 1000),
+        };
+        customers.set(customer.id, customer);
+        if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, customer);
+        return reply(200, customer);
+      }
+      const del = /^\/v1\/customers\/([^/]+)$/.exec(path);
+      if (req.method === "DELETE" && del?.[1]) {
+        customers.delete(del[1]);
+        return reply(200, { id: del[1], object: "customer", deleted: true });
+      }
+      return reply(404, {
+        error: {
+          type: "invalid_request_error",
+          message: `Unrecognized request URL (${req.method}: ${path})`,
+        },
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    customers,
+    failNext(status) {
+      failures = [...failures, status];
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
