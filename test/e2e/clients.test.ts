@@ -45,7 +45,7 @@ describe("POST /api/clients", () => {
     const member = await storedItem(keys.member(client.clientId, owner.userId));
     expect(member?.roles).toEqual(["owner", "admin"]);
     const user = await storedItem(keys.user(owner.userId));
-    expect([...(user?.userClients as Set<string>)]).toContain(client.clientId);
+    expect([...((user?.userClients as Set<string> | undefined) ?? [])]).toContain(client.clientId);
   });
 
   it("creates the configuration record: basic plan, active billing, provisioning skipped without a key", async () => {
