@@ -191,10 +191,10 @@ export async function listClientsForUser(userId: string, page: PageRequest) {
   return { clients, pagination };
 }
 
+/** One round of two parallel reads: the members list already answers whether the caller may see it. */
 export async function getClientForMember(clientId: string, userId: string): Promise<ApiClient> {
-  await authorizeClient(clientId, userId, "view");
   const entry = await loadClient(clientId);
-  if (!entry) throw notFound(CLIENT_NOT_FOUND);
+  if (!entry?.members.some((m) => m.userId === userId)) throw notFound(CLIENT_NOT_FOUND);
   return toApiClient(entry.client, entry.members);
 }
 
