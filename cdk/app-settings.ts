@@ -1,0 +1,101 @@
+/**
+ * The deployment settings of the CDK app, read once from the CDK context (cdk.json, or `-c key=value`
+ * on the command line) and validated, so a typo fails `cdk synth` with a clear message instead of
+ * producing a stack that breaks at run time.
+ */
+import type { Node } from "constructs";
+import { z } from "zod";
+
+const REGION = /^[a-z]{2}(-[a-z]+)+-\d$/;
+
+/** appName names the table, the KMS alias and the stacks: it must be valid for all three. */
+const appName = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9-]{2,63}$/, "3-64 characters: a letter, then letters, digits or '-'");
+
+/** `-c regions=us-east-1,eu-west-1` arrives as a string; cdk.json gives an array. */
+const regionList = z
+  .union([z.array(z.string()), z.string().transform((value) => value.split(","))])
+  .transform((values) => [...new Set(values.map((value) => value.trim()).filter(Boolean))])
+  .pipe(z.array(z.string().regex(REGION, "not an AWS region name")).min(1));
+
+/** `-c dataPlaneUrls='{"eu-west-1":"https://..."}'` arrives as a string; cdk.json gives an object. */
+const urlRecord = z
+  .union([
+    z.record(z.string(), z.string()),
+    z.string().transform((value, ctx) => {
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "must be a JSON object" });
+        return z.NEVER;
+      }
+    }),
+  ])
+  .pipe(z.record(z.string().regex(REGION), z.url()));
+
+const ContextSchema = z
+  .object({
+    appName,
+    homeRegion: z.string().regex(REGION, "not an AWS region name"),
+    regions: regionList,
+    emailSender: z.email(),
+    appUrl: z.url(),
+    /** API Gateway caches a Lambda authorizer's result for at most one hour. */
+    authorizerCacheTtlSeconds: z.coerce.number().int().min(0).max(3600),
+    /** Full ARN (with its random suffix) of the Secrets Manager secret holding the Stripe key. */
+    stripeSecretArn: z
+      .string()
+      .regex(
+        /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/,
+        "not a Secrets Manager secret ARN",
+      )
+      .optional(),
+    /** Data-plane base URL of each region, once the data plane is deployed (DATA_PLANE_URLS). */
+    dataPlaneUrls: urlRecord.optional(),
+  })
+  .superRefine((settings, ctx) => {
+    if (!settings.regions.includes(settings.homeRegion)) {
+      ctx.addIssue({ code: "custom", path: ["homeRegion"], message: "must be one of regions" });
+    }
+    const secretRegion = settings.stripeSecretArn?.split(":")[3];
+    if (secretRegion && secretRegion !== settings.homeRegion) {
+      // The payments code builds its Secrets Manager client for the function's own region.
+      ctx.addIssue({
+        code: "custom",
+        path: ["stripeSecretArn"],
+        message: "the secret must be in homeRegion",
+      });
+    }
+  });
+
+export type AppSettings = z.infer<typeof ContextSchema>;
+
+export const CONTEXT_KEYS = [
+  "appName",
+  "homeRegion",
+  "regions",
+  "emailSender",
+  "appUrl",
+  "authorizerCacheTtlSeconds",
+  "stripeSecretArn",
+  "dataPlaneUrls",
+] as const satisfies readonly (keyof AppSettings)[];
+
+export function readAppSettings(node: Node): AppSettings {
+  const raw = Object.fromEntries(CONTEXT_KEYS.map((key) => [key, node.tryGetContext(key) ?? undefined]));
+  const parsed = ContextSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+      .join("; ");
+    throw new Error(`Invalid CDK context (cdk.json or -c): ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** Every region's table has the same physical name, so any region's table ARN can be built from it. */
+export const tableNameOf = (settings: Pick<AppSettings, "appName">): string => settings.appName;
+
+/** The alias of each region's KMS key (KMS_KEY_ALIAS); the same alias in every region. */
+export const kmsKeyAliasOf = (settings: Pick<AppSettings, "appName">): string => `alias/${settings.appName}`;

@@ -1,0 +1,189 @@
+/**
+ * The one Lambda construct of the gateway: every function (route groups, authorizer, scheduled
+ * jobs, and later the data plane) is built here, so runtime, architecture, bundling, tracing,
+ * logging and the common environment are decided once.
+ *
+ * Permissions are added only through the methods below (bindTable, allowSendEmail,
+ * allowReadSecret), each granting exactly the actions it names on exactly the resources given.
+ * The role carries no AWS-managed policy: it writes only to its own log group.
+ */
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Duration, Validations } from "aws-cdk-lib";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import * as logs from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import { wildcardResourceFinding } from "../nag.ts";
+
+/** Repository root (cdk/constructs/ is two levels below it). */
+export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** Where the entry points live: functions/<name>.ts, each exporting `handler`. */
+export const DEFAULT_FUNCTIONS_DIR = join(PROJECT_ROOT, "functions");
+
+/** The newest Node.js runtime this aws-cdk-lib knows (cdk-nag AwsSolutions-L1 asks for it). */
+export const RUNTIME = lambda.Runtime.NODEJS_24_X;
+const ESBUILD_TARGET = "node24";
+
+/** Read access: items, batches, queries (table and indexes), transaction condition checks. */
+export const TABLE_READ_ACTIONS = [
+  "dynamodb:GetItem",
+  "dynamodb:BatchGetItem",
+  "dynamodb:Query",
+  "dynamodb:ConditionCheckItem",
+  "dynamodb:DescribeTable",
+] as const;
+/** Write access adds the item-level writes; TransactWriteItems is authorised by these same actions. */
+export const TABLE_WRITE_ACTIONS = [
+  "dynamodb:PutItem",
+  "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:BatchWriteItem",
+] as const;
+
+export type TableAccess = "RO" | "RW";
+/** A table construct, or a table ARN (for another region's table, built from its deterministic name). */
+export type TableRef = dynamodb.ITable | string;
+
+export type FunctionSettings = Pick<
+  AppSettings,
+  "appName" | "homeRegion" | "regions" | "emailSender" | "appUrl" | "dataPlaneUrls"
+>;
+
+/** The variables lib/config.ts reads, identical for every function of the app. */
+export function commonEnvironment(settings: FunctionSettings): Record<string, string> {
+  return {
+    TABLE_NAME: tableNameOf(settings),
+    HOME_REGION: settings.homeRegion,
+    REGIONS: settings.regions.join(","),
+    KMS_KEY_ALIAS: kmsKeyAliasOf(settings),
+    EMAIL_SENDER: settings.emailSender,
+    APP_URL: settings.appUrl,
+    ...(settings.dataPlaneUrls ? { DATA_PLANE_URLS: JSON.stringify(settings.dataPlaneUrls) } : {}),
+    NODE_OPTIONS: "--enable-source-maps",
+  };
+}
+
+export interface GatewayFunctionProps {
+  /** kebab-case name; the entry point is `<functionsDir>/<name>.ts`. */
+  readonly name: string;
+  readonly settings: FunctionSettings;
+  readonly description?: string;
+  /** Defaults to 10 s: API Gateway gives up after 29 s, a route should answer well before. */
+  readonly timeout?: Duration;
+  /** Defaults to 1024 MB (on arm64 this also buys CPU, which shortens cold starts). */
+  readonly memorySize?: number;
+  readonly logRetention?: logs.RetentionDays;
+  /** Directory of the entry points; tests point it at stubs. Defaults to functions/. */
+  readonly functionsDir?: string;
+}
+
+export class GatewayFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: iam.Role;
+  readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: GatewayFunctionProps) {
+    super(scope, id);
+
+    this.logGroup = new logs.LogGroup(this, "Logs", {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+    });
+    this.role = new iam.Role(this, "Role", {
+      assumedBy: new iam.ServicePrincipal("lambda.amazonaws.com"),
+      description: `${props.settings.appName} ${props.name} function`,
+    });
+    // Instead of AWSLambdaBasicExecutionRole (logs on every log group of the account).
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ["logs:CreateLogStream", "logs:PutLogEvents"],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    );
+
+    this.function = new NodejsFunction(this, "Function", {
+      entry: join(props.functionsDir ?? DEFAULT_FUNCTIONS_DIR, `${props.name}.ts`),
+      handler: "handler",
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: join(PROJECT_ROOT, "package-lock.json"),
+      description: props.description,
+      runtime: RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      tracing: lambda.Tracing.ACTIVE,
+      timeout: props.timeout ?? Duration.seconds(10),
+      memorySize: props.memorySize ?? 1024,
+      role: this.role,
+      logGroup: this.logGroup,
+      environment: commonEnvironment(props.settings),
+      bundling: {
+        format: OutputFormat.ESM,
+        target: ESBUILD_TARGET,
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        mainFields: ["module", "main"],
+        // Bundled CommonJS dependencies may call require(); ESM has none, so define one.
+        banner:
+          "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
+        // Bundle the pinned AWS SDK (package-lock.json) instead of the runtime's copy.
+        externalModules: [],
+        // Bundle with the locally installed esbuild; never fall back to Docker.
+        forceDockerBundling: false,
+      },
+    });
+
+    // The statement CDK adds for Tracing.ACTIVE.
+    Validations.of(this.role).acknowledge({
+      id: wildcardResourceFinding(this, "*"),
+      reason:
+        "xray:PutTraceSegments and xray:PutTelemetryRecords (active tracing) support no resource-level permissions: AWS documents Resource '*' for them.",
+    });
+  }
+
+  /** Set one more environment variable. */
+  addEnvironment(key: string, value: string): this {
+    this.function.addEnvironment(key, value);
+    return this;
+  }
+
+  /**
+   * Grant read ("RO") or read and write ("RW") on the given tables and their indexes: exactly the
+   * actions of TABLE_READ_ACTIONS (+ TABLE_WRITE_ACTIONS), nothing else (no Scan, no table admin).
+   */
+  bindTable(tables: TableRef | readonly TableRef[], access: TableAccess): this {
+    const list: readonly TableRef[] = Array.isArray(tables) ? tables : [tables as TableRef];
+    const arns = list.map((table) => (typeof table === "string" ? table : table.tableArn));
+    if (arns.length === 0) throw new Error(`${this.node.path}: bindTable needs at least one table`);
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: access === "RW" ? [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS] : [...TABLE_READ_ACTIONS],
+        resources: arns.flatMap((arn) => [arn, `${arn}/index/*`]),
+      }),
+    );
+    for (const arn of arns) {
+      Validations.of(this.role).acknowledge({
+        id: wildcardResourceFinding(this, `${arn}/index/*`),
+        reason:
+          "Query on the table's global secondary indexes: 'table/<name>/index/*' matches only that table's indexes.",
+      });
+    }
+    return this;
+  }
+
+  /** ses:SendEmail from this one identity (address or domain) only. */
+  allowSendEmail(identityArn: string): this {
+    this.role.addToPolicy(new iam.PolicyStatement({ actions: ["ses:SendEmail"], resources: [identityArn] }));
+    return this;
+  }
+
+  /** secretsmanager:GetSecretValue on this one secret (give its full ARN, random suffix included). */
+  allowReadSecret(secretArn: string): this {
+    this.role.addToPolicy(
+      new iam.PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),
+    );
+    return this;
+  }
+}

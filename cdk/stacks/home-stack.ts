@@ -1,0 +1,247 @@
+/**
+ * The control plane, deployed once in the home region: one Lambda per route group of the Core API
+ * (lib/infra/api-manifest.ts), the token authorizer, the scheduled jobs, the SES sender identity
+ * and the REST API whose resources and methods are generated from CORE_API_ROUTES.
+ *
+ * Tables are addressed by deterministic ARN (every region's table is named appName), so this stack
+ * needs no cross-region reference to the RegionalStacks; it only deploys after them.
+ */
+import { CfnOutput, Duration, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import * as apigateway from "aws-cdk-lib/aws-apigateway";
+import * as events from "aws-cdk-lib/aws-events";
+import * as targets from "aws-cdk-lib/aws-events-targets";
+import * as logs from "aws-cdk-lib/aws-logs";
+import * as ses from "aws-cdk-lib/aws-ses";
+import type { Construct } from "constructs";
+import {
+  AUTHORIZER_FUNCTION,
+  CORE_API_ROUTES,
+  FUNCTION_GROUPS,
+  type FunctionGroup,
+  type FunctionGroupName,
+  SCHEDULED_FUNCTIONS,
+} from "../../lib/infra/api-manifest.ts";
+import { type AppSettings, tableNameOf } from "../app-settings.ts";
+import { GatewayFunction } from "../constructs/gateway-function.ts";
+
+export interface HomeStackProps extends StackProps {
+  readonly settings: AppSettings;
+  /** Directory of the function entry points (tests use stubs); defaults to functions/. */
+  readonly functionsDir?: string;
+}
+
+/** Stage-wide throttling (per account and region, API Gateway's own limit is 10,000 rps). */
+export const API_THROTTLING = { rateLimit: 100, burstLimit: 200 } as const;
+export const API_STAGE_NAME = "v1";
+
+/** "account-purge" -> "AccountPurge": construct ids derived from the manifest names. */
+const pascal = (name: string) =>
+  name
+    .split(/[^A-Za-z0-9]+/)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join("");
+
+export class HomeStack extends Stack {
+  readonly api: apigateway.RestApi;
+  readonly groupFunctions: Record<FunctionGroupName, GatewayFunction>;
+  readonly authorizerFunction: GatewayFunction;
+  readonly scheduledFunctions: Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>;
+  readonly emailIdentity: ses.EmailIdentity;
+
+  constructor(scope: Construct, id: string, props: HomeStackProps) {
+    super(scope, id, props);
+    const { settings, functionsDir } = props;
+
+    /** arn:<partition>:dynamodb:<region>:<account>:table/<appName>, without referencing that region's stack. */
+    const tableArn = (region: string) =>
+      this.formatArn({ service: "dynamodb", region, resource: "table", resourceName: tableNameOf(settings) });
+    const homeTableArn = tableArn(settings.homeRegion);
+    const allTableArns = settings.regions.map(tableArn);
+    const bindTables = (fn: GatewayFunction, tables: FunctionGroup["tables"]) => {
+      switch (tables) {
+        case "home-read":
+          return fn.bindTable(homeTableArn, "RO");
+        case "home-write":
+          return fn.bindTable(homeTableArn, "RW");
+        case "all-regions-write":
+          return fn.bindTable(allTableArns, "RW");
+      }
+    };
+
+    this.emailIdentity = new ses.EmailIdentity(this, "EmailSender", {
+      identity: ses.Identity.email(settings.emailSender),
+    });
+
+    // One function per route group.
+    const groupFunctions: Partial<Record<FunctionGroupName, GatewayFunction>> = {};
+    for (const [key, group] of Object.entries(FUNCTION_GROUPS) as [FunctionGroupName, FunctionGroup][]) {
+      const fn = new GatewayFunction(this, pascal(group.name), {
+        name: group.name,
+        settings,
+        functionsDir,
+        description: `${settings.appName} Core API: ${group.name}`,
+      });
+      bindTables(fn, group.tables);
+      if (group.sendsEmail) fn.allowSendEmail(this.emailIdentity.emailIdentityArn);
+      if (group.usesPayments && settings.stripeSecretArn) {
+        fn.addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn).allowReadSecret(
+          settings.stripeSecretArn,
+        );
+      }
+      groupFunctions[key] = fn;
+    }
+    this.groupFunctions = groupFunctions as Record<FunctionGroupName, GatewayFunction>;
+
+    this.authorizerFunction = new GatewayFunction(this, pascal(AUTHORIZER_FUNCTION.name), {
+      name: AUTHORIZER_FUNCTION.name,
+      settings,
+      functionsDir,
+      description: `${settings.appName} Core API token authorizer`,
+      timeout: Duration.seconds(5),
+    });
+    bindTables(this.authorizerFunction, AUTHORIZER_FUNCTION.tables);
+
+    // Scheduled jobs (EventBridge rules).
+    const scheduled: Partial<Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>> = {};
+    for (const [key, job] of Object.entries(SCHEDULED_FUNCTIONS) as [
+      keyof typeof SCHEDULED_FUNCTIONS,
+      (typeof SCHEDULED_FUNCTIONS)[keyof typeof SCHEDULED_FUNCTIONS],
+    ][]) {
+      const fn = new GatewayFunction(this, pascal(job.name), {
+        name: job.name,
+        settings,
+        functionsDir,
+        description: `${settings.appName} scheduled job: ${job.name} (${job.schedule})`,
+        timeout: Duration.minutes(5),
+      });
+      bindTables(fn, job.tables);
+      new events.Rule(this, `${pascal(job.name)}Schedule`, {
+        description: `Runs ${job.name} ${job.schedule}`,
+        schedule: events.Schedule.expression(job.schedule),
+        targets: [
+          new targets.LambdaFunction(fn.function, { retryAttempts: 2, maxEventAge: Duration.hours(1) }),
+        ],
+      });
+      scheduled[key] = fn;
+    }
+    this.scheduledFunctions = scheduled as Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>;
+
+    this.api = this.buildApi(settings);
+    // One output with a stable name instead of RestApi's generated "CoreApiEndpointXXXX".
+    this.api.node.tryRemoveChild("Endpoint");
+    new CfnOutput(this, "CoreApiUrl", {
+      description: "Base URL of the Core API (stage v1)",
+      value: this.api.url,
+    });
+  }
+
+  private buildApi(settings: AppSettings): apigateway.RestApi {
+    const accessLogs = new logs.LogGroup(this, "CoreApiAccessLogs", {
+      retention: logs.RetentionDays.THREE_MONTHS,
+    });
+    const field = apigateway.AccessLogField;
+    const api = new apigateway.RestApi(this, "CoreApi", {
+      restApiName: `${settings.appName}-core-api`,
+      description: `${settings.appName} Core API (account management)`,
+      endpointConfiguration: { types: [apigateway.EndpointType.REGIONAL] },
+      // The account-wide API Gateway CloudWatch role is not this app's to manage (see APIG6 below).
+      cloudWatchRole: false,
+      deployOptions: {
+        stageName: API_STAGE_NAME,
+        tracingEnabled: true,
+        throttlingRateLimit: API_THROTTLING.rateLimit,
+        throttlingBurstLimit: API_THROTTLING.burstLimit,
+        accessLogDestination: new apigateway.LogGroupLogDestination(accessLogs),
+        // No header or body is logged: the Authorization token never reaches the access log.
+        accessLogFormat: apigateway.AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: field.contextRequestId(),
+            extendedRequestId: field.contextExtendedRequestId(),
+            requestTime: field.contextRequestTime(),
+            ip: field.contextIdentitySourceIp(),
+            userAgent: field.contextIdentityUserAgent(),
+            httpMethod: field.contextHttpMethod(),
+            resourcePath: field.contextResourcePath(),
+            path: field.contextPath(),
+            status: field.contextStatus(),
+            responseLength: field.contextResponseLength(),
+            responseLatency: field.contextResponseLatency(),
+            integrationStatus: field.contextIntegrationStatus(),
+            integrationLatency: field.contextIntegrationLatency(),
+            authorizerStatus: field.contextAuthorizerStatus(),
+            authorizerError: field.contextAuthorizerError(),
+            errorMessage: field.contextErrorMessage(),
+            errorType: field.contextErrorResponseType(),
+            xrayTraceId: field.contextXrayTraceId(),
+          }),
+        ),
+      },
+    });
+
+    const authorizer = new apigateway.TokenAuthorizer(this, "CoreApiAuthorizer", {
+      authorizerName: `${settings.appName}-token`,
+      handler: this.authorizerFunction.function,
+      identitySource: apigateway.IdentitySource.header("Authorization"),
+      resultsCacheTtl: Duration.seconds(settings.authorizerCacheTtlSeconds),
+    });
+    const validator = api.addRequestValidator("CoreApiRequestValidator", {
+      requestValidatorName: "parameters-and-body",
+      validateRequestParameters: true,
+      validateRequestBody: true,
+    });
+
+    // JSON errors everywhere; an unknown route is a 404, not API Gateway's 403 "Missing Authentication Token".
+    const errorBody = { "application/json": '{"message":$context.error.messageString}' };
+    api.addGatewayResponse("Default4xx", { type: apigateway.ResponseType.DEFAULT_4XX, templates: errorBody });
+    api.addGatewayResponse("Default5xx", { type: apigateway.ResponseType.DEFAULT_5XX, templates: errorBody });
+    api.addGatewayResponse("RouteNotFound", {
+      type: apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
+      statusCode: "404",
+      templates: { "application/json": '{"message":"Route not found"}' },
+    });
+
+    const integrations = new Map<FunctionGroupName, apigateway.LambdaIntegration>();
+    const integrationFor = (group: FunctionGroupName) => {
+      let integration = integrations.get(group);
+      if (!integration) {
+        // Proxy integration; the Lambda permission of each method names that method's ARN only.
+        integration = new apigateway.LambdaIntegration(this.groupFunctions[group].function, {
+          proxy: true,
+          allowTestInvoke: false,
+        });
+        integrations.set(group, integration);
+      }
+      return integration;
+    };
+
+    for (const route of CORE_API_ROUTES) {
+      const resource = api.root.resourceForPath(route.path);
+      const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]);
+      resource.addMethod(route.method, integrationFor(route.group), {
+        authorizationType: apigateway.AuthorizationType.CUSTOM,
+        authorizer,
+        requestValidator: validator,
+        requestParameters: pathParameters.length
+          ? Object.fromEntries(pathParameters.map((name) => [`method.request.path.${name}`, true]))
+          : undefined,
+      });
+    }
+
+    Validations.of(api).acknowledge({
+      id: "AwsSolutions-COG4",
+      reason:
+        "The Core API authenticates users with a Lambda TOKEN authorizer (the gateway's own user tokens, cached by API Gateway), by design; there is no Cognito user pool.",
+    });
+    Validations.of(api.deploymentStage).acknowledge({
+      id: "AwsSolutions-APIG3",
+      reason:
+        "Whether to put AWS WAF in front of the API (and which rules, at which cost) is the deployer's choice; stage throttling and the authorizer protect it by default. See cdk/README.md.",
+    });
+    Validations.of(api.deploymentStage).acknowledge({
+      id: "AwsSolutions-APIG6",
+      reason:
+        "Execution logging needs the account-wide API Gateway CloudWatch role (one per account and region, shared by every API), which this app deliberately does not manage (@aws-cdk/aws-apigateway:disableCloudWatchRole). Every request is recorded in the JSON access log (APIG1) and traced with X-Ray.",
+    });
+    return api;
+  }
+}

@@ -1,0 +1,427 @@
+import { Match } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import type { GatewayFunction } from "../../cdk/constructs/gateway-function.ts";
+import { TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from "../../cdk/constructs/gateway-function.ts";
+import {
+  AUTHORIZER_FUNCTION,
+  CORE_API_ROUTES,
+  FUNCTION_GROUPS,
+  type FunctionGroup,
+  type FunctionGroupName,
+  SCHEDULED_FUNCTIONS,
+} from "../../lib/infra/api-manifest.ts";
+import {
+  ACCOUNT,
+  allStatements,
+  apiResourcePaths,
+  buildTestApp,
+  CDK_CONTEXT,
+  flat,
+  logicalId,
+  type Statement,
+  statementsOf,
+  Template,
+  tableArn,
+} from "./helpers.ts";
+
+const built = buildTestApp({}, { account: ACCOUNT });
+const home = built.homeStack;
+const template = Template.fromStack(home);
+const appName = String(CDK_CONTEXT.appName);
+const homeRegion = String(CDK_CONTEXT.homeRegion);
+const regions = CDK_CONTEXT.regions as string[];
+const otherRegions = regions.filter((region) => region !== homeRegion);
+
+const functions = template.findResources("AWS::Lambda::Function");
+const allGatewayFunctions: [string, GatewayFunction][] = [
+  ...Object.entries(home.groupFunctions),
+  ["authorizer", home.authorizerFunction],
+  ...Object.entries(home.scheduledFunctions),
+];
+
+const dynamoStatements = (statements: Statement[]) =>
+  statements.filter((statement) => statement.Action.some((action) => action.startsWith("dynamodb:")));
+const dynamoResources = (fn: GatewayFunction) =>
+  dynamoStatements(statementsOf(template, fn)).flatMap((statement) => statement.Resource);
+const dynamoActions = (fn: GatewayFunction) =>
+  new Set(dynamoStatements(statementsOf(template, fn)).flatMap((statement) => statement.Action));
+const withIndexes = (arns: string[]) => arns.flatMap((arn) => [arn, `${arn}/index/*`]).sort();
+
+describe("HomeStack", () => {
+  it("is deployed in the home region after every regional stack", () => {
+    expect(home.region).toBe(homeRegion);
+    expect(home.stackName).toBe(`${appName}-home`);
+    const dependencies = home.dependencies.map((stack) => stack.stackName).sort();
+    expect(dependencies).toEqual(regions.map((region) => `${appName}-regional-${region}`).sort());
+  });
+
+  describe("functions", () => {
+    it("has one function per group, the authorizer and the scheduled jobs", () => {
+      expect(Object.keys(home.groupFunctions).sort()).toEqual(Object.keys(FUNCTION_GROUPS).sort());
+      expect(Object.keys(home.scheduledFunctions).sort()).toEqual(Object.keys(SCHEDULED_FUNCTIONS).sort());
+      expect(Object.keys(functions)).toHaveLength(allGatewayFunctions.length);
+    });
+
+    it.each(allGatewayFunctions)(
+      "%s: current Node.js on arm64, traced, with explicit timeout and memory",
+      (_, fn) => {
+        const props = functions[logicalId(fn.function)]?.Properties;
+        expect(props.Runtime).toMatch(/^nodejs(2[2-9]|[3-9]\d)\.x$/);
+        expect(props.Architectures).toEqual(["arm64"]);
+        expect(props.TracingConfig).toEqual({ Mode: "Active" });
+        expect(props.Handler).toBe("index.handler");
+        expect(props.Timeout).toBeGreaterThan(0);
+        expect(props.Timeout).toBeLessThanOrEqual(900);
+        expect(props.MemorySize).toBeGreaterThanOrEqual(128);
+      },
+    );
+
+    it("keeps API functions under API Gateway's 29 s integration timeout", () => {
+      for (const fn of [...Object.values(home.groupFunctions), home.authorizerFunction]) {
+        expect(functions[logicalId(fn.function)]?.Properties.Timeout).toBeLessThan(29);
+      }
+    });
+
+    it.each(allGatewayFunctions)("%s: logs to its own log group with a retention", (_, fn) => {
+      const props = functions[logicalId(fn.function)]?.Properties;
+      const logGroupId = logicalId(fn.logGroup);
+      expect(props.LoggingConfig).toEqual({ LogGroup: { Ref: logGroupId } });
+      const logGroup = template.findResources("AWS::Logs::LogGroup")[logGroupId];
+      expect(logGroup?.Properties.RetentionInDays).toBeGreaterThan(0);
+    });
+
+    it.each(allGatewayFunctions)("%s: gets the environment lib/config.ts reads", (_, fn) => {
+      const variables = functions[logicalId(fn.function)]?.Properties.Environment.Variables;
+      expect(variables).toMatchObject({
+        TABLE_NAME: appName,
+        HOME_REGION: homeRegion,
+        REGIONS: regions.join(","),
+        KMS_KEY_ALIAS: `alias/${appName}`,
+        EMAIL_SENDER: CDK_CONTEXT.emailSender,
+        APP_URL: CDK_CONTEXT.appUrl,
+        NODE_OPTIONS: "--enable-source-maps",
+      });
+      // Not configured in cdk.json: absent rather than empty.
+      expect(variables).not.toHaveProperty("DATA_PLANE_URLS");
+      expect(variables).not.toHaveProperty("STRIPE_SECRET_ARN");
+      expect(variables).not.toHaveProperty("STRIPE_SECRET_KEY");
+    });
+
+    it("uses no AWS-managed policy: each role has only its own inline permissions", () => {
+      for (const role of Object.values(template.findResources("AWS::IAM::Role"))) {
+        expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+        expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+          { Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" } },
+        ]);
+      }
+    });
+
+    it.each(allGatewayFunctions)("%s: writes logs only to its own log group", (_, fn) => {
+      const logStatements = statementsOf(template, fn).filter((s) =>
+        s.Action.some((a) => a.startsWith("logs:")),
+      );
+      expect(logStatements).toEqual([
+        {
+          Effect: "Allow",
+          Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+          Resource: [`<${logicalId(fn.logGroup)}.Arn>`],
+        },
+      ]);
+    });
+  });
+
+  describe("least-privilege table access", () => {
+    const read = [...TABLE_READ_ACTIONS].sort();
+    const readWrite = [...TABLE_READ_ACTIONS, ...TABLE_WRITE_ACTIONS].sort();
+
+    it("defines read as Get/BatchGet/Query/ConditionCheck/DescribeTable and write as Put/Update/Delete/BatchWrite", () => {
+      expect(read).toEqual([
+        "dynamodb:BatchGetItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DescribeTable",
+        "dynamodb:GetItem",
+        "dynamodb:Query",
+      ]);
+      expect([...TABLE_WRITE_ACTIONS].sort()).toEqual([
+        "dynamodb:BatchWriteItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+      ]);
+    });
+
+    const expectedTables = (tables: FunctionGroup["tables"]) =>
+      tables === "all-regions-write" ? regions.map((r) => tableArn(r)) : [tableArn(homeRegion)];
+    const expectedActions = (tables: FunctionGroup["tables"]) => (tables === "home-read" ? read : readWrite);
+
+    it.each(Object.entries(FUNCTION_GROUPS))("%s gets exactly its manifest access", (key, group) => {
+      const fn = home.groupFunctions[key as FunctionGroupName];
+      expect(dynamoResources(fn).sort()).toEqual(withIndexes(expectedTables(group.tables)));
+      expect([...dynamoActions(fn)].sort()).toEqual(expectedActions(group.tables));
+    });
+
+    it("members (home-write) has no dynamodb action on another region's table", () => {
+      const resources = dynamoResources(home.groupFunctions.members);
+      expect(otherRegions.length).toBeGreaterThan(0);
+      for (const region of otherRegions) {
+        expect(resources.filter((arn) => arn.includes(`:dynamodb:${region}:`))).toEqual([]);
+      }
+      expect(resources).toContain(tableArn(homeRegion));
+    });
+
+    it("the authorizer reads the home table only and has no write action", () => {
+      const fn = home.authorizerFunction;
+      expect(AUTHORIZER_FUNCTION.tables).toBe("home-read");
+      expect([...dynamoActions(fn)].sort()).toEqual(read);
+      for (const action of TABLE_WRITE_ACTIONS) expect(dynamoActions(fn).has(action)).toBe(false);
+      expect(dynamoResources(fn).sort()).toEqual(withIndexes([tableArn(homeRegion)]));
+    });
+
+    it.each(Object.entries(SCHEDULED_FUNCTIONS))(
+      "scheduled %s gets exactly its manifest access",
+      (key, job) => {
+        const fn = home.scheduledFunctions[key as keyof typeof SCHEDULED_FUNCTIONS];
+        expect(job.tables).toBe("all-regions-write");
+        expect(dynamoResources(fn).sort()).toEqual(withIndexes(regions.map((r) => tableArn(r))));
+        expect([...dynamoActions(fn)].sort()).toEqual(readWrite);
+      },
+    );
+
+    it("no policy grants a wildcard dynamodb action, Scan, or dynamodb on Resource '*'", () => {
+      const statements = dynamoStatements(allStatements(template));
+      expect(statements.length).toBeGreaterThan(0);
+      for (const statement of statements) {
+        expect(statement.Action.filter((action) => action.includes("*"))).toEqual([]);
+        expect(statement.Action).not.toContain("dynamodb:Scan");
+        expect(statement.Resource).not.toContain("*");
+        for (const resource of statement.Resource) {
+          expect(resource).toMatch(
+            new RegExp(`^arn:aws:dynamodb:[a-z0-9-]+:${ACCOUNT}:table/${appName}(/index/\\*)?$`),
+          );
+        }
+      }
+    });
+
+    it("the only Resource '*' anywhere is X-Ray's (which has no resource-level permissions)", () => {
+      const starActions = allStatements(template)
+        .filter((statement) => statement.Resource.includes("*"))
+        .flatMap((statement) => statement.Action);
+      expect([...new Set(starActions)].sort()).toEqual(["xray:PutTelemetryRecords", "xray:PutTraceSegments"]);
+    });
+  });
+
+  describe("e-mail and payments", () => {
+    const senders = allGatewayFunctions.filter(([, fn]) =>
+      statementsOf(template, fn).some((statement) => statement.Action.includes("ses:SendEmail")),
+    );
+
+    it("verifies the sender address as an SES identity", () => {
+      template.hasResourceProperties("AWS::SES::EmailIdentity", { EmailIdentity: CDK_CONTEXT.emailSender });
+    });
+
+    it("lets only the invites function send e-mail, from the sender identity only", () => {
+      expect(senders.map(([name]) => name)).toEqual(["invites"]);
+      const identityId = logicalId(home.emailIdentity);
+      const sesStatements = statementsOf(template, home.groupFunctions.invites).filter((s) =>
+        s.Action.some((a) => a.startsWith("ses:")),
+      );
+      expect(sesStatements).toEqual([
+        {
+          Effect: "Allow",
+          Action: ["ses:SendEmail"],
+          Resource: [`arn:aws:ses:${homeRegion}:${ACCOUNT}:identity/<${identityId}>`],
+        },
+      ]);
+    });
+
+    it("grants no Secrets Manager access and sets no STRIPE_SECRET_ARN without stripeSecretArn", () => {
+      expect(
+        allStatements(template).filter((s) => s.Action.some((a) => a.startsWith("secretsmanager:"))),
+      ).toEqual([]);
+    });
+  });
+
+  describe("Core API", () => {
+    const paths = apiResourcePaths(template);
+    const methods = Object.values(template.findResources("AWS::ApiGateway::Method")) as {
+      Properties: Record<string, unknown> & { HttpMethod: string; ResourceId: { Ref: string } };
+    }[];
+    const apiId = logicalId(home.api);
+    const authorizers = template.findResources("AWS::ApiGateway::Authorizer");
+    const [authorizerId] = Object.keys(authorizers);
+    const [validatorId] = Object.keys(template.findResources("AWS::ApiGateway::RequestValidator"));
+    const methodFor = (method: string, path: string) =>
+      methods.filter(
+        (m) => m.Properties.HttpMethod === method && paths.get(m.Properties.ResourceId.Ref) === path,
+      );
+
+    it("has exactly the methods of CORE_API_ROUTES, nothing more", () => {
+      const actual = methods.map(
+        (m) => `${m.Properties.HttpMethod} ${paths.get(m.Properties.ResourceId.Ref)}`,
+      );
+      expect(actual.sort()).toEqual(CORE_API_ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+    });
+
+    it.each(CORE_API_ROUTES.map((route) => [`${route.method} ${route.path}`, route] as const))(
+      "%s -> its group's function through the authorizer",
+      (_, route) => {
+        const [method, ...duplicates] = methodFor(route.method, route.path);
+        expect(duplicates).toEqual([]);
+        const fnId = logicalId(home.groupFunctions[route.group].function);
+        expect(method?.Properties).toMatchObject({
+          AuthorizationType: "CUSTOM",
+          AuthorizerId: { Ref: authorizerId },
+          RequestValidatorId: { Ref: validatorId },
+          RestApiId: { Ref: apiId },
+          Integration: { Type: "AWS_PROXY", IntegrationHttpMethod: "POST" },
+        });
+        const integration = method?.Properties.Integration as { Uri: never };
+        expect(flat(integration.Uri)).toBe(
+          `arn:aws:apigateway:${homeRegion}:lambda:path/2015-03-31/functions/<${fnId}.Arn>/invocations`,
+        );
+        for (const [, name] of route.path.matchAll(/\{([^}]+)\}/g)) {
+          expect(method?.Properties.RequestParameters).toMatchObject({
+            [`method.request.path.${name}`]: true,
+          });
+        }
+      },
+    );
+
+    it("lets API Gateway invoke each group function for its own methods only", () => {
+      const permissions = Object.values(template.findResources("AWS::Lambda::Permission")).map((p) => ({
+        fn: flat(p.Properties.FunctionName),
+        principal: p.Properties.Principal,
+        source: flat(p.Properties.SourceArn),
+      }));
+      for (const [key, fn] of Object.entries(home.groupFunctions)) {
+        const granted = permissions.filter((p) => p.fn === `<${logicalId(fn.function)}.Arn>`);
+        const expected = CORE_API_ROUTES.filter((route) => route.group === key).map(
+          (route) => `/${route.method}${route.path.replace(/\{[^}]+\}/g, "*")}`,
+        );
+        expect(granted.every((p) => p.principal === "apigateway.amazonaws.com")).toBe(true);
+        expect(granted.map((p) => p.source.slice(p.source.lastIndexOf(">") + 1)).sort()).toEqual(
+          expected.sort(),
+        );
+      }
+    });
+
+    it("authorizes with a cached TOKEN authorizer on the Authorization header", () => {
+      expect(Object.keys(authorizers)).toHaveLength(1);
+      const props = authorizers[authorizerId as string]?.Properties;
+      expect(props).toMatchObject({
+        Type: "TOKEN",
+        IdentitySource: "method.request.header.Authorization",
+        AuthorizerResultTtlInSeconds: CDK_CONTEXT.authorizerCacheTtlSeconds,
+        RestApiId: { Ref: apiId },
+      });
+      expect(flat(props.AuthorizerUri)).toContain(
+        `<${logicalId(home.authorizerFunction.function)}.Arn>/invocations`,
+      );
+    });
+
+    it("validates request parameters and bodies", () => {
+      template.hasResourceProperties("AWS::ApiGateway::RequestValidator", {
+        RestApiId: { Ref: apiId },
+        ValidateRequestParameters: true,
+        ValidateRequestBody: true,
+      });
+    });
+
+    it("deploys stage v1 with tracing, JSON access logs and throttling", () => {
+      const [stage, ...others] = Object.values(template.findResources("AWS::ApiGateway::Stage"));
+      expect(others).toEqual([]);
+      expect(stage?.Properties).toMatchObject({
+        StageName: "v1",
+        TracingEnabled: true,
+        AccessLogSetting: { DestinationArn: { "Fn::GetAtt": [expect.stringMatching(/AccessLogs/), "Arn"] } },
+      });
+      const format = JSON.parse(stage?.Properties.AccessLogSetting.Format);
+      expect(format).toMatchObject({ requestId: "$context.requestId", status: "$context.status" });
+      expect(JSON.stringify(format)).not.toMatch(/header|authorization/i);
+      expect(stage?.Properties.MethodSettings).toEqual([
+        expect.objectContaining({
+          HttpMethod: "*",
+          ResourcePath: "/*",
+          ThrottlingRateLimit: expect.any(Number),
+          ThrottlingBurstLimit: expect.any(Number),
+          DataTraceEnabled: false,
+        }),
+      ]);
+    });
+
+    it("answers errors in JSON, and an unknown route with 404 Route not found", () => {
+      const responses = Object.values(template.findResources("AWS::ApiGateway::GatewayResponse")).map(
+        (r) => r.Properties,
+      );
+      const byType = (type: string) => responses.find((r) => r.ResponseType === type);
+      for (const type of ["DEFAULT_4XX", "DEFAULT_5XX"]) {
+        expect(byType(type)).toMatchObject({
+          RestApiId: { Ref: apiId },
+          ResponseTemplates: { "application/json": '{"message":$context.error.messageString}' },
+        });
+      }
+      expect(byType("MISSING_AUTHENTICATION_TOKEN")).toMatchObject({
+        StatusCode: "404",
+        ResponseTemplates: { "application/json": '{"message":"Route not found"}' },
+      });
+    });
+
+    it("outputs the API URL", () => {
+      template.hasOutput("CoreApiUrl", {
+        Value: {
+          "Fn::Join": ["", Match.arrayWith([Match.stringLikeRegexp(`execute-api\\.${homeRegion}\\.`)])],
+        },
+      });
+    });
+  });
+
+  describe("scheduled jobs", () => {
+    it.each(Object.entries(SCHEDULED_FUNCTIONS))("%s runs on its EventBridge schedule", (key, job) => {
+      const fnId = logicalId(home.scheduledFunctions[key as keyof typeof SCHEDULED_FUNCTIONS].function);
+      template.hasResourceProperties("AWS::Events::Rule", {
+        ScheduleExpression: job.schedule,
+        State: "ENABLED",
+        Targets: [Match.objectLike({ Arn: { "Fn::GetAtt": [fnId, "Arn"] } })],
+      });
+      template.hasResourceProperties("AWS::Lambda::Permission", {
+        Action: "lambda:InvokeFunction",
+        Principal: "events.amazonaws.com",
+        FunctionName: { "Fn::GetAtt": [fnId, "Arn"] },
+      });
+    });
+  });
+});
+
+describe("HomeStack with optional context", () => {
+  const stripeSecretArn = `arn:aws:secretsmanager:${homeRegion}:${ACCOUNT}:secret:proxy-gateway/stripe-AbCdEf`;
+  const dataPlaneUrls = Object.fromEntries(regions.map((r) => [r, `https://data.${r}.example.com`]));
+  const configured = buildTestApp({ stripeSecretArn, dataPlaneUrls }, { account: ACCOUNT }).homeStack;
+  const configuredTemplate = Template.fromStack(configured);
+  const variablesOf = (fn: GatewayFunction) =>
+    configuredTemplate.findResources("AWS::Lambda::Function")[logicalId(fn.function)]?.Properties.Environment
+      .Variables;
+
+  it("gives the payment groups STRIPE_SECRET_ARN and GetSecretValue on that secret only", () => {
+    for (const [key, group] of Object.entries(FUNCTION_GROUPS)) {
+      const fn = configured.groupFunctions[key as FunctionGroupName];
+      const secretStatements = statementsOf(configuredTemplate, fn).filter((s) =>
+        s.Action.some((a) => a.startsWith("secretsmanager:")),
+      );
+      if ("usesPayments" in group && group.usesPayments) {
+        expect(variablesOf(fn).STRIPE_SECRET_ARN).toBe(stripeSecretArn);
+        expect(secretStatements).toEqual([
+          { Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [stripeSecretArn] },
+        ]);
+      } else {
+        expect(variablesOf(fn)).not.toHaveProperty("STRIPE_SECRET_ARN");
+        expect(secretStatements).toEqual([]);
+      }
+    }
+  });
+
+  it("gives every function DATA_PLANE_URLS as JSON", () => {
+    for (const fn of [...Object.values(configured.groupFunctions), configured.authorizerFunction]) {
+      expect(JSON.parse(variablesOf(fn).DATA_PLANE_URLS)).toEqual(dataPlaneUrls);
+    }
+  });
+});

@@ -1,0 +1,135 @@
+import { Match } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import {
+  createTableInput,
+  GLOBAL_SECONDARY_INDEXES,
+  PARTITION_KEY,
+  SORT_KEY,
+  STREAM_VIEW_TYPE,
+  TTL_ATTRIBUTE,
+} from "../../lib/infra/table-definition.ts";
+import { buildTestApp, CDK_CONTEXT, logicalId, Template } from "./helpers.ts";
+
+const built = buildTestApp();
+const regions = CDK_CONTEXT.regions as string[];
+const appName = String(CDK_CONTEXT.appName);
+const definition = createTableInput(appName);
+
+describe.each(regions)("RegionalStack %s", (region) => {
+  const stack = built.regionalStacks[region];
+  if (!stack) throw new Error(`no regional stack for ${region}`);
+  const template = Template.fromStack(stack);
+  const tableId = logicalId(stack.table);
+  const keyId = logicalId(stack.key);
+  const table = template.findResources("AWS::DynamoDB::Table")[tableId];
+
+  it("is named after the app and the region, in that region", () => {
+    expect(stack.stackName).toBe(`${appName}-regional-${region}`);
+    expect(stack.region).toBe(region);
+  });
+
+  it("holds exactly one table and one KMS key", () => {
+    template.resourceCountIs("AWS::DynamoDB::Table", 1);
+    template.resourceCountIs("AWS::KMS::Key", 1);
+    expect(table).toBeDefined();
+  });
+
+  it("names the table appName in every region (TABLE_NAME)", () => {
+    expect(table?.Properties.TableName).toBe(appName);
+  });
+
+  it("has the keys and attribute types of table-definition.ts", () => {
+    expect(table?.Properties.KeySchema).toEqual([
+      { AttributeName: PARTITION_KEY, KeyType: "HASH" },
+      { AttributeName: SORT_KEY, KeyType: "RANGE" },
+    ]);
+    expect(table?.Properties.KeySchema).toEqual(definition.KeySchema);
+    const declared = [...definition.AttributeDefinitions].sort((a, b) =>
+      a.AttributeName.localeCompare(b.AttributeName),
+    );
+    const actual = [...((table?.Properties.AttributeDefinitions ?? []) as { AttributeName: string }[])].sort(
+      (a, b) => a.AttributeName.localeCompare(b.AttributeName),
+    );
+    expect(actual).toEqual(declared);
+  });
+
+  it("has every global secondary index of table-definition.ts, by name and keys, projecting ALL", () => {
+    const indexes = table?.Properties.GlobalSecondaryIndexes as { IndexName: string }[];
+    expect(indexes.map((index) => index.IndexName).sort()).toEqual(
+      GLOBAL_SECONDARY_INDEXES.map((index) => index.indexName).sort(),
+    );
+    for (const index of GLOBAL_SECONDARY_INDEXES) {
+      expect(indexes.find((candidate) => candidate.IndexName === index.indexName)).toEqual({
+        IndexName: index.indexName,
+        KeySchema: [
+          { AttributeName: index.partitionKey, KeyType: "HASH" },
+          { AttributeName: index.sortKey, KeyType: "RANGE" },
+        ],
+        Projection: { ProjectionType: "ALL" },
+      });
+    }
+    expect(indexes).toEqual(expect.arrayContaining(definition.GlobalSecondaryIndexes));
+  });
+
+  it("expires items on the TTL attribute, streams new and old images, bills on demand", () => {
+    expect(table?.Properties.TimeToLiveSpecification).toEqual({
+      AttributeName: TTL_ATTRIBUTE,
+      Enabled: true,
+    });
+    expect(TTL_ATTRIBUTE).toBe("TTL");
+    expect(table?.Properties.StreamSpecification).toEqual({ StreamViewType: STREAM_VIEW_TYPE });
+    expect(STREAM_VIEW_TYPE).toBe("NEW_AND_OLD_IMAGES");
+    expect(table?.Properties.BillingMode).toBe(definition.BillingMode);
+    expect(table?.Properties.ProvisionedThroughput).toBeUndefined();
+  });
+
+  it("protects the data: point-in-time recovery, deletion protection, Retain on delete and replace", () => {
+    expect(table?.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(table?.Properties.DeletionProtectionEnabled).toBe(true);
+    expect(table?.DeletionPolicy).toBe("Retain");
+    expect(table?.UpdateReplacePolicy).toBe("Retain");
+  });
+
+  it("encrypts the table with the region's own customer-managed key", () => {
+    expect(table?.Properties.SSESpecification).toEqual({
+      SSEEnabled: true,
+      SSEType: "KMS",
+      KMSMasterKeyId: { "Fn::GetAtt": [keyId, "Arn"] },
+    });
+  });
+
+  it("rotates and retains the KMS key, aliased alias/<appName> (KMS_KEY_ALIAS)", () => {
+    template.hasResource("AWS::KMS::Key", {
+      Properties: Match.objectLike({ EnableKeyRotation: true }),
+      DeletionPolicy: "Retain",
+      UpdateReplacePolicy: "Retain",
+    });
+    template.hasResourceProperties("AWS::KMS::Alias", {
+      AliasName: `alias/${appName}`,
+      TargetKeyId: { "Fn::GetAtt": [keyId, "Arn"] },
+    });
+  });
+
+  it("lets account principals use the key only through DynamoDB of this region", () => {
+    const key = template.findResources("AWS::KMS::Key")[keyId];
+    const statements = key?.Properties.KeyPolicy.Statement as Record<string, unknown>[];
+    const viaDynamoDb = statements.find(
+      (statement) => statement.Sid === "AllowUseThroughDynamoDbForAccountPrincipals",
+    );
+    expect(viaDynamoDb).toMatchObject({
+      Effect: "Allow",
+      Principal: { AWS: "*" },
+      Condition: {
+        StringEquals: {
+          "kms:CallerAccount": { Ref: "AWS::AccountId" },
+          "kms:ViaService": `dynamodb.${region}.amazonaws.com`,
+        },
+      },
+    });
+    expect(viaDynamoDb?.Action).not.toContain("kms:*");
+    // Every other statement is CDK's default key-administration statement for the account root.
+    for (const statement of statements.filter((s) => s !== viaDynamoDb)) {
+      expect(JSON.stringify(statement.Principal)).toContain(":root");
+    }
+  });
+});
