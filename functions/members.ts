@@ -46,6 +46,14 @@ export const handler = createApiHandler({
     "Memberships cannot be created directly; accept an invite with PUT /api/users/{userId}/invites/{inviteId}",
     ["GET"],
   ),
+  "PUT /api/users/{userId}/memberships": unsupported(
+    "Memberships cannot be changed here; accept an invite with PUT /api/users/{userId}/invites/{inviteId}, or an admin changes roles with PUT /api/clients/{clientId}/members/{userId}",
+    ["GET"],
+  ),
+  "POST /api/users/{userId}/memberships/{membershipId}": unsupported(
+    "Memberships cannot be created directly; accept an invite with PUT /api/users/{userId}/invites/{inviteId}",
+    ["GET", "DELETE"],
+  ),
   "GET /api/users/{userId}/memberships/{membershipId}": async (req) => {
     const userId = requireSelf(req.caller.userId, req.params.userId);
     const client = await getClientForMember(pathParam(req, "membershipId"), userId);

@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
 
 export interface Emulator {
   endpoint: string;
@@ -33,6 +34,7 @@ async function waitUntilReachable(endpoint: string, timeoutMs: number, child?: C
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
+    if (child && child.exitCode === 3) throw new MotoUnavailable("moto is not importable");
     if (child && child.exitCode !== null) throw new Error(`moto_server exited with code ${child.exitCode}`);
     try {
       await fetch(endpoint, { signal: AbortSignal.timeout(1000) });
@@ -51,8 +53,25 @@ export async function startEmulator(options: { endpoint?: string } = {}): Promis
     await waitUntilReachable(given, 5_000);
     return { endpoint: given.replace(/\/$/, ""), owned: false, stop: async () => {} };
   }
+  try {
+    return await startMoto(["python3", MOTO_LAUNCHER]);
+  } catch (error) {
+    // python3 without moto (moto installed through pipx, say): the plain moto_server command.
+    const unavailable =
+      error instanceof MotoUnavailable || (error instanceof Error && error.message === NO_EMULATOR_HELP);
+    if (!unavailable) throw error;
+    return startMoto(["moto_server"]);
+  }
+}
+
+/** Our launcher of moto (serialised requests, DynamoDB-like transactions): see the file's header. */
+const MOTO_LAUNCHER = fileURLToPath(new URL("./moto_server.py", import.meta.url));
+
+class MotoUnavailable extends Error {}
+
+async function startMoto([command, ...args]: string[]): Promise<Emulator> {
   const port = await freePort();
-  const child = spawn("moto_server", ["-H", "127.0.0.1", "-p", String(port)], {
+  const child = spawn(command!, [...args, "-H", "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, MOTO_ALLOW_NONEXISTENT_REGION: "false" },
   });
@@ -70,7 +89,8 @@ export async function startEmulator(options: { endpoint?: string } = {}): Promis
     await Promise.race([waitUntilReachable(endpoint, 20_000, child), spawnError]);
   } catch (error) {
     child.kill("SIGKILL");
-    if (error instanceof Error && error.message === NO_EMULATOR_HELP) throw error;
+    if (error instanceof MotoUnavailable || (error instanceof Error && error.message === NO_EMULATOR_HELP))
+      throw error;
     throw new Error(`${String(error)}\n${stderr}`);
   }
   return {

@@ -37,6 +37,8 @@ export async function authenticate(
 
 /** `arn:aws:execute-api:region:account:apiId/stage/METHOD/path` -> the same ARN for every route of the stage. */
 export function stageWideArn(methodArn: string): string {
-  const [prefix, apiId, stage] = methodArn.split("/");
-  return prefix && apiId && stage ? `${prefix}/${apiId}/${stage}/*/*` : methodArn;
+  // The API id is part of the first segment ("...:account:apiId"), the stage the second.
+  // Only a full method ARN (with a method segment after the stage) is widened.
+  const [prefixAndApiId, stage, method] = methodArn.split("/");
+  return prefixAndApiId && stage && method !== undefined ? `${prefixAndApiId}/${stage}/*/*` : methodArn;
 }

@@ -80,8 +80,8 @@ export function planMemberRemoval(input: {
     if (input.counts.ownerCount <= 1) throw badRequest(LAST_OWNER_DELETE);
   }
   return {
-    adminDelta: -Number(input.targetRoles.includes("admin")),
-    ownerDelta: -Number(input.targetRoles.includes("owner")),
+    adminDelta: input.targetRoles.includes("admin") ? -1 : 0,
+    ownerDelta: input.targetRoles.includes("owner") ? -1 : 0,
   };
 }
 

@@ -70,8 +70,10 @@ export async function getMember(clientId: string, callerId: string, userId: stri
 }
 
 export async function updateMemberRoles(clientId: string, callerId: string, userId: string, roles: string[]) {
-  const actor = await authorizeClient(clientId, callerId, "manage");
   for (let attempt = 1; ; attempt++) {
+    // The actor's authority is decided afresh on every attempt and re-checked in the transaction:
+    // an admin demoted while this change is in flight must not complete it.
+    const actor = await authorizeClient(clientId, callerId, "manage");
     const [client, member] = await Promise.all([getClientItem(clientId), getMemberItem(clientId, userId)]);
     if (!client) throw notFound(CLIENT_NOT_FOUND);
     if (!member) throw notFound(MEMBER_NOT_FOUND);
@@ -89,6 +91,7 @@ export async function updateMemberRoles(clientId: string, callerId: string, user
         await homeDb().send(
           new TransactWriteCommand({
             TransactItems: [
+              ...actorStillHolds(clientId, callerId, userId, actor.roles),
               {
                 Update: {
                   TableName: tableName(),
@@ -132,10 +135,13 @@ export async function updateMemberRoles(clientId: string, callerId: string, user
 
 /** Remove a member (an admin removing someone, or anyone leaving). */
 export async function removeMember(clientId: string, callerId: string, userId: string): Promise<void> {
-  const caller = await getMemberItem(clientId, callerId);
-  if (!caller) throw notFound(CLIENT_NOT_FOUND);
   for (let attempt = 1; ; attempt++) {
-    const [client, member] = await Promise.all([getClientItem(clientId), getMemberItem(clientId, userId)]);
+    const [caller, client, member] = await Promise.all([
+      getMemberItem(clientId, callerId),
+      getClientItem(clientId),
+      getMemberItem(clientId, userId),
+    ]);
+    if (!caller) throw notFound(CLIENT_NOT_FOUND);
     if (!client) throw notFound(CLIENT_NOT_FOUND);
     if (!member) throw notFound(MEMBER_NOT_FOUND);
     const counts = countsOf(client);
@@ -148,7 +154,12 @@ export async function removeMember(clientId: string, callerId: string, userId: s
       counts,
     });
     try {
-      await homeDb().send(membershipRemovalTransaction(clientId, userId, member, counts, plan));
+      await homeDb().send(
+        membershipRemovalTransaction(clientId, userId, member, counts, plan, {
+          actorUserId: callerId,
+          actorRoles: memberRef(caller).roles,
+        }),
+      );
       return;
     } catch (error) {
       if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
@@ -165,10 +176,12 @@ export function membershipRemovalTransaction(
   member: Item,
   counts: RoleCounts,
   plan: { adminDelta: number; ownerDelta: number },
+  actor?: { actorUserId: string; actorRoles: string[] },
 ) {
   const now = nowIso();
   return new TransactWriteCommand({
     TransactItems: [
+      ...(actor ? actorStillHolds(clientId, actor.actorUserId, userId, actor.actorRoles) : []),
       {
         Delete: {
           TableName: tableName(),
@@ -206,6 +219,26 @@ export function membershipRemovalTransaction(
       },
     ],
   });
+}
+
+/**
+ * A ConditionCheck that the acting member still holds the roles the decision was made with (none
+ * when acting on oneself: the target's own condition covers it). A concurrent demotion or removal
+ * of the actor cancels the transaction, and the retry decides again from fresh state.
+ */
+function actorStillHolds(clientId: string, actorUserId: string, targetUserId: string, roles: string[]) {
+  if (actorUserId === targetUserId) return [];
+  return [
+    {
+      ConditionCheck: {
+        TableName: tableName(),
+        Key: keys.member(clientId, actorUserId),
+        ConditionExpression: "#roles = :actorRoles",
+        ExpressionAttributeNames: { "#roles": "roles" },
+        ExpressionAttributeValues: { ":actorRoles": roles },
+      },
+    },
+  ];
 }
 
 /** User-path routes act only on the caller's own user. */

@@ -14,7 +14,10 @@ const GRANTS: Record<ClientRole, readonly ClientAction[]> = {
 };
 
 export function can(roles: readonly string[], action: ClientAction): boolean {
-  return roles.some((role) => (GRANTS as Record<string, readonly ClientAction[]>)[role]?.includes(action));
+  // Own keys only: "constructor" or "__proto__" must not reach the object prototype.
+  return roles.some(
+    (role) => Object.hasOwn(GRANTS, role) && GRANTS[role as ClientRole].includes(action),
+  );
 }
 
 /** The role a caller lacks for an action, named in the 403 message. */

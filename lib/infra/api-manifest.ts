@@ -64,7 +64,9 @@ export const CORE_API_ROUTES: readonly RouteDefinition[] = [
   route("DELETE", "/api/clients/{clientId}/members/{userId}", "members"),
   route("GET", "/api/users/{userId}/memberships", "members"),
   route("POST", "/api/users/{userId}/memberships", "members"),
+  route("PUT", "/api/users/{userId}/memberships", "members"),
   route("GET", "/api/users/{userId}/memberships/{membershipId}", "members"),
+  route("POST", "/api/users/{userId}/memberships/{membershipId}", "members"),
   route("PUT", "/api/users/{userId}/memberships/{membershipId}", "members"),
   route("DELETE", "/api/users/{userId}/memberships/{membershipId}", "members"),
   // 4.3 Invites

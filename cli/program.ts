@@ -1,0 +1,280 @@
+/**
+ * The commands of the admin CLI (docs/admin-cli.md). Each one parses its arguments, calls the
+ * domain module that owns the rule, and prints JSON on stdout. Failures: one line on stderr, exit 1.
+ */
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { resetClients } from "#lib/aws/clients.ts";
+import { createMsp, listMspMembers, requireMsp } from "#lib/domain/msps.ts";
+import { createNotification, toApiNotification } from "#lib/domain/notifications.ts";
+import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
+import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/domain/tokens.ts";
+import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser } from "#lib/domain/users.ts";
+import { notFound } from "#lib/http/errors.ts";
+import { type PlanStatus, setClientPlan } from "./client-plan.ts";
+import { applyLocalStack, DEFAULT_STACK_FILE, normalizeLocalFlag, resolveStackFile } from "./environment.ts";
+import { describeError } from "./errors.ts";
+
+const RUN = "npm run admin --";
+
+export const TOKEN_WARNING =
+  "warning: store this token now: it is shown only this once and cannot be recovered (only revoked)";
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+function example(command: Command, ...lines: string[]): Command {
+  return command.addHelpText(
+    "after",
+    `\nExample${lines.length > 1 ? "s" : ""}:\n${lines.map((l) => `  $ ${RUN} ${l}`).join("\n")}\n`,
+  );
+}
+
+function requireText() {
+  return (value: string): string => {
+    const trimmed = value.trim();
+    if (!trimmed) throw new InvalidArgumentError("It must not be empty.");
+    return trimmed;
+  };
+}
+
+async function userIdOf(userIdOrEmail: string): Promise<string> {
+  if (!userIdOrEmail.includes("@")) return userIdOrEmail;
+  const userId = await findUserIdByEmail(userIdOrEmail.trim());
+  if (!userId) throw notFound("User not found");
+  return userId;
+}
+
+function usersCommand(program: Command): void {
+  const users = program
+    .command("users")
+    .description("create and inspect users; grant or revoke system admin");
+
+  example(
+    users
+      .command("create")
+      .description("create a user (e-mail addresses are unique) and print it")
+      .requiredOption("--email <email>", "e-mail address (unique, stored lower-cased)")
+      .requiredOption("--first-name <name>", "first name")
+      .requiredOption("--last-name <name>", "last name")
+      .option("--username <username>", "username (default: the e-mail address)")
+      .option("--phone <phone>", "phone number")
+      .action(
+        async (options: {
+          email: string;
+          firstName: string;
+          lastName: string;
+          username?: string;
+          phone?: string;
+        }) => {
+          const user = await createUser({
+            email: options.email,
+            firstName: options.firstName,
+            lastName: options.lastName,
+            username: options.username,
+            phone: options.phone,
+          });
+          print(toApiUser(user));
+        },
+      ),
+    "users create --email ada@example.com --first-name Ada --last-name Lovelace",
+  );
+
+  example(
+    users
+      .command("get")
+      .description("print a user, found by id or by e-mail address")
+      .argument("<userIdOrEmail>", "user id, or e-mail address")
+      .action(async (userIdOrEmail: string) => {
+        print(toApiUser(await requireUser(await userIdOf(userIdOrEmail))));
+      }),
+    "users get ada@example.com",
+    "users get 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f",
+  );
+
+  example(
+    users
+      .command("grant-system-admin")
+      .description("make a user a system administrator (platform-wide operator rights)")
+      .argument("<userId>", "user id")
+      .action(async (userId: string) => {
+        print(toApiUser(await setSystemAdmin(userId, true)));
+      }),
+    "users grant-system-admin 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f",
+  );
+
+  example(
+    users
+      .command("revoke-system-admin")
+      .description("take system administrator rights away from a user")
+      .argument("<userId>", "user id")
+      .action(async (userId: string) => {
+        print(toApiUser(await setSystemAdmin(userId, false)));
+      }),
+    "users revoke-system-admin 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f",
+  );
+}
+
+function tokensCommand(program: Command): void {
+  const tokens = program.command("tokens").description("issue, list and revoke user API tokens");
+
+  example(
+    tokens
+      .command("issue")
+      .description("issue an API token for a user and print it: the only time the raw token is shown")
+      .argument("<userId>", "user id")
+      .action(async (userId: string) => {
+        const issued = await issueToken(userId);
+        process.stderr.write(`${TOKEN_WARNING}\n`);
+        print({ userId, tokenId: issued.tokenId, token: issued.token, masked: issued.masked });
+      }),
+    "tokens issue 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f",
+  );
+
+  example(
+    tokens
+      .command("list")
+      .description("list a user's tokens (id, masked value, creation time; never the raw token)")
+      .argument("<userId>", "user id")
+      .action(async (userId: string) => {
+        const user = await requireUser(userId);
+        print({ userId, tokens: listTokens(user.tokens as Record<string, StoredTokenRef> | undefined) });
+      }),
+    "tokens list 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f",
+  );
+
+  example(
+    tokens
+      .command("revoke")
+      .description("revoke one of a user's tokens: it stops working at once")
+      .argument("<userId>", "user id")
+      .argument("<tokenId>", "token id (tokens list shows them)")
+      .action(async (userId: string, tokenId: string) => {
+        await revokeToken(userId, tokenId);
+        print({ userId, tokenId, revoked: true });
+      }),
+    "tokens revoke 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f tok_3f9a1c2b4d5e6f70",
+  );
+}
+
+function mspsCommand(program: Command): void {
+  const msps = program.command("msps").description("create and inspect managed-service providers (MSPs)");
+
+  example(
+    msps
+      .command("create")
+      .description("create an MSP with its configuration and its first msp_owner (one transaction)")
+      .requiredOption("--name <name>", "MSP name")
+      .requiredOption("--owner <userId>", "user id of the first msp_owner (the user must exist)")
+      .action(async (options: { name: string; owner: string }) => {
+        print(await createMsp({ name: options.name, ownerUserId: options.owner }));
+      }),
+    'msps create --name "Northwind Managed IT" --owner 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f',
+  );
+
+  example(
+    msps
+      .command("get")
+      .description("print an MSP with its configuration and members")
+      .argument("<mspId>", "MSP id")
+      .action(async (mspId: string) => {
+        const [found, members] = await Promise.all([requireMsp(mspId), listMspMembers(mspId)]);
+        print({ ...found, members });
+      }),
+    "msps get 7d1e0c9a-5b3f-4a2e-8c6d-1f2e3d4c5b6a",
+  );
+}
+
+function clientsCommand(program: Command): void {
+  const clients = program.command("clients").description("operator changes to clients (organisations)");
+
+  example(
+    clients
+      .command("set-plan")
+      .description("move a client to a plan tier (sets planTier on its configuration)")
+      .argument("<clientId>", "client id")
+      .addArgument(new Argument("<tier>", "plan tier").choices(PLAN_TIERS))
+      .addOption(new Option("--status <planStatus>", "also set planStatus").choices(PLAN_STATUSES))
+      .action(async (clientId: string, tier: PlanTier, options: { status?: PlanStatus }) => {
+        print(await setClientPlan(clientId, tier, options.status));
+      }),
+    "clients set-plan 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d team",
+    "clients set-plan 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d team --status active",
+  );
+}
+
+function notificationsCommand(program: Command): void {
+  const notifications = program.command("notifications").description("platform-wide notifications");
+
+  example(
+    notifications
+      .command("send-system")
+      .description("send a system notification (platform-wide: every user sees it)")
+      .requiredOption("--title <title>", "title", requireText())
+      .requiredOption("--message <message>", "message text", requireText())
+      .option("--type <type>", "notification type", requireText(), "system")
+      .action(async (options: { title: string; message: string; type: string }) => {
+        const scope = { kind: "system" } as const;
+        const item = await createNotification(scope, {
+          type: options.type,
+          title: options.title,
+          message: options.message,
+        });
+        print(toApiNotification(item, scope));
+      }),
+    'notifications send-system --title "Maintenance" --message "The Core API is read-only on Sunday 02:00-03:00 UTC"',
+  );
+}
+
+export function buildProgram(): Command {
+  const program = new Command("admin")
+    .usage("[--local [file]] <command> [options]")
+    .description(
+      "Operators' admin CLI of the proxy gateway: prints JSON on stdout, errors on stderr (exit 1)",
+    )
+    .option(
+      "--local [file]",
+      "use the local stack described in a stack file (default: .local/stack.json, written by npm start)",
+    )
+    .option("--debug", "print the stack trace of an unexpected error")
+    .enablePositionalOptions()
+    .showSuggestionAfterError(false)
+    .exitOverride();
+  example(
+    program,
+    "--local users get local-admin@localhost.localdomain",
+    "users create --email ada@example.com --first-name Ada --last-name Lovelace",
+  );
+  program.hook("preAction", () => {
+    const { local } = program.opts<{ local?: string | boolean }>();
+    if (local) applyLocalStack(typeof local === "string" ? resolveStackFile(local) : DEFAULT_STACK_FILE);
+  });
+  usersCommand(program);
+  tokensCommand(program);
+  mspsCommand(program);
+  clientsCommand(program);
+  notificationsCommand(program);
+  return program;
+}
+
+/** Run the CLI on `args` (without node and the script); returns the exit code. */
+export async function runAdmin(args: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  const commandNames = new Set([...program.commands.map((c) => c.name()), "help"]);
+  try {
+    await program.parseAsync(normalizeLocalFlag(args, commandNames), { from: "user" });
+    return 0;
+  } catch (error) {
+    // Commander has already printed its usage error (one line) or the help text.
+    if (error instanceof CommanderError) return error.exitCode;
+    const described = describeError(error);
+    const debug = program.opts<{ debug?: boolean }>().debug === true;
+    process.stderr.write(
+      `error: ${described.message}${described.expected || debug ? "" : " (--debug shows the stack trace)"}\n`,
+    );
+    if (!described.expected && debug && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+    return 1;
+  } finally {
+    resetClients();
+  }
+}

@@ -1,0 +1,346 @@
+/**
+ * The admin CLI (cli/admin.ts) as operators run it: a real child process against this file's tables
+ * in the emulator (the environment comes from test/setup/file-env.ts), asserting stdout JSON, the
+ * one-line errors and the stored state. Tests are independent, so they run concurrently: each tsx
+ * start costs about a second of CPU.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dynamo } from "#lib/aws/clients.ts";
+import { getConfig } from "#lib/config.ts";
+import { keys } from "#lib/db/keys.ts";
+import { createClient } from "#lib/domain/clients.ts";
+import { resolveToken } from "#lib/domain/tokens.ts";
+import { createUser } from "#lib/domain/users.ts";
+import { provisionStack } from "#local/provision.ts";
+import { storedItem } from "../support/stack.ts";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function admin(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CliResult> {
+  return new Promise((resolvePromise) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "cli/admin.ts", ...args],
+      { cwd: root, env, timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        resolvePromise({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Success: exit 0 and JSON on stdout. */
+async function adminJson(args: string[], env?: NodeJS.ProcessEnv): Promise<any> {
+  const result = await admin(args, env);
+  expect(result, `admin ${args.join(" ")}`).toMatchObject({ code: 0 });
+  return JSON.parse(result.stdout);
+}
+
+/** An expected failure: exit 1, nothing on stdout, exactly one `error:` line on stderr, no stack. */
+function expectOneLineError(result: CliResult, message: RegExp): void {
+  expect(result.code).toBe(1);
+  expect(result.stdout).toBe("");
+  const lines = result.stderr.trimEnd().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^error: /);
+  expect(lines[0]).toMatch(message);
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+}
+
+let counter = 0;
+const uniqueEmail = (label: string) => `${label}-${Date.now()}-${++counter}@admin-cli.test`;
+
+async function newUser(label = "user"): Promise<string> {
+  const user = await createUser({ email: uniqueEmail(label), firstName: "Test", lastName: label });
+  return String(user.userId);
+}
+
+let tempDir: string;
+
+beforeAll(async () => {
+  await provisionStack(getConfig());
+  tempDir = await mkdtemp(join(tmpdir(), "admin-cli-"));
+});
+
+afterAll(async () => {
+  if (tempDir) await rm(tempDir, { recursive: true, force: true });
+});
+
+describe.concurrent("admin CLI", () => {
+  it("users create prints the API user and stores it; a duplicate e-mail fails in one line", async () => {
+    const email = uniqueEmail("ada");
+    const args = ["users", "create", "--email", email.toUpperCase(), "--first-name", "Ada"];
+    const user = await adminJson([...args, "--last-name", "Lovelace", "--phone", "+44 20 7946 0000"]);
+    expect(user).toMatchObject({
+      userId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      pKey: "USER",
+      userEmail: email,
+      userUsername: email,
+      userFirstName: "Ada",
+      userLastName: "Lovelace",
+      userPhone: "+44 20 7946 0000",
+      userTokens: [],
+      userMsps: [],
+      systemAdmin: false,
+    });
+    expect(await storedItem(keys.user(user.userId))).toMatchObject({ userEmail: email, entity: "user" });
+    expect(await storedItem(keys.userEmail(email))).toMatchObject({ userId: user.userId });
+
+    const duplicate = await admin([...args, "--last-name", "Again"]);
+    expectOneLineError(duplicate, /A user with this email already exists/);
+  });
+
+  it("users get finds a user by id and by e-mail; an unknown user fails in one line", async () => {
+    const email = uniqueEmail("grace");
+    const userId = String((await createUser({ email, firstName: "Grace", lastName: "Hopper" })).userId);
+    const [byId, byEmail, unknown, invalid] = await Promise.all([
+      adminJson(["users", "get", userId]),
+      adminJson(["users", "get", email]),
+      admin(["users", "get", "nobody@admin-cli.test"]),
+      admin(["users", "create", "--email", "not-an-email", "--first-name", "A", "--last-name", "B"]),
+    ]);
+    expect(byId).toMatchObject({ userId, userEmail: email, userFirstName: "Grace" });
+    expect(byEmail).toEqual(byId);
+    expectOneLineError(unknown, /User not found/);
+    expectOneLineError(invalid, /invalid input: email/);
+  });
+
+  it("tokens issue prints the raw token once; list shows it masked; revoke disables it", async () => {
+    const userId = await newUser("tokens");
+    const issued = await admin(["tokens", "issue", userId]);
+    expect(issued.code).toBe(0);
+    expect(issued.stderr).toMatch(/^warning: store this token now/);
+    const body = JSON.parse(issued.stdout);
+    expect(body).toMatchObject({ userId, tokenId: expect.stringMatching(/^tok_/) });
+    expect(body.token).toMatch(/^u-[A-Za-z0-9_-]+$/);
+    expect(body.token.length).toBeGreaterThanOrEqual(45);
+    expect(await resolveToken(body.token)).toEqual({ userId, tokenId: body.tokenId });
+
+    const listed = await admin(["tokens", "list", userId]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).not.toContain(body.token);
+    expect(JSON.parse(listed.stdout)).toEqual({
+      userId,
+      tokens: [
+        { tokenId: body.tokenId, masked: `u-…${body.token.slice(-4)}`, createdAt: expect.any(String) },
+      ],
+    });
+
+    const [revoked, unknownToken] = await Promise.all([
+      adminJson(["tokens", "revoke", userId, body.tokenId]),
+      admin(["tokens", "revoke", userId, "tok_0000000000000000"]),
+    ]);
+    expect(revoked).toEqual({ userId, tokenId: body.tokenId, revoked: true });
+    expect(await resolveToken(body.token)).toBeUndefined();
+    expect((await storedItem(keys.user(userId)))?.tokens).toEqual({});
+    expectOneLineError(unknownToken, /Token not found/);
+  });
+
+  it("users grant-system-admin and revoke-system-admin flip the flag; an unknown user fails", async () => {
+    const userId = await newUser("operator");
+    const [granted, unknown] = await Promise.all([
+      adminJson(["users", "grant-system-admin", userId]),
+      admin(["users", "grant-system-admin", "no-such-user"]),
+    ]);
+    expect(granted).toMatchObject({ userId, systemAdmin: true });
+    expect((await storedItem(keys.user(userId)))?.systemAdmin).toBe(true);
+    expectOneLineError(unknown, /User not found/);
+
+    const revoked = await adminJson(["users", "revoke-system-admin", userId]);
+    expect(revoked).toMatchObject({ userId, systemAdmin: false });
+    expect((await storedItem(keys.user(userId)))?.systemAdmin).toBe(false);
+  });
+
+  it("msps create writes the MSP, its configuration, the msp_owner member and the user's userMsps", async () => {
+    const owner = await newUser("msp-owner");
+    const unknownOwnerName = `Ghost MSP ${Date.now()}`;
+    const [created, unknownOwner] = await Promise.all([
+      adminJson(["msps", "create", "--name", "  Northwind Managed IT ", "--owner", owner]),
+      admin(["msps", "create", "--name", unknownOwnerName, "--owner", "no-such-user"]),
+    ]);
+    const mspId = created.msp.mspId as string;
+    expect(created).toEqual({
+      msp: {
+        mspId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        mspName: "Northwind Managed IT",
+        mspCreated: expect.any(String),
+        mspUpdated: expect.any(String),
+      },
+      configuration: {
+        configurationType: "msp",
+        mspId,
+        billingType: "stripe",
+        billingStatus: "active",
+        promotionalCodes: null,
+        rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
+        configCreated: expect.any(String),
+        configUpdated: expect.any(String),
+      },
+      members: [{ userId: owner, roles: ["msp_owner"] }],
+    });
+
+    expect(await storedItem(keys.msp(mspId))).toMatchObject({ mspId, mspName: "Northwind Managed IT" });
+    expect(await storedItem(keys.mspConfig(mspId))).toMatchObject({
+      mspId,
+      billingType: "stripe",
+      billingStatus: "active",
+      promotionalCodes: null,
+      rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
+    });
+    expect(await storedItem(keys.mspMember(mspId, owner))).toMatchObject({
+      mspId,
+      userId: owner,
+      roles: ["msp_owner"],
+    });
+    const user = await storedItem(keys.user(owner));
+    expect(user?.userMsps).toBeInstanceOf(Set);
+    expect([...(user!.userMsps as Set<string>)]).toEqual([mspId]);
+
+    const shown = await adminJson(["msps", "get", mspId]);
+    expect(shown).toEqual(created);
+
+    // Unknown owner: one clear line, and the transaction wrote nothing (no MSP of that name).
+    expectOneLineError(unknownOwner, /Owner user not found/);
+    const leftovers = await dynamo(getConfig().homeRegion).send(
+      new ScanCommand({
+        TableName: getConfig().tableName,
+        FilterExpression: "mspName = :name OR (entity = :member AND userId = :ghost)",
+        ExpressionAttributeValues: {
+          ":name": unknownOwnerName,
+          ":member": "mspMember",
+          ":ghost": "no-such-user",
+        },
+        ConsistentRead: true,
+      }),
+    );
+    expect(leftovers.Items).toEqual([]);
+  });
+
+  it("clients set-plan moves a client to another tier; unknown client and tier fail in one line", async () => {
+    const owner = await newUser("plan-owner");
+    const { clientId } = await createClient(owner, "Planned");
+    expect((await storedItem(keys.clientConfig(clientId)))?.planTier).toBe("basic");
+    const [moved, unknownClient, unknownTier] = await Promise.all([
+      adminJson(["clients", "set-plan", clientId, "team"]),
+      admin(["clients", "set-plan", "no-such-client", "team"]),
+      admin(["clients", "set-plan", clientId, "gold"]),
+    ]);
+    expect(moved).toEqual({
+      clientId,
+      planTier: "team",
+      planStatus: "active",
+      configUpdated: expect.any(String),
+    });
+    expect(await storedItem(keys.clientConfig(clientId))).toMatchObject({
+      planTier: "team",
+      planStatus: "active",
+      configUpdated: moved.configUpdated,
+    });
+    expectOneLineError(unknownClient, /Client not found/);
+    expectOneLineError(unknownTier, /invalid for argument 'tier'/);
+    // The conditional update did not create a configuration for the unknown client.
+    expect(await storedItem(keys.clientConfig("no-such-client"))).toBeUndefined();
+  });
+
+  it("notifications send-system stores a system notification", async () => {
+    const title = `Maintenance ${Date.now()}`;
+    const [sent, empty] = await Promise.all([
+      adminJson(["notifications", "send-system", "--title", title, "--message", "Read-only on Sunday"]),
+      admin(["notifications", "send-system", "--title", " ", "--message", "x"]),
+    ]);
+    expect(sent).toEqual({
+      notificationId: expect.any(String),
+      type: "system",
+      title,
+      message: "Read-only on Sunday",
+      read: false,
+      createdAt: expect.any(String),
+      pKey: "SYSTEM",
+      sKey: sent.notificationId,
+    });
+    expect(
+      await storedItem({ pKey: keys.systemNotificationPartition(), sKey: sent.notificationId }),
+    ).toMatchObject({ type: "system", title, message: "Read-only on Sunday", read: false });
+    expectOneLineError(empty, /--title/);
+  });
+
+  it("--local <file> takes the endpoint, table and region from a stack file", async () => {
+    const file = join(tempDir, "stack.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        baseUrl: "http://127.0.0.1:1",
+        regions: { "us-east-1": "http://127.0.0.1:2", "eu-west-1": "http://127.0.0.1:3" },
+        userId: "unused",
+        token: "unused",
+        awsEndpointUrl: process.env.AWS_ENDPOINT_URL,
+        tableName: getConfig().tableName,
+        homeRegion: getConfig().homeRegion,
+      }),
+    );
+    // Nothing about the stack in the environment: without --local the CLI cannot know the table.
+    const env = { ...process.env };
+    for (const name of [
+      "AWS_ENDPOINT_URL",
+      "TABLE_NAME",
+      "HOME_REGION",
+      "REGIONS",
+      "AWS_ACCESS_KEY_ID",
+      "AWS_SECRET_ACCESS_KEY",
+    ]) {
+      delete env[name];
+    }
+    const email = uniqueEmail("local");
+    const create = ["users", "create", "--email", email, "--first-name", "Lo", "--last-name", "Cal"];
+    const [created, withoutLocal, missingFile] = await Promise.all([
+      adminJson(["--local", file, ...create], env),
+      admin(create, env),
+      admin(["--local", join(tempDir, "missing.json"), "users", "get", email], env),
+    ]);
+    expect(created).toMatchObject({ userEmail: email });
+    expect(await storedItem(keys.user(created.userId))).toMatchObject({ userEmail: email });
+    expectOneLineError(withoutLocal, /TABLE_NAME/);
+    expectOneLineError(missingFile, /cannot read .*missing\.json/);
+  });
+
+  it("--help of the CLI and of every command exits 0 and shows the command with an example", async () => {
+    const commands = [
+      [],
+      ["users"],
+      ["users", "create"],
+      ["users", "get"],
+      ["users", "grant-system-admin"],
+      ["users", "revoke-system-admin"],
+      ["tokens", "issue"],
+      ["tokens", "list"],
+      ["tokens", "revoke"],
+      ["msps", "create"],
+      ["msps", "get"],
+      ["clients", "set-plan"],
+      ["notifications", "send-system"],
+    ];
+    const results = await Promise.all(commands.map((command) => admin([...command, "--help"])));
+    results.forEach((result, index) => {
+      const command = commands[index] as string[];
+      expect(result, command.join(" ")).toMatchObject({ code: 0, stderr: "" });
+      expect(result.stdout).toContain(`Usage: admin ${command.join(" ")}`.trimEnd());
+      if (command.length !== 1) {
+        expect(result.stdout).toMatch(/Examples?:\n {2}\$ npm run admin -- /);
+        if (command.length === 2) expect(result.stdout).toContain(`npm run admin -- ${command.join(" ")}`);
+      }
+    });
+  });
+});

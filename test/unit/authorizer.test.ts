@@ -1,0 +1,28 @@
+/** The authorizer's policy resource: one ARN for the whole stage, so a cached decision fits every route. */
+import { describe, expect, it } from "vitest";
+import { stageWideArn } from "#lib/domain/authorizer.ts";
+
+const PREFIX = "arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5";
+
+describe("stageWideArn", () => {
+  it.each([
+    `${PREFIX}/prod/GET/api/users`,
+    `${PREFIX}/prod/DELETE/api/clients/c-1/members/u-2`,
+    `${PREFIX}/prod/POST/`,
+    `${PREFIX}/prod/*/*`,
+  ])("maps %s to every method and path of the stage", (methodArn) => {
+    expect(stageWideArn(methodArn)).toBe(`${PREFIX}/prod/*/*`);
+  });
+
+  it("keeps the region, account, API and stage", () => {
+    expect(stageWideArn("arn:aws:execute-api:eu-west-1:000000000000:local/local/GET/api/users")).toBe(
+      "arn:aws:execute-api:eu-west-1:000000000000:local/local/*/*",
+    );
+  });
+
+  it("returns an ARN without a stage unchanged rather than widening it further", () => {
+    expect(stageWideArn(PREFIX)).toBe(PREFIX);
+    expect(stageWideArn(`${PREFIX}/prod`)).toBe(`${PREFIX}/prod`);
+    expect(stageWideArn("")).toBe("");
+  });
+});

@@ -1,0 +1,106 @@
+/** Configuration is read once from the environment and fails loudly when it is wrong. */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { getConfig, resetConfig } from "#lib/config.ts";
+
+let saved: NodeJS.ProcessEnv;
+
+const OPTIONAL = [
+  "HOME_REGION",
+  "REGIONS",
+  "KMS_KEY_ALIAS",
+  "EMAIL_SENDER",
+  "APP_URL",
+  "DATA_PLANE_URLS",
+  "STRIPE_SECRET_KEY",
+  "STRIPE_SECRET_ARN",
+  "STRIPE_API_BASE",
+  "CLIENT_DELETION_GRACE_DAYS",
+];
+
+beforeEach(() => {
+  saved = { ...process.env };
+  resetConfig();
+});
+
+afterEach(() => {
+  for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+  Object.assign(process.env, saved);
+  resetConfig();
+});
+
+function minimalEnv(): void {
+  for (const name of OPTIONAL) delete process.env[name];
+  process.env.TABLE_NAME = "gateway-table";
+}
+
+describe("getConfig", () => {
+  it("fails loudly, naming the variable, when TABLE_NAME is missing", () => {
+    delete process.env.TABLE_NAME;
+    expect(() => getConfig()).toThrow(/Invalid configuration: TABLE_NAME/);
+  });
+
+  it("fails when HOME_REGION is not one of REGIONS", () => {
+    process.env.HOME_REGION = "ap-south-1";
+    process.env.REGIONS = "us-east-1,eu-west-1";
+    expect(() => getConfig()).toThrow("Invalid configuration: HOME_REGION ap-south-1 is not in REGIONS");
+  });
+
+  it.each([
+    ["KMS_KEY_ALIAS", "proxy-gateway"],
+    ["EMAIL_SENDER", "not-an-email"],
+    ["APP_URL", "not a url"],
+    ["REGIONS", " , "],
+    ["DATA_PLANE_URLS", "{not json"],
+    ["DATA_PLANE_URLS", '{"us-east-1": 5}'],
+    ["CLIENT_DELETION_GRACE_DAYS", "-1"],
+    ["CLIENT_DELETION_GRACE_DAYS", "lots"],
+  ])("rejects %s=%j, naming it", (name, value) => {
+    process.env[name] = value;
+    expect(() => getConfig()).toThrow(new RegExp(`Invalid configuration: .*${name}`));
+  });
+
+  it("applies the defaults", () => {
+    minimalEnv();
+    expect(getConfig()).toEqual({
+      tableName: "gateway-table",
+      homeRegion: "us-east-1",
+      regions: ["us-east-1", "eu-west-1"],
+      kmsKeyAlias: "alias/proxy-gateway",
+      emailSender: "no-reply@example.com",
+      appUrl: "http://localhost:3000",
+      dataPlaneUrls: {},
+      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
+      clientDeletionGraceDays: 30,
+    });
+  });
+
+  it("parses the values it is given", () => {
+    minimalEnv();
+    Object.assign(process.env, {
+      HOME_REGION: "eu-west-1",
+      REGIONS: " us-east-1 , eu-west-1,,ap-southeast-2 ",
+      APP_URL: "https://app.example.com/",
+      DATA_PLANE_URLS: '{"eu-west-1":"https://eu.example.com"}',
+      CLIENT_DELETION_GRACE_DAYS: "0",
+      STRIPE_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe",
+    });
+    expect(getConfig()).toMatchObject({
+      homeRegion: "eu-west-1",
+      regions: ["us-east-1", "eu-west-1", "ap-southeast-2"],
+      appUrl: "https://app.example.com",
+      dataPlaneUrls: { "eu-west-1": "https://eu.example.com" },
+      clientDeletionGraceDays: 0,
+      stripe: { secretArn: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe" },
+    });
+  });
+
+  it("reads the environment once until resetConfig", () => {
+    minimalEnv();
+    const first = getConfig();
+    process.env.TABLE_NAME = "another-table";
+    expect(getConfig()).toBe(first);
+    expect(getConfig().tableName).toBe("gateway-table");
+    resetConfig();
+    expect(getConfig().tableName).toBe("another-table");
+  });
+});

@@ -1,0 +1,135 @@
+/** Structured logging: one JSON line per entry, secrets redacted at any depth. */
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describeError, log } from "#lib/log.ts";
+
+let stdout: string[];
+let stderr: string[];
+const savedLevel = process.env.LOG_LEVEL;
+
+beforeEach(() => {
+  stdout = [];
+  stderr = [];
+  process.env.LOG_LEVEL = "info";
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+    stdout.push(String(chunk));
+    return true;
+  });
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    stderr.push(String(chunk));
+    return true;
+  });
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  if (savedLevel === undefined) delete process.env.LOG_LEVEL;
+  else process.env.LOG_LEVEL = savedLevel;
+});
+
+const lines = (written: string[]) => written.map((line) => JSON.parse(line) as Record<string, any>);
+
+describe("log", () => {
+  it("writes one JSON line with level, message and time", () => {
+    log.info("Hello", { requestId: "r-1", count: 2 });
+    expect(stdout).toHaveLength(1);
+    expect(stdout[0]).toMatch(/\n$/);
+    expect(stdout[0]?.trimEnd()).not.toContain("\n");
+    const [entry] = lines(stdout);
+    expect(entry).toEqual({
+      level: "info",
+      message: "Hello",
+      time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      requestId: "r-1",
+      count: 2,
+    });
+  });
+
+  it("sends warnings and errors to stderr", () => {
+    log.warn("careful");
+    log.error("broken");
+    expect(stdout).toEqual([]);
+    expect(lines(stderr).map((e) => e.level)).toEqual(["warn", "error"]);
+  });
+
+  it("redacts secret-looking keys at the top level", () => {
+    log.info("Request", {
+      authorization: "u-secretvalue1",
+      Authorization: "u-secretvalue2",
+      token: "u-secretvalue3",
+      clientSecret: "s3",
+      password: "hunter2",
+      keyValue: "kv",
+      cookie: "c=1",
+      apiKey: "ak",
+      "x-api-key": "ak2",
+      userId: "user-1",
+    });
+    const [entry] = lines(stdout);
+    expect(entry).toMatchObject({
+      authorization: "[redacted]",
+      Authorization: "[redacted]",
+      token: "[redacted]",
+      clientSecret: "[redacted]",
+      password: "[redacted]",
+      keyValue: "[redacted]",
+      cookie: "[redacted]",
+      apiKey: "[redacted]",
+      "x-api-key": "[redacted]",
+      userId: "user-1",
+    });
+    for (const secret of ["u-secretvalue", "hunter2", "c=1"]) expect(stdout[0]).not.toContain(secret);
+  });
+
+  it("redacts inside nested objects and arrays", () => {
+    log.info("Nested", {
+      request: { headers: { Authorization: "u-nestedtoken", "Content-Type": "application/json" } },
+      credentials: [
+        { name: "first", secretValue: "s-1" },
+        { name: "second", nested: [{ password: "p-2" }] },
+      ],
+      tokens: ["u-a", "u-b"],
+    });
+    const [entry] = lines(stdout);
+    expect(entry?.request).toEqual({
+      headers: { Authorization: "[redacted]", "Content-Type": "application/json" },
+    });
+    expect(entry?.credentials).toEqual([
+      { name: "first", secretValue: "[redacted]" },
+      { name: "second", nested: [{ password: "[redacted]" }] },
+    ]);
+    expect(entry?.tokens).toBe("[redacted]");
+    for (const secret of ["u-nestedtoken", "s-1", "p-2", "u-a", "u-b"])
+      expect(stdout[0]).not.toContain(secret);
+  });
+
+  it("does not modify the caller's object", () => {
+    const fields = { headers: { authorization: "u-keep" } };
+    log.info("x", fields);
+    expect(fields.headers.authorization).toBe("u-keep");
+  });
+
+  it("is silent with LOG_LEVEL=silent, and writes debug only with LOG_LEVEL=debug", () => {
+    log.debug("hidden at info");
+    expect(stdout).toEqual([]);
+    process.env.LOG_LEVEL = "debug";
+    log.debug("shown");
+    expect(lines(stdout).map((e) => e.message)).toEqual(["shown"]);
+    process.env.LOG_LEVEL = "silent";
+    log.error("nothing");
+    log.info("nothing");
+    expect(stderr).toEqual([]);
+    expect(stdout).toHaveLength(1);
+  });
+});
+
+describe("describeError", () => {
+  it("keeps name, message and stack of an Error, and stringifies anything else", () => {
+    const error = new TypeError("bad thing");
+    expect(describeError(error)).toEqual({
+      errorName: "TypeError",
+      errorMessage: "bad thing",
+      stack: error.stack,
+    });
+    expect(describeError("plain")).toEqual({ errorMessage: "plain" });
+  });
+});
