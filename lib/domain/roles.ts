@@ -15,9 +15,7 @@ const GRANTS: Record<ClientRole, readonly ClientAction[]> = {
 
 export function can(roles: readonly string[], action: ClientAction): boolean {
   // Own keys only: "constructor" or "__proto__" must not reach the object prototype.
-  return roles.some(
-    (role) => Object.hasOwn(GRANTS, role) && GRANTS[role as ClientRole].includes(action),
-  );
+  return roles.some((role) => Object.hasOwn(GRANTS, role) && GRANTS[role as ClientRole].includes(action));
 }
 
 /** The role a caller lacks for an action, named in the 403 message. */
