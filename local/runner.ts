@@ -68,6 +68,9 @@ function scheduleEveryMs(expression: string): number {
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   resetConfig();
   resetClients();
+  // Locally, targets and token endpoints usually run on this machine: allow loopback unless told
+  // otherwise. Link-local and metadata addresses stay blocked whatever the setting.
+  process.env.OUTBOUND_ALLOW_LOOPBACK ??= "true";
   const config = getConfig();
   const host = options.host ?? "127.0.0.1";
   await provisionStack(config);
@@ -99,6 +102,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const port = options.dataPlanePort ? options.dataPlanePort + index : 0;
     regions[region] = await listen(server, port, host);
   }
+
+  // Proxies show their data-plane URL: tell the handlers (they run in this process) where each region is.
+  process.env.DATA_PLANE_URLS = JSON.stringify(regions);
+  resetConfig();
 
   const timers: NodeJS.Timeout[] = [];
   if (options.runSchedules) {

@@ -9,7 +9,7 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Duration, Validations } from "aws-cdk-lib";
+import { Duration, Stack, Validations } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
@@ -176,6 +176,34 @@ export class GatewayFunction extends Construct {
   /** ses:SendEmail from this one identity (address or domain) only. */
   allowSendEmail(identityArn: string): this {
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ["ses:SendEmail"], resources: [identityArn] }));
+    return this;
+  }
+
+  /**
+   * Envelope encryption of credential secrets: kms:GenerateDataKey and kms:Decrypt on the
+   * gateway's key of each given region only (matched by its alias), and only with an encryption
+   * context made of exactly clientId and credentialId (lib/vault/envelope.ts).
+   */
+  allowSecretKeys(regions: readonly string[], alias: string): this {
+    const stack = Stack.of(this);
+    for (const region of regions) {
+      const resource = stack.formatArn({ service: "kms", region, resource: "key", resourceName: "*" });
+      this.role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ["kms:GenerateDataKey", "kms:Decrypt"],
+          resources: [resource],
+          conditions: {
+            "ForAnyValue:StringEquals": { "kms:ResourceAliases": alias },
+            "ForAllValues:StringEquals": { "kms:EncryptionContextKeys": ["clientId", "credentialId"] },
+          },
+        }),
+      );
+      Validations.of(this.role).acknowledge({
+        id: wildcardResourceFinding(this, resource),
+        reason:
+          "The key ARN is not known to this stack (it lives in each regional stack); the statement is narrowed to the key carrying the gateway's alias (kms:ResourceAliases) and to the credential encryption context.",
+      });
+    }
     return this;
   }
 

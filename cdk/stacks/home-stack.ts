@@ -21,7 +21,7 @@ import {
   type FunctionGroupName,
   SCHEDULED_FUNCTIONS,
 } from "../../lib/infra/api-manifest.ts";
-import { type AppSettings, tableNameOf } from "../app-settings.ts";
+import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
 
 export interface HomeStackProps extends StackProps {
@@ -83,6 +83,7 @@ export class HomeStack extends Stack {
       });
       bindTables(fn, group.tables);
       if (group.sendsEmail) fn.allowSendEmail(this.emailIdentity.emailIdentityArn);
+      if ("usesKms" in group && group.usesKms) fn.allowSecretKeys(settings.regions, kmsKeyAliasOf(settings));
       if (group.usesPayments && settings.stripeSecretArn) {
         fn.addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn).allowReadSecret(
           settings.stripeSecretArn,

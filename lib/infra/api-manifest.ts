@@ -14,6 +14,10 @@ export interface FunctionGroup {
   sendsEmail?: boolean;
   /** Whether the group talks to the payment processor. */
   usesPayments?: boolean;
+  /** Whether the group encrypts or decrypts secrets with each region's KMS key. */
+  usesKms?: boolean;
+  /** Whether the group calls user-supplied URLs (credential tests, OAuth2 token endpoints). */
+  callsOut?: boolean;
 }
 
 export const FUNCTION_GROUPS = {
@@ -22,6 +26,10 @@ export const FUNCTION_GROUPS = {
   invites: { name: "invites", tables: "home-write", sendsEmail: true },
   users: { name: "users", tables: "all-regions-write" },
   notifications: { name: "notifications", tables: "home-write" },
+  credentials: { name: "credentials", tables: "all-regions-write", usesKms: true, callsOut: true },
+  targets: { name: "targets", tables: "all-regions-write" },
+  proxies: { name: "proxies", tables: "all-regions-write" },
+  rules: { name: "rules", tables: "all-regions-write" },
 } as const satisfies Record<string, FunctionGroup>;
 
 export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;
@@ -92,6 +100,32 @@ export const CORE_API_ROUTES: readonly RouteDefinition[] = [
   route("GET", "/api/users/{userId}/notifications/{notificationId}", "notifications"),
   route("GET", "/api/clients/{clientId}/notifications", "notifications"),
   route("GET", "/api/clients/{clientId}/notifications/{notificationId}", "notifications"),
+  // 4.5 Credentials
+  route("GET", "/api/clients/{clientId}/credentials", "credentials"),
+  route("POST", "/api/clients/{clientId}/credentials", "credentials"),
+  route("GET", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
+  route("PUT", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
+  route("DELETE", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
+  // 4.6 Targets
+  route("GET", "/api/clients/{clientId}/targets", "targets"),
+  route("POST", "/api/clients/{clientId}/targets", "targets"),
+  route("GET", "/api/clients/{clientId}/targets/{targetId}", "targets"),
+  route("PUT", "/api/clients/{clientId}/targets/{targetId}", "targets"),
+  route("DELETE", "/api/clients/{clientId}/targets/{targetId}", "targets"),
+  // 4.7 Proxies
+  route("GET", "/api/clients/{clientId}/proxies", "proxies"),
+  route("POST", "/api/clients/{clientId}/proxies", "proxies"),
+  route("GET", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
+  route("PUT", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
+  route("DELETE", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
+  // 4.8 Rules, on each of the three parents
+  ...(["credentials/{credentialId}", "proxies/{proxyId}", "targets/{targetId}"] as const).flatMap(
+    (parent) => [
+      route("GET", `/api/clients/{clientId}/${parent}/rules`, "rules"),
+      route("POST", `/api/clients/{clientId}/${parent}/rules`, "rules"),
+      route("DELETE", `/api/clients/{clientId}/${parent}/rules/{ruleId}`, "rules"),
+    ],
+  ),
 ];
 
 /** "GET /api/clients/{clientId}": the key a handler's route table uses. */

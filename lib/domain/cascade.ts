@@ -1,0 +1,123 @@
+/**
+ * Cascading deletes of region-bound resources (spec 1.10): a credential or target takes the
+ * proxies that use it, a proxy takes its rules (and, later, its meters and transforms).
+ *
+ * A cascade can touch more items than one transaction holds, so it is ordered and idempotent
+ * instead: the parent is marked `deletingAt` first (from then on no proxy can attach to it: proxy
+ * writes check that attribute inside their transaction), then its dependants are deleted, and the
+ * parent goes last. An interruption therefore never leaves a proxy pointing at something deleted,
+ * and repeating the DELETE finishes the job.
+ */
+import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { keys, REGIONAL_SK } from "../db/keys.ts";
+import {
+  batchDelete,
+  type Item,
+  isConditionalCheckFailure,
+  nowIso,
+  queryPartition,
+  tableName,
+} from "../db/store.ts";
+import { listInRegion, MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
+
+/** Mark a resource as being deleted; a missing one is fine (an earlier attempt got further). */
+export async function markDeleting(region: string, key: { pKey: string; sKey: string }): Promise<void> {
+  try {
+    await regionalDb(region).send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression: "SET deletingAt = if_not_exists(deletingAt, :now)",
+        ConditionExpression: "attribute_exists(pKey)",
+        ExpressionAttributeValues: { ":now": nowIso() },
+      }),
+    );
+  } catch (error) {
+    if (!isConditionalCheckFailure(error)) throw error;
+  }
+}
+
+/** The keys of every item that belongs to a proxy inside the client partition (rules, meters, transforms). */
+async function proxyChildKeys(region: string, clientId: string, proxyId: string) {
+  const prefixes = [
+    `${REGIONAL_SK.rulePrefix}${proxyId}#`,
+    `${REGIONAL_SK.meterPrefix}${proxyId}#`,
+    `${REGIONAL_SK.requestTransformPrefix}${proxyId}#`,
+    `${REGIONAL_SK.responseTransformPrefix}${proxyId}#`,
+  ];
+  const children = await Promise.all(
+    prefixes.map((sKeyPrefix) =>
+      queryPartition(keys.clientPartition(clientId), { region, sKeyPrefix, max: MAX_RULES_PER_PARENT * 10 }),
+    ),
+  );
+  return children.flat().map((item) => ({ pKey: String(item.pKey), sKey: String(item.sKey) }));
+}
+
+/** Delete one proxy: mark it, delete its children, then the proxy and its alias lock in one transaction. */
+export async function deleteProxyCascade(region: string, clientId: string, proxy: Item): Promise<void> {
+  const proxyId = String(proxy.proxyId);
+  const key = keys.proxy(clientId, proxyId);
+  await markDeleting(region, key);
+  await batchDelete(await proxyChildKeys(region, clientId, proxyId), { region });
+  await batchDelete([keys.proxyRuntime(proxyId)], { region });
+  const alias = typeof proxy.proxyAlias === "string" && proxy.proxyAlias ? proxy.proxyAlias : undefined;
+  try {
+    await regionalDb(region).send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Delete: { TableName: tableName(), Key: key } },
+          ...(alias
+            ? [
+                {
+                  Delete: {
+                    TableName: tableName(),
+                    Key: keys.proxyAlias(clientId, alias),
+                    // Only this proxy's lock: the alias may since belong to another proxy.
+                    ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
+                    ExpressionAttributeValues: { ":id": proxyId },
+                  },
+                },
+              ]
+            : []),
+        ],
+      }),
+    );
+  } catch (error) {
+    if (error instanceof Error && error.name === "TransactionCanceledException") {
+      // The alias lock moved to another proxy: delete the proxy alone.
+      await batchDelete([key], { region });
+      return;
+    }
+    throw error;
+  }
+}
+
+/** Delete every proxy of the client in `region` matching `predicate`; returns how many. */
+export async function deleteProxiesWhere(
+  region: string,
+  clientId: string,
+  predicate: (proxy: Item) => boolean,
+): Promise<number> {
+  const proxies = (await listInRegion(region, clientId, REGIONAL_SK.proxyPrefix)).filter(predicate);
+  for (const proxy of proxies) await deleteProxyCascade(region, clientId, proxy);
+  return proxies.length;
+}
+
+/** Delete a credential's or target's own rules, then the resource itself. Idempotent. */
+export async function deleteResourceWithRules(
+  region: string,
+  clientId: string,
+  parentId: string,
+  key: { pKey: string; sKey: string },
+): Promise<void> {
+  const rules = await queryPartition(keys.clientPartition(clientId), {
+    region,
+    sKeyPrefix: `${REGIONAL_SK.rulePrefix}${parentId}#`,
+    max: MAX_RULES_PER_PARENT * 10,
+  });
+  await batchDelete(
+    rules.map((rule) => ({ pKey: String(rule.pKey), sKey: String(rule.sKey) })),
+    { region },
+  );
+  await batchDelete([key], { region });
+}

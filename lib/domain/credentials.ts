@@ -1,0 +1,184 @@
+/**
+ * Credentials (spec 2.5, 4.5): the vault. A secret given at creation is validated per auth type,
+ * encrypted (KMS envelope, AES-256-GCM, lib/vault/envelope.ts) and stored only as ciphertext in
+ * the credential's region; no response ever carries it and only metadata can change afterwards.
+ */
+import { randomUUID } from "node:crypto";
+import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { keys, REGIONAL_SK } from "../db/keys.ts";
+import {
+  type Item,
+  isConditionalCheckFailure,
+  nowIso,
+  nowSeconds,
+  tableName,
+  withoutInternals,
+} from "../db/store.ts";
+import { badRequest, notFound } from "../http/errors.ts";
+import type { CreateCredentialInput } from "../http/resource-schemas.ts";
+import { credentialHeaderNames } from "../vault/apply-credential.ts";
+import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import { parseCredentialSecret } from "../vault/secret-schemas.ts";
+import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
+import { authorizeClient } from "./clients.ts";
+import {
+  byCreatedDesc,
+  findInRegions,
+  listAcrossRegions,
+  listInRegion,
+  MAX_RESOURCES_PER_REGION,
+  regionalDb,
+  requireConfiguredRegion,
+} from "./regional.ts";
+
+export const CREDENTIAL_NOT_FOUND = "Credential not found";
+/** A temporary OAuth2 credential awaiting the provider's redirect expires after this long. */
+export const TEMPORARY_CREDENTIAL_TTL_SECONDS = 3600;
+
+/** Attributes that never leave the service. */
+const HIDDEN = ["secretEnvelope", "deletingAt", "TTL", "jwksCache", "lastVerifiedTokenHash"];
+
+export function toApiCredential(item: Item) {
+  return {
+    ...withoutInternals(item, HIDDEN),
+    pKey: String(item.clientId),
+    sKey: String(item.credentialId),
+    credentialTemporary: item.credentialTemporary === true,
+  };
+}
+
+export async function requireCredential(clientId: string, credentialId: string) {
+  const found = await findInRegions(keys.credential(clientId, credentialId));
+  if (!found) throw notFound(CREDENTIAL_NOT_FOUND);
+  return found;
+}
+
+export interface CredentialDraft {
+  clientId: string;
+  userId: string;
+  credentialId: string;
+  region: string;
+  input: CreateCredentialInput;
+  secret: Record<string, unknown>;
+  temporary?: boolean;
+  extra?: Item;
+}
+
+/** Build and store the credential item (secret encrypted first, bound to client and credential). */
+export async function storeCredential(draft: CredentialDraft): Promise<Item> {
+  const { clientId, credentialId, region, input, secret } = draft;
+  const envelope: SecretEnvelope = await encryptSecret({ region, clientId, credentialId, secret });
+  const now = nowIso();
+  const item: Item = {
+    ...keys.credential(clientId, credentialId),
+    entity: "credential",
+    credentialId,
+    credentialName: input.credentialName,
+    credentialType: input.credentialType,
+    credentialAuthType: input.authType,
+    credentialRegion: region,
+    credentialDefaultRuleEffect: input.credentialDefaultRuleEffect ?? "allow",
+    singleUse: input.singleUse ?? false,
+    ...(input.notes !== undefined ? { notes: input.notes } : {}),
+    // Names of the headers that carry this credential's secret: the request log redacts them.
+    credentialSecretHeaders: credentialHeaderNames(input.authType as never, secret as never),
+    userId: draft.userId,
+    clientId,
+    parentId: clientId,
+    credentialCreatedAt: now,
+    credentialUpdatedAt: now,
+    secretEnvelope: envelope,
+    ...(draft.temporary
+      ? { credentialTemporary: true, TTL: nowSeconds() + TEMPORARY_CREDENTIAL_TTL_SECONDS }
+      : {}),
+    ...draft.extra,
+  };
+  await regionalDb(region).send(
+    new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
+  );
+  return item;
+}
+
+/** Validate the request (metadata, region, secret shape for the auth type and use) before any write. */
+export async function prepareCredential(clientId: string, userId: string, input: CreateCredentialInput) {
+  await authorizeClient(clientId, userId, "manage");
+  const region = requireConfiguredRegion(input.region, "region");
+  const secret = parseCredentialSecret(input.credentialType, input.authType, input.secret) as Record<
+    string,
+    unknown
+  >;
+  const existing = await listInRegion(region, clientId, REGIONAL_SK.credentialPrefix);
+  if (existing.length >= MAX_RESOURCES_PER_REGION)
+    throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} credentials per region`);
+  return { region, secret, credentialId: randomUUID() };
+}
+
+export async function listCredentials(clientId: string, userId: string, includeTemporary: boolean) {
+  await authorizeClient(clientId, userId, "view");
+  const items = await listAcrossRegions(clientId, REGIONAL_SK.credentialPrefix);
+  return items
+    .filter((item) => includeTemporary || item.credentialTemporary !== true)
+    .sort(byCreatedDesc("credentialCreatedAt", "credentialId"))
+    .map(toApiCredential);
+}
+
+export async function getCredential(clientId: string, userId: string, credentialId: string) {
+  await authorizeClient(clientId, userId, "view");
+  return toApiCredential((await requireCredential(clientId, credentialId)).item);
+}
+
+/** Only metadata changes (name, notes, default rule effect); the secret never does. */
+export async function updateCredential(
+  clientId: string,
+  userId: string,
+  credentialId: string,
+  input: { credentialName?: string; notes?: string; credentialDefaultRuleEffect?: string },
+) {
+  await authorizeClient(clientId, userId, "manage");
+  const { region } = await requireCredential(clientId, credentialId);
+  const changes = Object.entries(input).filter(([, value]) => value !== undefined);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":now": nowIso() };
+  const sets = ["credentialUpdatedAt = :now"];
+  changes.forEach(([field, value], index) => {
+    names[`#f${index}`] = field;
+    values[`:v${index}`] = value;
+    sets.push(`#f${index} = :v${index}`);
+  });
+  try {
+    const result = await regionalDb(region).send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.credential(clientId, credentialId),
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+        ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return toApiCredential(result.Attributes as Item);
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw notFound(CREDENTIAL_NOT_FOUND);
+    throw error;
+  }
+}
+
+/**
+ * Delete a credential, the proxies that use it (as proxy or target credential) and its rules;
+ * ordered and idempotent (lib/domain/cascade.ts). The secret goes with the item.
+ */
+export async function deleteCredential(clientId: string, userId: string, credentialId: string) {
+  await authorizeClient(clientId, userId, "manage");
+  const { region } = await requireCredential(clientId, credentialId);
+  const key = keys.credential(clientId, credentialId);
+  await markDeleting(region, key);
+  const deletedProxies = await deleteProxiesWhere(
+    region,
+    clientId,
+    (proxy) =>
+      proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId,
+  );
+  await deleteResourceWithRules(region, clientId, credentialId, key);
+  return { deletedProxies };
+}

@@ -1,0 +1,275 @@
+/**
+ * Proxies (spec 2.7, 4.7). A proxy ties a proxy credential, a target and a target credential of
+ * the same client in the same region (spec 1.10). Creation and every change of a link is one
+ * transaction that re-checks the linked items (present, not being deleted) and claims the alias,
+ * so a concurrent delete of a credential or target cannot leave a proxy pointing at nothing, and
+ * two proxies cannot claim one alias.
+ */
+import { randomUUID } from "node:crypto";
+import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { getConfig } from "../config.ts";
+import { keys, REGIONAL_SK } from "../db/keys.ts";
+import { type Item, nowIso, tableName, transactionCancellationCodes, withoutInternals } from "../db/store.ts";
+import { badRequest, conflict, HttpError, notFound, validationFailed } from "../http/errors.ts";
+import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
+import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
+import { deleteProxyCascade } from "./cascade.ts";
+import { authorizeClient } from "./clients.ts";
+import {
+  byCreatedDesc,
+  findInRegions,
+  listAcrossRegions,
+  listInRegion,
+  MAX_RESOURCES_PER_REGION,
+  regionalDb,
+  requireConfiguredRegion,
+} from "./regional.ts";
+
+export const PROXY_NOT_FOUND = "Proxy not found";
+export const ALIAS_TAKEN = "Proxy alias already in use in this client";
+export const DEFAULT_PROXY_TIMEOUT_SECONDS = 30;
+
+type LinkField = "proxyProxyCredentialId" | "proxyTargetId" | "proxyTargetCredentialId";
+const LINK_FIELDS: readonly LinkField[] = [
+  "proxyProxyCredentialId",
+  "proxyTargetId",
+  "proxyTargetCredentialId",
+];
+
+/** `{region_base_url}/api/{proxyId}/` when the region's data-plane address is known. */
+export function proxyUrl(region: string, proxyId: string): string | null {
+  const base = getConfig().dataPlaneUrls[region];
+  return base ? `${base.replace(/\/$/, "")}/api/${proxyId}/` : null;
+}
+
+export function toApiProxy(item: Item) {
+  return {
+    ...withoutInternals(item, ["deletingAt"]),
+    pKey: String(item.clientId),
+    sKey: String(item.proxyId),
+    proxyUrl: proxyUrl(String(item.proxyRegion), String(item.proxyId)),
+  };
+}
+
+export async function requireProxy(clientId: string, proxyId: string) {
+  const found = await findInRegions(keys.proxy(clientId, proxyId));
+  if (!found || found.item.deletingAt) throw notFound(PROXY_NOT_FOUND);
+  return found;
+}
+
+const keyOfLink = (clientId: string, field: LinkField, id: string) =>
+  field === "proxyTargetId" ? keys.target(clientId, id) : keys.credential(clientId, id);
+
+/**
+ * Check one link against the rules of spec 1.10 and 2.5: it exists in this client, in the proxy's
+ * region, is not being deleted, and (for credentials) has the right type and an auth type allowed
+ * for that use. 400 naming the field otherwise.
+ */
+async function checkLink(clientId: string, region: string, field: LinkField, id: string): Promise<void> {
+  const found = await findInRegions(keyOfLink(clientId, field, id));
+  const kind = field === "proxyTargetId" ? "target" : "credential";
+  const fail = (problem: string) => {
+    throw validationFailed([{ field, problem }]);
+  };
+  if (!found || found.item.deletingAt) return fail(`${kind} ${id} does not exist in this client`);
+  if (found.region !== region)
+    return fail(`${kind} ${id} is in region ${found.region}, not in the proxy's region ${region}`);
+  if (field === "proxyTargetId") return;
+  const wanted = field === "proxyProxyCredentialId" ? "proxy" : "target";
+  const { credentialType, credentialAuthType, credentialTemporary } = found.item;
+  if (credentialType !== wanted) return fail(`must be a credential of credentialType ${wanted}`);
+  const usage = AUTH_TYPE_USAGE[credentialAuthType as keyof typeof AUTH_TYPE_USAGE] as
+    | readonly string[]
+    | undefined;
+  if (!usage?.includes(wanted))
+    return fail(`auth type ${String(credentialAuthType)} cannot be used as a ${wanted} credential`);
+  if (credentialTemporary === true)
+    return fail("the credential is still waiting for its OAuth2 authorization");
+}
+
+/** ConditionChecks that keep the links valid at the moment the proxy is written. */
+const linkConditions = (clientId: string, links: [LinkField, string][]) =>
+  links.map(([field, id]) => ({
+    ConditionCheck: {
+      TableName: tableName(),
+      Key: keyOfLink(clientId, field, id),
+      ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+    },
+  }));
+
+const aliasLock = (clientId: string, alias: string, proxyId: string) => ({
+  Put: {
+    TableName: tableName(),
+    Item: { ...keys.proxyAlias(clientId, alias), entity: "proxyAlias", proxyId, clientId },
+    ConditionExpression: "attribute_not_exists(pKey)",
+  },
+});
+
+/** Turn a cancelled proxy transaction into the caller's answer. */
+function explainCancellation(error: unknown, links: [LinkField, string][], aliasIndex: number | undefined) {
+  const codes = transactionCancellationCodes(error);
+  if (!codes) return error;
+  const failed = codes.findIndex((code) => code === "ConditionalCheckFailed");
+  if (failed >= 0 && failed < links.length)
+    return validationFailed([{ field: links[failed]![0], problem: "was deleted or is being deleted" }]);
+  if (aliasIndex !== undefined && codes[aliasIndex] === "ConditionalCheckFailed")
+    return conflict(ALIAS_TAKEN);
+  if (codes.some((code) => code === "ConditionalCheckFailed" || code === "TransactionConflict"))
+    return new HttpError(409, "The proxy changed concurrently; retry");
+  return error;
+}
+
+export async function createProxy(clientId: string, userId: string, input: CreateProxyInput) {
+  await authorizeClient(clientId, userId, "manage");
+  const region = requireConfiguredRegion(input.proxyRegion, "proxyRegion");
+  const links = LINK_FIELDS.map((field) => [field, input[field]] as [LinkField, string]);
+  await Promise.all(links.map(([field, id]) => checkLink(clientId, region, field, id)));
+  const existing = await listInRegion(region, clientId, REGIONAL_SK.proxyPrefix);
+  if (existing.length >= MAX_RESOURCES_PER_REGION)
+    throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} proxies per region`);
+
+  const proxyId = randomUUID();
+  const now = nowIso();
+  const alias = input.proxyAlias ?? undefined;
+  const item: Item = {
+    ...keys.proxy(clientId, proxyId),
+    entity: "proxy",
+    proxyId,
+    proxyName: input.proxyName,
+    proxyRegion: region,
+    proxyProxyCredentialId: input.proxyProxyCredentialId,
+    proxyTargetId: input.proxyTargetId,
+    proxyTargetCredentialId: input.proxyTargetCredentialId,
+    proxyActive: input.proxyActive ?? true,
+    proxyDefaultRuleEffect: input.proxyDefaultRuleEffect ?? "allow",
+    ...(alias ? { proxyAlias: alias } : {}),
+    proxyAdditionalHeaders: input.proxyAdditionalHeaders ?? {},
+    proxyAdditionalQueryParams: input.proxyAdditionalQueryParams ?? {},
+    proxyAdditionalData: input.proxyAdditionalData ?? {},
+    proxyTimeoutSeconds: input.proxyTimeoutSeconds ?? DEFAULT_PROXY_TIMEOUT_SECONDS,
+    ...(input.notes !== undefined ? { notes: input.notes } : {}),
+    userId,
+    clientId,
+    parentId: clientId,
+    proxyCreatedAt: now,
+    proxyUpdatedAt: now,
+    proxyVersion: 1,
+  };
+  const transactItems = [
+    ...linkConditions(clientId, links),
+    { Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" } },
+    ...(alias ? [aliasLock(clientId, alias, proxyId)] : []),
+  ];
+  try {
+    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItems }));
+  } catch (error) {
+    throw explainCancellation(error, links, alias ? links.length + 1 : undefined);
+  }
+  return toApiProxy(item);
+}
+
+export async function listProxies(clientId: string, userId: string) {
+  await authorizeClient(clientId, userId, "view");
+  const items = await listAcrossRegions(clientId, REGIONAL_SK.proxyPrefix);
+  return items
+    .filter((item) => !item.deletingAt)
+    .sort(byCreatedDesc("proxyCreatedAt", "proxyId"))
+    .map(toApiProxy);
+}
+
+export async function getProxy(clientId: string, userId: string, proxyId: string) {
+  await authorizeClient(clientId, userId, "view");
+  return toApiProxy((await requireProxy(clientId, proxyId)).item);
+}
+
+/**
+ * Partial update. Changed links are re-checked (as at creation) inside the transaction; an alias
+ * change releases the old lock and claims the new one atomically. The answer is the subset of
+ * spec 4.7: pKey, sKey, the changed fields and proxyUpdatedAt.
+ */
+export async function updateProxy(
+  clientId: string,
+  userId: string,
+  proxyId: string,
+  input: UpdateProxyInput,
+) {
+  await authorizeClient(clientId, userId, "manage");
+  const { region, item: current } = await requireProxy(clientId, proxyId);
+  const changes = Object.fromEntries(
+    Object.entries(input).filter(([, value]) => value !== undefined),
+  ) as Record<string, unknown>;
+  const links = LINK_FIELDS.filter((field) => typeof changes[field] === "string").map(
+    (field) => [field, changes[field] as string] as [LinkField, string],
+  );
+  await Promise.all(links.map(([field, id]) => checkLink(clientId, region, field, id)));
+
+  const oldAlias = typeof current.proxyAlias === "string" ? current.proxyAlias : undefined;
+  const aliasChanged = "proxyAlias" in changes && (changes.proxyAlias ?? undefined) !== oldAlias;
+  const newAlias = aliasChanged ? ((changes.proxyAlias as string | null) ?? undefined) : undefined;
+
+  const now = nowIso();
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":now": now, ":one": 1, ":version": current.proxyVersion ?? 1 };
+  const sets = ["proxyUpdatedAt = :now"];
+  const removes: string[] = [];
+  Object.entries(changes).forEach(([field, value], index) => {
+    names[`#f${index}`] = field;
+    if (field === "proxyAlias" && value === null) {
+      removes.push(`#f${index}`);
+      return;
+    }
+    values[`:v${index}`] = value;
+    sets.push(`#f${index} = :v${index}`);
+  });
+  const updateExpression = `SET ${sets.join(", ")} ADD proxyVersion :one${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`;
+  const transactItems: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]["TransactItems"]> = [
+    ...linkConditions(clientId, links),
+    {
+      Update: {
+        TableName: tableName(),
+        Key: keys.proxy(clientId, proxyId),
+        UpdateExpression: updateExpression,
+        // Optimistic: decided from `current`, so it must still be that version.
+        ConditionExpression:
+          "attribute_exists(pKey) AND attribute_not_exists(deletingAt) AND (proxyVersion = :version OR attribute_not_exists(proxyVersion))",
+        ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+        ExpressionAttributeValues: values,
+      },
+    },
+  ];
+  let aliasIndex: number | undefined;
+  if (aliasChanged) {
+    if (newAlias) {
+      aliasIndex = transactItems.length;
+      transactItems.push(aliasLock(clientId, newAlias, proxyId));
+    }
+    if (oldAlias) {
+      transactItems.push({
+        Delete: {
+          TableName: tableName(),
+          Key: keys.proxyAlias(clientId, oldAlias),
+          ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
+          ExpressionAttributeValues: { ":id": proxyId },
+        },
+      });
+    }
+  }
+  try {
+    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItems }));
+  } catch (error) {
+    throw explainCancellation(error, links, aliasIndex);
+  }
+  return {
+    pKey: clientId,
+    sKey: proxyId,
+    ...Object.fromEntries(Object.entries(changes)),
+    proxyUpdatedAt: now,
+  };
+}
+
+export async function deleteProxy(clientId: string, userId: string, proxyId: string) {
+  await authorizeClient(clientId, userId, "manage");
+  const found = await findInRegions(keys.proxy(clientId, proxyId));
+  if (!found) throw notFound(PROXY_NOT_FOUND);
+  await deleteProxyCascade(found.region, clientId, found.item);
+}

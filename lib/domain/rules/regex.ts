@@ -1,0 +1,107 @@
+/**
+ * Regular expressions of access rules, compiled with re2js (RE2: linear-time matching, no
+ * backtracking), so that no pattern a client stores can stall the data plane (ReDoS).
+ *
+ * Compiled patterns are memoised per warm function: each (pattern, flags) pair is compiled once.
+ */
+import { RE2JS, RE2JSException } from "re2js";
+
+/** Longest pattern accepted, in characters. */
+export const MAX_PATTERN_LENGTH = 1024;
+
+/** Flags a rule may carry; `g`, `u` and `y` are accepted and have no effect (matching is a find-anywhere test). */
+export const RULE_REGEX_FLAGS = ["i", "m", "s", "g", "u", "y"] as const;
+
+/** Most compiled patterns kept per warm function before the oldest are evicted. */
+export const PATTERN_MEMO_LIMIT = 5000;
+
+/** A pattern (or its flags) that cannot be compiled. `reason` is meant for the caller. */
+export class RulePatternError extends Error {
+  readonly pattern: string;
+  readonly flags: string;
+  readonly reason: string;
+
+  constructor(pattern: string, flags: string, reason: string) {
+    super(`Invalid rule pattern: ${reason}`);
+    this.name = "RulePatternError";
+    this.pattern = pattern;
+    this.flags = flags;
+    this.reason = reason;
+  }
+}
+
+/** Why a flags string is not acceptable, or null if it is (letters of `imsguy`, each at most once). */
+export function regexFlagsProblem(flags: string): string | null {
+  const seen = new Set<string>();
+  for (const flag of flags) {
+    if (!(RULE_REGEX_FLAGS as readonly string[]).includes(flag)) {
+      return `unknown flag ${JSON.stringify(flag)}: only the letters i, m, s, g, u, y are allowed`;
+    }
+    if (seen.has(flag)) return `flag ${JSON.stringify(flag)} is repeated`;
+    seen.add(flag);
+  }
+  return null;
+}
+
+function flagBits(pattern: string, flags: string): number {
+  const problem = regexFlagsProblem(flags);
+  if (problem) throw new RulePatternError(pattern, flags, problem);
+  let bits = 0;
+  if (flags.includes("i")) bits |= RE2JS.CASE_INSENSITIVE;
+  if (flags.includes("m")) bits |= RE2JS.MULTILINE;
+  if (flags.includes("s")) bits |= RE2JS.DOTALL;
+  return bits;
+}
+
+const memo = new Map<string, RE2JS>();
+
+/**
+ * Compile a rule pattern with the rule's flags (memoised). Throws RulePatternError when the pattern
+ * is too long, is not valid RE2 syntax (e.g. `(`, look-arounds, back-references), or the flags are bad.
+ */
+export function compileRulePattern(pattern: string, flags: string): RE2JS {
+  const bits = flagBits(pattern, flags);
+  const key = `${bits}:${pattern}`;
+  const hit = memo.get(key);
+  if (hit) return hit;
+  if (pattern.length > MAX_PATTERN_LENGTH) {
+    throw new RulePatternError(pattern, flags, `at most ${MAX_PATTERN_LENGTH} characters`);
+  }
+  let compiled: RE2JS;
+  try {
+    compiled = RE2JS.compile(pattern, bits);
+  } catch (error) {
+    if (error instanceof RE2JSException) {
+      throw new RulePatternError(pattern, flags, error.message.replace(/^error parsing regexp: /, ""));
+    }
+    throw error;
+  }
+  if (memo.size >= PATTERN_MEMO_LIMIT) {
+    // Simple eviction: drop the oldest insertion (Map iterates in insertion order).
+    const oldest = memo.keys().next();
+    if (!oldest.done) memo.delete(oldest.value);
+  }
+  memo.set(key, compiled);
+  return compiled;
+}
+
+/** Why a pattern cannot be compiled with these flags, or null if it can. */
+export function rulePatternProblem(pattern: string, flags: string): string | null {
+  try {
+    compileRulePattern(pattern, flags);
+    return null;
+  } catch (error) {
+    if (error instanceof RulePatternError) return error.reason;
+    throw error;
+  }
+}
+
+/** True if the pattern is found anywhere in the input (not anchored unless the pattern uses ^ or $). */
+export function testPattern(compiled: RE2JS, input: string): boolean {
+  return compiled.matcher(input).find();
+}
+
+/** Number of memoised patterns (for tests and metrics). */
+export function rulePatternMemoSize(): number {
+  return memo.size;
+}

@@ -1,0 +1,226 @@
+/**
+ * Access rules (spec 2.8, 4.8): the create body and the canonical condition shape that is stored,
+ * returned by the API and evaluated by the data plane (rule-evaluator.ts).
+ *
+ * The path check is accepted in two forms, flat (`pathPattern`, `pathPresence`) and nested
+ * (`path: {pattern, presence}`), never both; the stored shape carries both (mirrors). Every pattern
+ * is compiled with the rule's flags at validation time, so a stored rule always compiles.
+ */
+import { z } from "zod";
+import { parseInput } from "../../http/validation.ts";
+import { MAX_PATTERN_LENGTH, regexFlagsProblem, rulePatternProblem } from "./regex.ts";
+
+export const RULE_EFFECTS = ["allow", "deny"] as const;
+export const RULE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"] as const;
+export const RULE_PRESENCES = ["present", "absent"] as const;
+export const MIN_RULE_PRIORITY = 0;
+export const MAX_RULE_PRIORITY = 1000;
+export const MAX_RULE_CHECKS = 20;
+export const MAX_CHECK_NAME_LENGTH = 256;
+export const MAX_RULE_NOTES_LENGTH = 1000;
+
+export type RuleEffect = (typeof RULE_EFFECTS)[number];
+export type RuleMethod = (typeof RULE_METHODS)[number];
+export type RulePresence = (typeof RULE_PRESENCES)[number];
+
+/** RFC 9110 token: the characters a header name may contain. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+const Effect = z.enum(RULE_EFFECTS, { error: "must be allow or deny" });
+const Presence = z.enum(RULE_PRESENCES, { error: "must be present or absent" });
+const Pattern = z
+  .string({ error: "must be a string" })
+  .min(1, "must not be empty")
+  .max(MAX_PATTERN_LENGTH, `at most ${MAX_PATTERN_LENGTH} characters`);
+
+const Priority = z
+  .number({ error: `must be an integer from ${MIN_RULE_PRIORITY} to ${MAX_RULE_PRIORITY}` })
+  .int(`must be an integer from ${MIN_RULE_PRIORITY} to ${MAX_RULE_PRIORITY}`)
+  .min(MIN_RULE_PRIORITY, `must be an integer from ${MIN_RULE_PRIORITY} to ${MAX_RULE_PRIORITY}`)
+  .max(MAX_RULE_PRIORITY, `must be an integer from ${MIN_RULE_PRIORITY} to ${MAX_RULE_PRIORITY}`);
+
+const Method = z
+  .string({ error: `must be one of ${RULE_METHODS.join(", ")}` })
+  .transform((method) => method.toUpperCase())
+  .pipe(z.enum(RULE_METHODS, { error: `must be one of ${RULE_METHODS.join(", ")}` }));
+
+const Methods = z
+  .array(Method, { error: "must be an array of HTTP methods" })
+  .min(1, "at least one method (omit the field to match every method)")
+  .max(RULE_METHODS.length, `at most ${RULE_METHODS.length} methods`)
+  .transform((methods) => [...new Set(methods)]);
+
+const PathCheck = z
+  .object({ pattern: Pattern, presence: Presence.default("present") }, { error: "must be an object" })
+  .strict();
+
+const HeaderCheck = z
+  .object(
+    {
+      name: z
+        .string({ error: "must be a string" })
+        .min(1, "must not be empty")
+        .max(MAX_CHECK_NAME_LENGTH, `at most ${MAX_CHECK_NAME_LENGTH} characters`)
+        .regex(HEADER_NAME, "must be a valid HTTP header name")
+        .transform((name) => name.toLowerCase()),
+      pattern: Pattern.optional(),
+      presence: Presence.default("present"),
+    },
+    { error: "must be an object" },
+  )
+  .strict();
+
+const QueryCheck = z
+  .object(
+    {
+      name: z
+        .string({ error: "must be a string" })
+        .min(1, "must not be empty")
+        .max(MAX_CHECK_NAME_LENGTH, `at most ${MAX_CHECK_NAME_LENGTH} characters`),
+      pattern: Pattern.optional(),
+      presence: Presence.default("present"),
+    },
+    { error: "must be an object" },
+  )
+  .strict();
+
+const checks = <T extends z.ZodType>(check: T) =>
+  z.array(check, { error: "must be an array" }).max(MAX_RULE_CHECKS, `at most ${MAX_RULE_CHECKS} checks`);
+
+const RegexFlags = z.string({ error: "must be a string" }).superRefine((flags, ctx) => {
+  const problem = regexFlagsProblem(flags);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Cross-field checks: one path form only, and every pattern compiles with the rule's flags.
+ * Runs even when other fields failed (so that one 400 names every failing field); the value may
+ * then be partly unparsed, hence the defensive reads.
+ */
+function checkRule(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const flags =
+    typeof value.regexFlags === "string" && regexFlagsProblem(value.regexFlags) === null
+      ? value.regexFlags
+      : "";
+
+  const flat = value.pathPattern !== undefined || value.pathPresence !== undefined;
+  if (value.path !== undefined && flat) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["path"],
+      message: "give the path check either as path or as pathPattern/pathPresence, not both",
+    });
+  } else if (value.pathPresence !== undefined && value.pathPattern === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["pathPattern"],
+      message: "is required when pathPresence is given",
+    });
+  }
+
+  const compiles = (pattern: unknown, path: (string | number)[]) => {
+    if (typeof pattern !== "string" || pattern.length === 0 || pattern.length > MAX_PATTERN_LENGTH) return;
+    const problem = rulePatternProblem(pattern, flags);
+    if (problem)
+      ctx.addIssue({ code: "custom", path, message: `is not a valid regular expression: ${problem}` });
+  };
+  compiles(value.pathPattern, ["pathPattern"]);
+  if (isRecord(value.path)) compiles(value.path.pattern, ["path", "pattern"]);
+  for (const list of ["headerChecks", "queryChecks"] as const) {
+    const items = value[list];
+    if (!Array.isArray(items)) continue;
+    items.forEach((item: unknown, index) => {
+      if (isRecord(item)) compiles(item.pattern, [list, index, "pattern"]);
+    });
+  }
+}
+
+/** POST .../rules body (spec 4.8). Unknown fields are rejected. */
+export const CreateRuleBody = z
+  .object({
+    effect: Effect,
+    priority: Priority,
+    methods: Methods.optional(),
+    pathPattern: Pattern.optional(),
+    pathPresence: Presence.optional(),
+    path: PathCheck.optional(),
+    headerChecks: checks(HeaderCheck).optional(),
+    queryChecks: checks(QueryCheck).optional(),
+    regexFlags: RegexFlags.optional(),
+    notes: z
+      .string({ error: "must be a string" })
+      .trim()
+      .max(MAX_RULE_NOTES_LENGTH, `at most ${MAX_RULE_NOTES_LENGTH} characters`)
+      .optional(),
+  })
+  .strict()
+  .superRefine((value, ctx) => checkRule(value as Record<string, unknown>, ctx), {
+    when: (payload) => isRecord(payload.value),
+  });
+
+export type CreateRuleInput = z.infer<typeof CreateRuleBody>;
+
+/** One header or query parameter check, as stored. */
+export interface RuleCheck {
+  name: string;
+  pattern: string | null;
+  presence: RulePresence;
+}
+
+/** The path check, as stored. */
+export interface RulePathCheck {
+  pattern: string;
+  presence: RulePresence;
+}
+
+/** The canonical conditions of a rule: stored, returned by the API and evaluated by the data plane. */
+export interface StoredRuleConditions {
+  effect: RuleEffect;
+  priority: number;
+  /** Upper case; empty means every method. */
+  methods: string[];
+  path: RulePathCheck | null;
+  /** Mirror of path.pattern (null when there is no path check). */
+  pathPattern: string | null;
+  /** Mirror of path.presence (null when there is no path check). */
+  pathPresence: RulePresence | null;
+  /** Header names are lower case. */
+  headerChecks: RuleCheck[];
+  queryChecks: RuleCheck[];
+  regexFlags: string;
+  notes: string;
+}
+
+/** The canonical shape of validated input; both path forms become `path` plus its flat mirrors. */
+export function normaliseRule(input: CreateRuleInput): StoredRuleConditions {
+  const path: RulePathCheck | null = input.path
+    ? { pattern: input.path.pattern, presence: input.path.presence }
+    : input.pathPattern !== undefined
+      ? { pattern: input.pathPattern, presence: input.pathPresence ?? "present" }
+      : null;
+  const check = (c: { name: string; pattern?: string | undefined; presence: RulePresence }): RuleCheck => ({
+    name: c.name,
+    pattern: c.pattern ?? null,
+    presence: c.presence,
+  });
+  return {
+    effect: input.effect,
+    priority: input.priority,
+    methods: input.methods ?? [],
+    path,
+    pathPattern: path?.pattern ?? null,
+    pathPresence: path?.presence ?? null,
+    headerChecks: (input.headerChecks ?? []).map(check),
+    queryChecks: (input.queryChecks ?? []).map(check),
+    regexFlags: input.regexFlags ?? "",
+    notes: input.notes ?? "",
+  };
+}
+
+/** Validate a create body (400 naming every failing field) and return the canonical conditions. */
+export function parseCreateRule(body: unknown): StoredRuleConditions {
+  return normaliseRule(parseInput(CreateRuleBody, body));
+}

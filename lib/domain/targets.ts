@@ -1,0 +1,128 @@
+/** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
+import { randomUUID } from "node:crypto";
+import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { keys, REGIONAL_SK } from "../db/keys.ts";
+import { type Item, isConditionalCheckFailure, nowIso, tableName, withoutInternals } from "../db/store.ts";
+import { badRequest, notFound } from "../http/errors.ts";
+import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
+import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
+import { authorizeClient } from "./clients.ts";
+import {
+  byCreatedDesc,
+  findInRegions,
+  listAcrossRegions,
+  listInRegion,
+  MAX_RESOURCES_PER_REGION,
+  regionalDb,
+  requireConfiguredRegion,
+} from "./regional.ts";
+
+export const TARGET_NOT_FOUND = "Target not found";
+
+export function toApiTarget(item: Item) {
+  return {
+    ...withoutInternals(item, ["deletingAt"]),
+    pKey: String(item.clientId),
+    sKey: String(item.targetId),
+  };
+}
+
+/** The target item of a client, wherever its region is; 404 when absent. */
+export async function requireTarget(clientId: string, targetId: string) {
+  const found = await findInRegions(keys.target(clientId, targetId));
+  if (!found) throw notFound(TARGET_NOT_FOUND);
+  return found;
+}
+
+export async function createTarget(clientId: string, userId: string, input: CreateTargetInput) {
+  await authorizeClient(clientId, userId, "manage");
+  const region = requireConfiguredRegion(input.targetRegion, "targetRegion");
+  const existing = await listInRegion(region, clientId, REGIONAL_SK.targetPrefix);
+  if (existing.length >= MAX_RESOURCES_PER_REGION)
+    throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} targets per region`);
+  const targetId = randomUUID();
+  const now = nowIso();
+  const item: Item = {
+    ...keys.target(clientId, targetId),
+    entity: "target",
+    targetId,
+    targetName: input.targetName,
+    targetBaseURL: input.targetBaseURL,
+    targetTestPath: input.targetTestPath,
+    targetRegion: region,
+    targetDefaultRuleEffect: input.targetDefaultRuleEffect ?? "allow",
+    ...(input.notes !== undefined ? { notes: input.notes } : {}),
+    userId,
+    clientId,
+    parentId: clientId,
+    targetCreatedAt: now,
+    targetUpdatedAt: now,
+  };
+  await regionalDb(region).send(
+    new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
+  );
+  return toApiTarget(item);
+}
+
+export async function listTargets(clientId: string, userId: string) {
+  await authorizeClient(clientId, userId, "view");
+  const items = await listAcrossRegions(clientId, REGIONAL_SK.targetPrefix);
+  return items.sort(byCreatedDesc("targetCreatedAt", "targetId")).map(toApiTarget);
+}
+
+export async function getTarget(clientId: string, userId: string, targetId: string) {
+  await authorizeClient(clientId, userId, "view");
+  return toApiTarget((await requireTarget(clientId, targetId)).item);
+}
+
+/** PUT keeps omitted fields; the region never changes. */
+export async function updateTarget(
+  clientId: string,
+  userId: string,
+  targetId: string,
+  input: UpdateTargetInput,
+) {
+  await authorizeClient(clientId, userId, "manage");
+  const { region } = await requireTarget(clientId, targetId);
+  const changes = Object.entries(input).filter(([, value]) => value !== undefined);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":now": nowIso() };
+  const sets = ["targetUpdatedAt = :now"];
+  changes.forEach(([field, value], index) => {
+    names[`#f${index}`] = field;
+    values[`:v${index}`] = value;
+    sets.push(`#f${index} = :v${index}`);
+  });
+  try {
+    const result = await regionalDb(region).send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.target(clientId, targetId),
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+        ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return toApiTarget(result.Attributes as Item);
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw notFound(TARGET_NOT_FOUND);
+    throw error;
+  }
+}
+
+/**
+ * Delete a target and every proxy that uses it. Resumable: the target is marked first (no new
+ * proxy can attach to it from then on), its proxies are deleted, and the target itself goes last,
+ * so an interruption never leaves a proxy pointing at a deleted target; repeating the call finishes.
+ */
+export async function deleteTarget(clientId: string, userId: string, targetId: string) {
+  await authorizeClient(clientId, userId, "manage");
+  const { region } = await requireTarget(clientId, targetId);
+  const key = keys.target(clientId, targetId);
+  await markDeleting(region, key);
+  const proxies = await deleteProxiesWhere(region, clientId, (proxy) => proxy.proxyTargetId === targetId);
+  await deleteResourceWithRules(region, clientId, targetId, key);
+  return { deletedProxies: proxies };
+}

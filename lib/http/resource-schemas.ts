@@ -1,0 +1,149 @@
+/**
+ * Request bodies of the regional resources (spec 4.5-4.8). Types are inferred from these schemas.
+ * Secrets are validated per auth type by lib/vault/secret-schemas.ts; rules by
+ * lib/domain/rules/rule-schema.ts.
+ */
+import { z } from "zod";
+import { text } from "./validation.ts";
+
+export const Effect = z.enum(["allow", "deny"]);
+const Id = z.string().trim().min(1, "must not be empty").max(64);
+const Region = z.string().trim().min(1, "must not be empty").max(32);
+const Notes = z.string().max(2000, "at most 2000 characters");
+
+/** An HTTP header name (RFC 9110 token). */
+export const HeaderName = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a valid HTTP header name");
+const HeaderValue = z
+  .string()
+  .max(8192)
+  .refine((value) => !/[\r\n\0]/.test(value), "must not contain line breaks");
+
+const boundedRecord = <V extends z.ZodType>(keySchema: z.ZodType<string>, value: V, max: number) =>
+  z.record(keySchema, value).refine((record) => Object.keys(record).length <= max, `at most ${max} entries`);
+
+export const AdditionalHeaders = boundedRecord(HeaderName, HeaderValue, 50);
+export const AdditionalQueryParams = boundedRecord(z.string().min(1).max(256), z.string().max(2048), 50);
+/** Merged into JSON bodies of POST/PUT/PATCH target requests; at most 16 KB as JSON. */
+export const AdditionalData = z
+  .record(z.string(), z.unknown())
+  .refine((data) => JSON.stringify(data).length <= 16_384, "at most 16 KB as JSON");
+
+/** Absolute http(s) URL without user information (credentials belong in a credential). */
+export const BaseUrl = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === "https:" || url.protocol === "http:") && !url.username && !url.password;
+    } catch {
+      return false;
+    }
+  }, "must be an absolute http(s) URL without user information");
+
+/** A path relative to the base URL: no scheme, no host. */
+export const RelativePath = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine(
+    (value) => !/^[a-z][a-z0-9+.-]*:/i.test(value) && !value.startsWith("//") && !/[\s\0]/.test(value),
+    "must be a path relative to the base URL (for example /health)",
+  );
+
+// ---- credentials (4.5); the secret is parsed separately, per auth type ----
+export const CreateCredentialBody = z
+  .object({
+    credentialName: text(128),
+    credentialType: z.enum(["proxy", "target"]),
+    authType: z.string().min(1).max(32),
+    region: Region,
+    singleUse: z.boolean().optional(),
+    credentialDefaultRuleEffect: Effect.optional(),
+    notes: Notes.optional(),
+    secret: z.unknown().refine((value) => value !== undefined, "is required"),
+  })
+  .strict();
+export const UpdateCredentialBody = z
+  .object({
+    credentialName: text(128).optional(),
+    notes: Notes.optional(),
+    credentialDefaultRuleEffect: Effect.optional(),
+  })
+  .strict();
+export type CreateCredentialInput = z.infer<typeof CreateCredentialBody>;
+
+// ---- targets (4.6) ----
+export const CreateTargetBody = z
+  .object({
+    targetName: text(128),
+    targetRegion: Region,
+    targetBaseURL: BaseUrl,
+    targetTestPath: RelativePath,
+    targetDefaultRuleEffect: Effect.optional(),
+    notes: Notes.optional(),
+  })
+  .strict();
+export const UpdateTargetBody = z
+  .object({
+    targetName: text(128).optional(),
+    targetBaseURL: BaseUrl.optional(),
+    targetTestPath: RelativePath.optional(),
+    targetDefaultRuleEffect: Effect.optional(),
+    notes: Notes.optional(),
+  })
+  .strict();
+export type CreateTargetInput = z.infer<typeof CreateTargetBody>;
+export type UpdateTargetInput = z.infer<typeof UpdateTargetBody>;
+
+// ---- proxies (4.7) ----
+export const ProxyAlias = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(
+    /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
+    "must be 1-63 of a-z, 0-9 and -, not starting or ending with -",
+  );
+/** Target timeout of a proxy (spec 8: default 30 s, maximum 60 s). */
+export const ProxyTimeoutSeconds = z.number().int().min(1).max(60);
+
+const proxyFields = {
+  proxyProxyCredentialId: Id,
+  proxyTargetId: Id,
+  proxyTargetCredentialId: Id,
+  proxyActive: z.boolean(),
+  proxyDefaultRuleEffect: Effect,
+  proxyAlias: ProxyAlias.nullable(),
+  proxyAdditionalHeaders: AdditionalHeaders,
+  proxyAdditionalQueryParams: AdditionalQueryParams,
+  proxyAdditionalData: AdditionalData,
+  proxyTimeoutSeconds: ProxyTimeoutSeconds,
+  notes: Notes,
+};
+export const UpdateProxyBody = z
+  .object({ proxyName: text(128), ...proxyFields })
+  .partial()
+  .strict();
+export const CreateProxyBody = UpdateProxyBody.required({
+  proxyName: true,
+  proxyProxyCredentialId: true,
+  proxyTargetId: true,
+  proxyTargetCredentialId: true,
+})
+  .extend({ proxyRegion: Region })
+  .strict();
+export type CreateProxyInput = z.infer<typeof CreateProxyBody>;
+export type UpdateProxyInput = z.infer<typeof UpdateProxyBody>;
+
+/** Fields that can never change after creation: a PUT naming one gets a 400 naming it. */
+export const IMMUTABLE_FIELDS = {
+  credential: ["region", "credentialRegion", "credentialType", "authType", "credentialAuthType", "secret"],
+  target: ["targetRegion"],
+  proxy: ["proxyRegion"],
+} as const;

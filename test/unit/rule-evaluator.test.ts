@@ -1,0 +1,356 @@
+/** The data plane's access decision (spec 4.8): order, tie-breaking, defaults, conditions, denial reports. */
+import { describe, expect, it } from "vitest";
+import {
+  type EvaluableRule,
+  evaluateAccess,
+  evaluateLayer,
+  type RuleLayer,
+  type RuleRequest,
+  ruleMatches,
+} from "#lib/domain/rules/rule-evaluator.ts";
+import { parseCreateRule } from "#lib/domain/rules/rule-schema.ts";
+
+/** A rule as the API would store it (validated and normalised). */
+function rule(ruleId: string, body: Record<string, unknown>): EvaluableRule {
+  return { ruleId, ...parseCreateRule(body) };
+}
+
+function request(overrides: Partial<RuleRequest> = {}): RuleRequest {
+  return { method: "GET", path: "/v1/items", headers: {}, query: {}, ...overrides };
+}
+
+const layer = (
+  name: RuleLayer["name"],
+  defaultEffect: "allow" | "deny",
+  rules: EvaluableRule[] = [],
+): RuleLayer => ({ name, defaultEffect, rules });
+
+describe("ruleMatches: conditions", () => {
+  it("a rule without conditions matches every request", () => {
+    const r = rule("r", { effect: "deny", priority: 1 });
+    expect(ruleMatches(r, request())).toBe(true);
+    expect(ruleMatches(r, request({ method: "DELETE", path: "/" }))).toBe(true);
+  });
+
+  it("methods: request method upper-cased must be listed; empty means all", () => {
+    const r = rule("r", { effect: "deny", priority: 1, methods: ["post", "PUT"] });
+    expect(ruleMatches(r, request({ method: "post" }))).toBe(true);
+    expect(ruleMatches(r, request({ method: "PUT" }))).toBe(true);
+    expect(ruleMatches(r, request({ method: "GET" }))).toBe(false);
+    expect(ruleMatches(r, request({ method: "HEAD" }))).toBe(false);
+  });
+
+  it("path present: pattern found anywhere in the path; absent: not found", () => {
+    const present = rule("r", { effect: "deny", priority: 1, pathPattern: "/admin" });
+    expect(ruleMatches(present, request({ path: "/v1/admin/users" }))).toBe(true);
+    expect(ruleMatches(present, request({ path: "/v1/users" }))).toBe(false);
+    const anchored = rule("r", { effect: "deny", priority: 1, path: { pattern: "^/admin" } });
+    expect(ruleMatches(anchored, request({ path: "/v1/admin" }))).toBe(false);
+    const absent = rule("r", {
+      effect: "deny",
+      priority: 1,
+      path: { pattern: "^/public/", presence: "absent" },
+    });
+    expect(ruleMatches(absent, request({ path: "/public/x" }))).toBe(false);
+    expect(ruleMatches(absent, request({ path: "/private/x" }))).toBe(true);
+  });
+
+  it("the path is tested without the query string", () => {
+    const r = rule("r", { effect: "deny", priority: 1, pathPattern: "secret" });
+    expect(ruleMatches(r, request({ path: "/v1/items?x=secret" }))).toBe(false);
+    const end = rule("r", { effect: "deny", priority: 1, pathPattern: "/items$" });
+    expect(ruleMatches(end, request({ path: "/v1/items?x=1" }))).toBe(true);
+  });
+
+  it("regexFlags i makes every pattern case-insensitive", () => {
+    const sensitive = rule("r", { effect: "deny", priority: 1, pathPattern: "/ADMIN" });
+    const insensitive = rule("r", { effect: "deny", priority: 1, pathPattern: "/ADMIN", regexFlags: "i" });
+    expect(ruleMatches(sensitive, request({ path: "/admin" }))).toBe(false);
+    expect(ruleMatches(insensitive, request({ path: "/admin" }))).toBe(true);
+    const header = rule("r", {
+      effect: "deny",
+      priority: 1,
+      headerChecks: [{ name: "x-env", pattern: "^PROD$" }],
+      regexFlags: "i",
+    });
+    expect(ruleMatches(header, request({ headers: { "X-Env": "prod" } }))).toBe(true);
+  });
+
+  describe("headerChecks", () => {
+    const check = (c: Record<string, unknown>) =>
+      rule("h", { effect: "deny", priority: 1, headerChecks: [c] });
+
+    it("names are case-insensitive", () => {
+      const r = check({ name: "X-Api-Key" });
+      expect(ruleMatches(r, request({ headers: { "x-api-key": "k" } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "X-API-KEY": "k" } }))).toBe(true);
+    });
+
+    it("present without pattern: the header exists (even empty)", () => {
+      const r = check({ name: "x-debug" });
+      expect(ruleMatches(r, request({ headers: { "x-debug": "" } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: {} }))).toBe(false);
+      expect(ruleMatches(r, request({ headers: { "x-debug": undefined } }))).toBe(false);
+      expect(ruleMatches(r, request({ headers: { "x-debug": [] } }))).toBe(false);
+    });
+
+    it("absent without pattern: the header is missing", () => {
+      const r = check({ name: "x-debug", presence: "absent" });
+      expect(ruleMatches(r, request({ headers: {} }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "X-Debug": "1" } }))).toBe(false);
+    });
+
+    it("present with pattern: some value matches (arrays value by value)", () => {
+      const r = check({ name: "accept", pattern: "^application/xml$" });
+      expect(ruleMatches(r, request({ headers: { Accept: "application/xml" } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { Accept: ["text/html", "application/xml"] } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { Accept: ["text/html", "text/plain"] } }))).toBe(false);
+      expect(ruleMatches(r, request({ headers: {} }))).toBe(false);
+    });
+
+    it("absent with pattern: no value matches; a missing header counts as absent", () => {
+      const r = check({ name: "x-env", pattern: "^prod$", presence: "absent" });
+      expect(ruleMatches(r, request({ headers: {} }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "x-env": "test" } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "x-env": "prod" } }))).toBe(false);
+      expect(ruleMatches(r, request({ headers: { "x-env": ["test", "prod"] } }))).toBe(false);
+    });
+
+    it("every check must hold", () => {
+      const r = rule("h", {
+        effect: "deny",
+        priority: 1,
+        headerChecks: [{ name: "a" }, { name: "b", presence: "absent" }],
+      });
+      expect(ruleMatches(r, request({ headers: { a: "1" } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { a: "1", b: "2" } }))).toBe(false);
+    });
+  });
+
+  describe("queryChecks", () => {
+    const check = (c: Record<string, unknown>) =>
+      rule("q", { effect: "deny", priority: 1, queryChecks: [c] });
+
+    it("names are case-sensitive", () => {
+      const r = check({ name: "token" });
+      expect(ruleMatches(r, request({ query: { token: "t" } }))).toBe(true);
+      expect(ruleMatches(r, request({ query: { Token: "t" } }))).toBe(false);
+    });
+
+    it("presence semantics as for headers, arrays value by value", () => {
+      expect(ruleMatches(check({ name: "flag" }), request({ query: { flag: "" } }))).toBe(true);
+      expect(ruleMatches(check({ name: "flag", presence: "absent" }), request({ query: {} }))).toBe(true);
+      expect(
+        ruleMatches(check({ name: "flag", presence: "absent" }), request({ query: { flag: "1" } })),
+      ).toBe(false);
+      const limit = check({ name: "limit", pattern: "^[0-9]{4,}$" });
+      expect(ruleMatches(limit, request({ query: { limit: ["10", "5000"] } }))).toBe(true);
+      expect(ruleMatches(limit, request({ query: { limit: "10" } }))).toBe(false);
+      const notAll = check({ name: "scope", pattern: "^all$", presence: "absent" });
+      expect(ruleMatches(notAll, request({ query: {} }))).toBe(true);
+      expect(ruleMatches(notAll, request({ query: { scope: ["mine", "all"] } }))).toBe(false);
+    });
+  });
+
+  it("all condition kinds together (AND)", () => {
+    const r = rule("all", {
+      effect: "deny",
+      priority: 1,
+      methods: ["DELETE"],
+      pathPattern: "^/items/",
+      headerChecks: [{ name: "x-role", pattern: "^admin$", presence: "absent" }],
+      queryChecks: [{ name: "force" }],
+    });
+    const hit = request({ method: "delete", path: "/items/1", query: { force: "1" } });
+    expect(ruleMatches(r, hit)).toBe(true);
+    expect(ruleMatches(r, { ...hit, method: "GET" })).toBe(false);
+    expect(ruleMatches(r, { ...hit, path: "/other/1" })).toBe(false);
+    expect(ruleMatches(r, { ...hit, headers: { "X-Role": "admin" } })).toBe(false);
+    expect(ruleMatches(r, { ...hit, query: {} })).toBe(false);
+  });
+
+  it("matching is linear time on hostile input", () => {
+    const r = rule("redos", { effect: "deny", priority: 1, pathPattern: "(a+)+$", headerChecks: [] });
+    const started = performance.now();
+    expect(ruleMatches(r, request({ path: `/${"a".repeat(50_000)}!` }))).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe("evaluateLayer", () => {
+  it("highest priority decides", () => {
+    const l = layer("proxy", "allow", [
+      rule("low", { effect: "deny", priority: 1 }),
+      rule("high", { effect: "allow", priority: 500 }),
+    ]);
+    expect(evaluateLayer(l, request())).toEqual({
+      effect: "allow",
+      ruleId: "high",
+      reason: "allowed by rule high of the proxy",
+    });
+  });
+
+  it("the first matching rule decides; non-matching rules are skipped", () => {
+    const l = layer("proxy", "allow", [
+      rule("admin", { effect: "deny", priority: 900, pathPattern: "^/admin" }),
+      rule("reads", { effect: "allow", priority: 100, methods: ["GET"] }),
+      rule("rest", { effect: "deny", priority: 0 }),
+    ]);
+    expect(evaluateLayer(l, request({ path: "/admin/x" })).ruleId).toBe("admin");
+    expect(evaluateLayer(l, request({ path: "/items" })).ruleId).toBe("reads");
+    expect(evaluateLayer(l, request({ method: "POST", path: "/items" }))).toMatchObject({
+      effect: "deny",
+      ruleId: "rest",
+    });
+  });
+
+  it("on equal priority deny comes before allow, whatever the array order", () => {
+    const allow = rule("a-allow", { effect: "allow", priority: 50 });
+    const deny = rule("z-deny", { effect: "deny", priority: 50 });
+    for (const rules of [
+      [allow, deny],
+      [deny, allow],
+    ]) {
+      expect(evaluateLayer(layer("target", "allow", rules), request())).toMatchObject({
+        effect: "deny",
+        ruleId: "z-deny",
+      });
+    }
+  });
+
+  it("on equal priority and effect, the lowest ruleId decides (deterministic)", () => {
+    const b = rule("rule-b", { effect: "deny", priority: 7 });
+    const a = rule("rule-a", { effect: "deny", priority: 7 });
+    expect(evaluateLayer(layer("target", "allow", [b, a]), request()).ruleId).toBe("rule-a");
+    expect(evaluateLayer(layer("target", "allow", [a, b]), request()).ruleId).toBe("rule-a");
+  });
+
+  it("does not reorder the caller's array", () => {
+    const rules = [
+      rule("low", { effect: "deny", priority: 1 }),
+      rule("high", { effect: "deny", priority: 2 }),
+    ];
+    evaluateLayer(layer("proxy", "allow", rules), request());
+    expect(rules.map((r) => r.ruleId)).toEqual(["low", "high"]);
+  });
+
+  it("falls back to the default effect of each layer", () => {
+    const none = rule("never", { effect: "deny", priority: 1000, methods: ["DELETE"] });
+    expect(evaluateLayer(layer("credential", "deny", [none]), request())).toEqual({
+      effect: "deny",
+      ruleId: null,
+      reason: "denied by the proxy credential's default effect",
+    });
+    expect(evaluateLayer(layer("proxy", "allow"), request())).toEqual({
+      effect: "allow",
+      ruleId: null,
+      reason: "allowed by the proxy's default effect",
+    });
+    expect(evaluateLayer(layer("target", "deny"), request())).toEqual({
+      effect: "deny",
+      ruleId: null,
+      reason: "denied by the target's default effect",
+    });
+  });
+
+  it("fails closed on a stored pattern that does not compile", () => {
+    const broken: EvaluableRule = { ...rule("broken", { effect: "allow", priority: 1 }), pathPattern: "(" };
+    broken.path = { pattern: "(", presence: "present" };
+    const decision = evaluateLayer(layer("proxy", "allow", [broken]), request());
+    expect(decision.effect).toBe("deny");
+    expect(decision.ruleId).toBe("broken");
+  });
+});
+
+describe("evaluateAccess", () => {
+  const allowAll = (name: RuleLayer["name"]) => layer(name, "allow");
+
+  it("allows only if every layer allows", () => {
+    const decision = evaluateAccess(
+      [allowAll("credential"), allowAll("proxy"), allowAll("target")],
+      request(),
+    );
+    expect(decision).toMatchObject({ allowed: true, layer: null, ruleId: null, effect: "allow" });
+  });
+
+  it("reports the default effect of each layer that denies", () => {
+    for (const name of ["credential", "proxy", "target"] as const) {
+      const layers = [allowAll("credential"), allowAll("proxy"), allowAll("target")].map((l) =>
+        l.name === name ? layer(name, "deny") : l,
+      );
+      expect(evaluateAccess(layers, request())).toMatchObject({
+        allowed: false,
+        layer: name,
+        ruleId: null,
+        effect: "deny",
+      });
+    }
+    expect(
+      evaluateAccess([allowAll("credential"), allowAll("proxy"), layer("target", "deny")], request()).reason,
+    ).toBe("denied by the target's default effect");
+  });
+
+  it("reports the denying rule and its layer", () => {
+    const decision = evaluateAccess(
+      [
+        allowAll("credential"),
+        layer("proxy", "allow", [rule("no-admin", { effect: "deny", priority: 10, pathPattern: "^/admin" })]),
+        allowAll("target"),
+      ],
+      request({ path: "/admin/users" }),
+    );
+    expect(decision).toEqual({
+      allowed: false,
+      layer: "proxy",
+      ruleId: "no-admin",
+      effect: "deny",
+      reason: "denied by rule no-admin of the proxy",
+    });
+  });
+
+  it("a rule allowing in one layer does not override a deny in another", () => {
+    const decision = evaluateAccess(
+      [
+        layer("credential", "allow", [rule("cred-allow", { effect: "allow", priority: 1000 })]),
+        layer("proxy", "allow"),
+        layer("target", "deny"),
+      ],
+      request(),
+    );
+    expect(decision).toMatchObject({ allowed: false, layer: "target", ruleId: null });
+  });
+
+  it("evaluates credential, then proxy, then target, whatever the array order; the first denial is reported", () => {
+    const layers = [
+      layer("target", "allow", [rule("t-deny", { effect: "deny", priority: 1 })]),
+      layer("proxy", "allow", [rule("p-deny", { effect: "deny", priority: 1 })]),
+      layer("credential", "allow", [rule("c-deny", { effect: "deny", priority: 1 })]),
+    ];
+    expect(evaluateAccess(layers, request())).toMatchObject({ layer: "credential", ruleId: "c-deny" });
+    expect(evaluateAccess(layers.slice(0, 2), request())).toMatchObject({ layer: "proxy", ruleId: "p-deny" });
+    expect(evaluateAccess(layers.slice(0, 1), request())).toMatchObject({
+      layer: "target",
+      ruleId: "t-deny",
+    });
+    expect(evaluateAccess(layers, request()).reason).toBe("denied by rule c-deny of the proxy credential");
+  });
+
+  it("a deny-by-default layer can be opened by an allow rule", () => {
+    const layers = [
+      layer("credential", "allow"),
+      layer("proxy", "deny", [rule("reads", { effect: "allow", priority: 5, methods: ["GET", "HEAD"] })]),
+      layer("target", "allow"),
+    ];
+    expect(evaluateAccess(layers, request({ method: "get" })).allowed).toBe(true);
+    expect(evaluateAccess(layers, request({ method: "POST" }))).toMatchObject({
+      allowed: false,
+      layer: "proxy",
+      ruleId: null,
+      reason: "denied by the proxy's default effect",
+    });
+  });
+
+  it("with no layers nothing denies", () => {
+    expect(evaluateAccess([], request()).allowed).toBe(true);
+  });
+});
