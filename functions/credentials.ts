@@ -1,6 +1,7 @@
 /** Credentials (spec 4.5): the vault. Secrets go in once and never come back out. */
 
 import { z } from "zod";
+import { testCredential, testCredentialToken } from "#lib/domain/credential-test.ts";
 import {
   deleteCredential,
   getCredential,
@@ -10,11 +11,13 @@ import {
   toApiCredential,
   updateCredential,
 } from "#lib/domain/credentials.ts";
+import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "#lib/domain/oauth2-flow.ts";
 import { createApiHandler } from "#lib/http/api-handler.ts";
 import { paginate, parsePageRequest } from "#lib/http/pagination.ts";
 import { bodyOf, pathParam } from "#lib/http/request.ts";
 import { CreateCredentialBody, UpdateCredentialBody } from "#lib/http/resource-schemas.ts";
 import { parseInput, queryBoolean } from "#lib/http/validation.ts";
+import type { OAuth2Secret } from "#lib/vault/secret-schemas.ts";
 
 const ListQuery = z.object({ includeTemporary: queryBoolean.optional() });
 
@@ -38,6 +41,30 @@ export const handler = createApiHandler({
     const clientId = pathParam(req, "clientId");
     const input = bodyOf(req, CreateCredentialBody);
     const prepared = await prepareCredential(clientId, req.caller.userId, input);
+    if (needsAuthorization(input.authType, prepared.secret)) {
+      // authorization_code / PKCE: temporary until the provider redirects back with a code.
+      const flow = prepareAuthorization(prepared.secret as OAuth2Secret, req.baseUrl);
+      const item = await storeCredential({
+        clientId,
+        userId: req.caller.userId,
+        input,
+        ...prepared,
+        secret: flow.storedSecret,
+        temporary: true,
+      });
+      await saveAuthorizationState(flow.state, {
+        clientId,
+        credentialId: prepared.credentialId,
+        region: prepared.region,
+      });
+      return {
+        status: 201,
+        body: {
+          message: "Credential created; open authorizationUrl to authorize it",
+          credentials: [{ ...toApiCredential(item), authorizationUrl: flow.authorizationUrl }],
+        },
+      };
+    }
     const item = await storeCredential({ clientId, userId: req.caller.userId, input, ...prepared });
     return { status: 201, body: { message: "Credential created", credentials: [toApiCredential(item)] } };
   },
@@ -57,6 +84,23 @@ export const handler = createApiHandler({
       bodyOf(req, UpdateCredentialBody),
     );
     return { body: { message: "Credential updated", credentials: [credential] } };
+  },
+  "POST /api/clients/{clientId}/credentials/{credentialId}/test": async (req) => {
+    const result = await testCredential(
+      pathParam(req, "clientId"),
+      req.caller.userId,
+      pathParam(req, "credentialId"),
+      req.body,
+    );
+    return { body: { message: "Credential test sent", tests: [result] } };
+  },
+  "POST /api/clients/{clientId}/credentials/{credentialId}/token-test": async (req) => {
+    const result = await testCredentialToken(
+      pathParam(req, "clientId"),
+      req.caller.userId,
+      pathParam(req, "credentialId"),
+    );
+    return { body: { message: "Token fetched", tokenTests: [result] } };
   },
   "DELETE /api/clients/{clientId}/credentials/{credentialId}": async (req) => {
     const { deletedProxies } = await deleteCredential(

@@ -131,10 +131,16 @@ export function createRestApi(options: RestApiOptions) {
     const requestId = randomUUID();
     const methodArn = `arn:aws:execute-api:${region}:000000000000:local/${stage}/${method}${route.path}`;
 
-    const token = req.headers.authorization;
-    if (!token) return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
-    const decision = await authorize(token, methodArn);
-    if (decision === "deny") return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+    let decision: APIGatewayAuthorizerResult | "deny" = {
+      principalId: "anonymous",
+      policyDocument: { Version: "2012-10-17", Statement: [] },
+    };
+    if (!route.public) {
+      const token = req.headers.authorization;
+      if (!token) return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+      decision = await authorize(token, methodArn);
+      if (decision === "deny") return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+    }
 
     const raw = await readBody(req, options.maxBodyBytes ?? 10 * 1024 * 1024);
     if (raw === "too-large") {
@@ -177,7 +183,8 @@ export function createRestApi(options: RestApiOptions) {
       requestContext: {
         accountId: "000000000000",
         apiId: "local",
-        authorizer: { principalId: decision.principalId, ...authorizerContext },
+        authorizer: route.public ? null : { principalId: decision.principalId, ...authorizerContext },
+        domainName: req.headers.host ?? "127.0.0.1",
         protocol: `HTTP/${req.httpVersion}`,
         httpMethod: method,
         identity: {

@@ -218,14 +218,24 @@ export class HomeStack extends Stack {
     for (const route of CORE_API_ROUTES) {
       const resource = api.root.resourceForPath(route.path);
       const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]);
-      resource.addMethod(route.method, integrationFor(route.group), {
-        authorizationType: apigateway.AuthorizationType.CUSTOM,
-        authorizer,
+      const method = resource.addMethod(route.method, integrationFor(route.group), {
+        ...(route.public
+          ? { authorizationType: apigateway.AuthorizationType.NONE }
+          : { authorizationType: apigateway.AuthorizationType.CUSTOM, authorizer }),
         requestValidator: validator,
         requestParameters: pathParameters.length
           ? Object.fromEntries(pathParameters.map((name) => [`method.request.path.${name}`, true]))
           : undefined,
       });
+      if (route.public) {
+        for (const id of ["AwsSolutions-APIG4", "AwsSolutions-COG4"]) {
+          Validations.of(method).acknowledge({
+            id,
+            reason:
+              "The OAuth2 provider redirects the user's browser here without a gateway token; the handler accepts only a single-use, expiring state created by an authenticated credential creation.",
+          });
+        }
+      }
     }
 
     Validations.of(api).acknowledge({

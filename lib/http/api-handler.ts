@@ -26,6 +26,8 @@ export interface ApiRequest {
   body: unknown;
   headers: Record<string, string | undefined>;
   requestId: string;
+  /** The Core API's public base URL (`{base_url}`), for links back to it such as the OAuth2 redirect. */
+  baseUrl: string;
 }
 
 export interface ApiResponse {
@@ -138,9 +140,23 @@ export function createApiHandler(routes: RouteTable) {
         body: parseBody(event),
         headers: event.headers ?? {},
         requestId: event.requestContext?.requestId ?? "",
+        baseUrl: publicBaseUrl(event),
       });
       return json(result.status ?? 200, result.body, result.headers);
     });
+}
+
+/**
+ * `{base_url}` as the caller reached it: API_BASE_URL when set (a custom domain), else the API
+ * Gateway domain and stage, or, locally, the host the request came to.
+ */
+export function publicBaseUrl(event: APIGatewayProxyEvent): string {
+  const configured = process.env.API_BASE_URL;
+  if (configured) return configured.replace(/\/$/, "");
+  const context = event.requestContext;
+  const host = context?.domainName ?? event.headers?.Host ?? event.headers?.host ?? "localhost";
+  if (context?.apiId === "local") return `http://${host}`;
+  return `https://${host}/${context?.stage ?? ""}`.replace(/\/$/, "");
 }
 
 /** A route that exists in the API only to explain what to use instead (spec: "unsupported"). */

@@ -30,6 +30,7 @@ export const FUNCTION_GROUPS = {
   targets: { name: "targets", tables: "all-regions-write" },
   proxies: { name: "proxies", tables: "all-regions-write" },
   rules: { name: "rules", tables: "all-regions-write" },
+  webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
 } as const satisfies Record<string, FunctionGroup>;
 
 export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;
@@ -49,12 +50,20 @@ export interface RouteDefinition {
   /** API Gateway resource path with `{param}` placeholders. */
   path: string;
   group: FunctionGroupName;
+  /** No authorizer (the OAuth2 redirect of a provider carries no user token); the handler checks what it needs. */
+  public?: boolean;
 }
 
-const route = (method: HttpMethod, path: string, group: FunctionGroupName): RouteDefinition => ({
+const route = (
+  method: HttpMethod,
+  path: string,
+  group: FunctionGroupName,
+  options: { public?: boolean } = {},
+): RouteDefinition => ({
   method,
   path,
   group,
+  ...(options.public ? { public: true } : {}),
 });
 
 export const CORE_API_ROUTES: readonly RouteDefinition[] = [
@@ -106,6 +115,10 @@ export const CORE_API_ROUTES: readonly RouteDefinition[] = [
   route("GET", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
   route("PUT", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
   route("DELETE", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
+  route("POST", "/api/clients/{clientId}/credentials/{credentialId}/test", "credentials"),
+  route("POST", "/api/clients/{clientId}/credentials/{credentialId}/token-test", "credentials"),
+  // 6.2 The OAuth2 provider's redirect back to the gateway (authorization_code and PKCE flows)
+  route("GET", "/webhooks/oauth2", "webhooks", { public: true }),
   // 4.6 Targets
   route("GET", "/api/clients/{clientId}/targets", "targets"),
   route("POST", "/api/clients/{clientId}/targets", "targets"),

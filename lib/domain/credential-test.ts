@@ -1,0 +1,217 @@
+/**
+ * The credential test (spec 4.5, "not shown": designed here, documented in docs/credentials.md):
+ * send one live GET or POST with the credential applied, to a target's test path (or another path
+ * of it) or to a full URL, and answer with the status, headers, a capped body and the timing.
+ *
+ * The request goes through the SSRF-guarded client (lib/net/outbound.ts). Extra headers and query
+ * parameters are applied first and the credential last, so they can never override it. The
+ * answer never contains the secret: a query-placed key is redacted from the URL shown.
+ */
+import { z } from "zod";
+import { badRequest, HttpError } from "../http/errors.ts";
+import { AdditionalHeaders, AdditionalQueryParams, RelativePath } from "../http/resource-schemas.ts";
+import { parseInput } from "../http/validation.ts";
+import {
+  OutboundBlockedError,
+  OutboundConnectError,
+  OutboundTimeoutError,
+  sendOutbound,
+} from "../net/outbound.ts";
+import {
+  applyTargetCredential,
+  credentialQueryParamNames,
+  type OutgoingRequest,
+} from "../vault/apply-credential.ts";
+import { CustomTokenError, fetchCustomToken } from "../vault/custom-token.ts";
+import { decryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import { fetchClientCredentialsToken, OAuthError } from "../vault/oauth2.ts";
+import type { AuthType, CustomTokenSecret, OAuth2Secret, TargetSecret } from "../vault/secret-schemas.ts";
+import { authorizeClient } from "./clients.ts";
+import { requireCredential } from "./credentials.ts";
+import { requireTarget } from "./targets.ts";
+
+/** Auth types the live test applies (spec 4.5); oauth2 uses its consent flow, customToken the token test. */
+export const TESTABLE_AUTH_TYPES: readonly AuthType[] = [
+  "apiKey",
+  "bearer",
+  "jwt",
+  "basicAuth",
+  "custom",
+  "none",
+];
+/** Response body bytes shown by the test. */
+export const TEST_BODY_LIMIT = 64 * 1024;
+
+export const CredentialTestBody = z
+  .object({
+    method: z.enum(["GET", "POST"]).default("GET"),
+    targetId: z.string().min(1).max(64).optional(),
+    url: z
+      .string()
+      .max(2048)
+      .refine((value) => {
+        try {
+          return ["http:", "https:"].includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      }, "must be an absolute http(s) URL")
+      .optional(),
+    path: RelativePath.optional(),
+    headers: AdditionalHeaders.optional(),
+    query: AdditionalQueryParams.optional(),
+    body: z.unknown().optional(),
+    timeoutSeconds: z.number().int().min(1).max(30).default(10),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    if ((body.targetId === undefined) === (body.url === undefined))
+      ctx.addIssue({ code: "custom", path: ["targetId"], message: "give exactly one of targetId or url" });
+    if (body.path !== undefined && body.url !== undefined)
+      ctx.addIssue({ code: "custom", path: ["path"], message: "is only used with targetId" });
+    if (body.body !== undefined && body.method !== "POST")
+      ctx.addIssue({ code: "custom", path: ["body"], message: "is only sent with POST" });
+  });
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|x-www-form-urlencoded|javascript)|[^;]*\+(json|xml))/i;
+
+function joinUrl(base: string, path: string): URL {
+  const url = new URL(base);
+  const [pathname, search] = path.split("?", 2) as [string, string | undefined];
+  url.pathname = `${url.pathname.replace(/\/$/, "")}/${pathname.replace(/^\//, "")}`;
+  if (search) for (const [k, v] of new URLSearchParams(search)) url.searchParams.append(k, v);
+  return url;
+}
+
+async function loadSecret(clientId: string, credentialId: string) {
+  const { region, item } = await requireCredential(clientId, credentialId);
+  if (item.credentialTemporary === true)
+    throw badRequest("The credential is still waiting for its OAuth2 authorization");
+  const secret = await decryptSecret<Record<string, unknown>>(item.secretEnvelope as SecretEnvelope, {
+    region,
+    clientId,
+    credentialId,
+  });
+  return { item, secret, authType: String(item.credentialAuthType) as AuthType };
+}
+
+export async function testCredential(clientId: string, userId: string, credentialId: string, raw: unknown) {
+  await authorizeClient(clientId, userId, "use");
+  const body = parseInput(CredentialTestBody, raw ?? {});
+  const { secret, authType } = await loadSecret(clientId, credentialId);
+  if (!TESTABLE_AUTH_TYPES.includes(authType)) {
+    throw badRequest(
+      authType === "customToken" || authType === "oauth2"
+        ? `A ${authType} credential is tested with POST .../credentials/{credentialId}/token-test`
+        : `A ${authType} credential cannot be applied to a request`,
+    );
+  }
+  let url: URL;
+  if (body.targetId) {
+    const { item: target } = await requireTarget(clientId, body.targetId);
+    url = joinUrl(String(target.targetBaseURL), body.path ?? String(target.targetTestPath ?? "/"));
+  } else {
+    url = new URL(body.url!);
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(body.headers ?? {})) headers[name.toLowerCase()] = value;
+  for (const [name, value] of Object.entries(body.query ?? {})) url.searchParams.set(name, value);
+  let payload: Buffer | undefined;
+  if (body.method === "POST" && body.body !== undefined) {
+    payload = Buffer.from(typeof body.body === "string" ? body.body : JSON.stringify(body.body));
+    headers["content-type"] ??= typeof body.body === "string" ? "text/plain" : "application/json";
+  }
+  const request: OutgoingRequest = {
+    method: body.method,
+    url,
+    headers,
+    ...(payload ? { body: payload } : {}),
+  };
+  // The credential last: extra headers and query parameters cannot override it.
+  const applied = applyTargetCredential(request, authType, secret as TargetSecret);
+
+  try {
+    const response = await sendOutbound({
+      method: applied.method,
+      url: applied.url,
+      headers: applied.headers,
+      body: applied.body,
+      timeoutMs: body.timeoutSeconds * 1000,
+      maxResponseBytes: TEST_BODY_LIMIT,
+    });
+    const contentType = String(response.headers["content-type"] ?? "");
+    const isText = TEXT_TYPES.test(contentType) || contentType === "";
+    const shownUrl = new URL(response.url);
+    for (const name of credentialQueryParamNames(authType, secret as never))
+      if (shownUrl.searchParams.has(name)) shownUrl.searchParams.set(name, "[redacted]");
+    return {
+      request: { method: applied.method, url: shownUrl.toString() },
+      status: response.status,
+      headers: response.headers,
+      body: isText ? response.body.toString("utf8") : response.body.toString("base64"),
+      bodyEncoding: isText ? "utf8" : "base64",
+      bodyTruncated: response.truncated,
+      durationMs: response.timings.endedAt - response.timings.startedAt,
+    };
+  } catch (error) {
+    throw outboundFailure(error);
+  }
+}
+
+function outboundFailure(error: unknown): unknown {
+  if (error instanceof OutboundBlockedError) return badRequest(`The address is not allowed: ${error.reason}`);
+  if (error instanceof OutboundTimeoutError) return new HttpError(504, "The request timed out");
+  if (error instanceof OutboundConnectError) return new HttpError(502, "The target could not be reached");
+  return error;
+}
+
+/**
+ * The token test of customToken and oauth2 client_credentials credentials: fetch a fresh token
+ * and answer with when it expires, never with the token itself.
+ */
+export async function testCredentialToken(clientId: string, userId: string, credentialId: string) {
+  await authorizeClient(clientId, userId, "use");
+  const { secret, authType } = await loadSecret(clientId, credentialId);
+  const started = Date.now();
+  let expiresAt: number | null;
+  let tokenLength: number;
+  try {
+    if (authType === "customToken") {
+      const token = await fetchCustomToken(secret as CustomTokenSecret);
+      expiresAt = token.expiresAt;
+      tokenLength = token.token.length;
+    } else if (authType === "oauth2" && (secret as OAuth2Secret).flow === "client_credentials") {
+      const oauth = secret as OAuth2Secret;
+      const tokens = await fetchClientCredentialsToken({
+        tokenUrl: oauth.tokenUrl,
+        clientId: oauth.clientId,
+        clientSecret: oauth.clientSecret ?? "",
+        tokenAuthMethod: oauth.tokenAuthMethod,
+        scope: oauth.scope,
+        audience: oauth.audience,
+        extraTokenParams: oauth.extraTokenParams,
+      });
+      expiresAt = tokens.expiresAt;
+      tokenLength = tokens.accessToken.length;
+    } else {
+      throw badRequest(
+        `The token test is for customToken and oauth2 client_credentials credentials, not ${authType}`,
+      );
+    }
+  } catch (error) {
+    if (error instanceof CustomTokenError) {
+      if (error.reason === "blocked") throw badRequest(`The token URL is not allowed: ${error.message}`);
+      if (error.reason === "timeout") throw new HttpError(504, "The token endpoint timed out");
+      throw new HttpError(502, `The token endpoint failed: ${error.message}`);
+    }
+    if (error instanceof OAuthError) throw new HttpError(502, `The token endpoint failed: ${error.message}`);
+    throw outboundFailure(error);
+  }
+  return {
+    tokenReceived: true,
+    tokenLength,
+    expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+    expiresInSeconds: expiresAt === null ? null : Math.round((expiresAt - Date.now()) / 1000),
+    durationMs: Date.now() - started,
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * OAuth2 target credentials of the authorization_code and PKCE flows (spec 2.5, 4.5, 6.2).
+ *
+ * Lifecycle (spec: "not shown", designed here): creating such a credential stores it as
+ * *temporary* (hidden from lists unless includeTemporary=true, expiring after an hour through
+ * TTL) and answers with the provider's authorization URL. A single-use `state` record in the home
+ * table (15 minutes) points back to the credential. When the provider redirects the user to
+ * `{base_url}/webhooks/oauth2?code&state`, the state is consumed by a conditional delete (so it
+ * works once), the code is exchanged (with the PKCE verifier, which was kept encrypted inside the
+ * credential's secret), the tokens are encrypted into the secret, and the credential becomes
+ * permanent. The data plane refreshes the access token with the refresh token when it expires.
+ */
+import { randomBytes } from "node:crypto";
+import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { keys } from "../db/keys.ts";
+import { homeDb, type Item, isConditionalCheckFailure, nowIso, nowSeconds, tableName } from "../db/store.ts";
+import { badRequest, HttpError } from "../http/errors.ts";
+import { log } from "../log.ts";
+import { decryptSecret, encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import {
+  buildAuthorizationUrl,
+  createPkcePair,
+  exchangeAuthorizationCode,
+  OAuthError,
+} from "../vault/oauth2.ts";
+import type { OAuth2Secret } from "../vault/secret-schemas.ts";
+import { getInRegion, regionalDb } from "./regional.ts";
+
+export const OAUTH_STATE_TTL_SECONDS = 15 * 60;
+export const OAUTH_CALLBACK_PATH = "/webhooks/oauth2";
+
+/** The stored secret of an authorization-code credential: the configuration plus the flow's state. */
+export type StoredOAuth2Secret = OAuth2Secret & {
+  pkceVerifier?: string;
+  redirectUri?: string;
+  accessToken?: string;
+  refreshToken?: string;
+  expiresAt?: number | null;
+};
+
+export const needsAuthorization = (authType: string, secret: Record<string, unknown>) =>
+  authType === "oauth2" && (secret.flow === "authorization_code" || secret.flow === "pkce");
+
+/**
+ * Prepare an authorization: the secret to store (with the PKCE verifier and redirect URI), the
+ * URL to send the user to, and the state record to write once the credential is stored.
+ */
+export function prepareAuthorization(secret: OAuth2Secret, baseUrl: string) {
+  const state = randomBytes(32).toString("base64url");
+  const redirectUri = `${baseUrl}${OAUTH_CALLBACK_PATH}`;
+  const pkce = secret.flow === "pkce" ? createPkcePair() : undefined;
+  const authorizationUrl = buildAuthorizationUrl({
+    authorizationUrl: secret.authorizationUrl!,
+    clientId: secret.clientId,
+    redirectUri,
+    scope: secret.scope,
+    state,
+    codeChallenge: pkce?.challenge,
+    audience: secret.audience,
+  });
+  const storedSecret: StoredOAuth2Secret = {
+    ...secret,
+    redirectUri,
+    ...(pkce ? { pkceVerifier: pkce.verifier } : {}),
+  };
+  return { state, authorizationUrl, storedSecret };
+}
+
+export async function saveAuthorizationState(
+  state: string,
+  ref: { clientId: string; credentialId: string; region: string },
+): Promise<void> {
+  await homeDb().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.oauthState(state),
+      UpdateExpression:
+        "SET entity = :e, clientId = :c, credentialId = :id, #region = :r, createdAt = :now, #ttl = :ttl",
+      ConditionExpression: "attribute_not_exists(pKey)",
+      ExpressionAttributeNames: { "#region": "region", "#ttl": "TTL" },
+      ExpressionAttributeValues: {
+        ":e": "oauthState",
+        ":c": ref.clientId,
+        ":id": ref.credentialId,
+        ":r": ref.region,
+        ":now": nowIso(),
+        ":ttl": nowSeconds() + OAUTH_STATE_TTL_SECONDS,
+      },
+    }),
+  );
+}
+
+/** Consume a state exactly once: a conditional delete that also refuses an expired one. */
+async function consumeState(state: string): Promise<Item> {
+  try {
+    const result = await homeDb().send(
+      new DeleteCommand({
+        TableName: tableName(),
+        Key: keys.oauthState(state),
+        ConditionExpression: "attribute_exists(pKey) AND #ttl > :now",
+        ExpressionAttributeNames: { "#ttl": "TTL" },
+        ExpressionAttributeValues: { ":now": nowSeconds() },
+        ReturnValues: "ALL_OLD",
+      }),
+    );
+    return result.Attributes as Item;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw badRequest("Unknown, used or expired OAuth2 state");
+    throw error;
+  }
+}
+
+export interface CallbackQuery {
+  state?: string;
+  code?: string;
+  error?: string;
+  error_description?: string;
+}
+
+/** Handle the provider's redirect; returns the credential item made permanent. */
+export async function completeAuthorization(query: CallbackQuery): Promise<Item> {
+  if (!query.state || query.state.length > 256) throw badRequest("The OAuth2 state is missing");
+  const state = await consumeState(query.state);
+  if (query.error) {
+    throw badRequest(`The authorization was not granted: ${query.error.slice(0, 100)}`);
+  }
+  if (!query.code || query.code.length > 4096) throw badRequest("The OAuth2 code is missing");
+  const clientId = String(state.clientId);
+  const credentialId = String(state.credentialId);
+  const region = String(state.region);
+  const key = keys.credential(clientId, credentialId);
+  const credential = await getInRegion(region, key);
+  if (!credential || credential.credentialTemporary !== true || credential.deletingAt)
+    throw badRequest("The credential of this authorization no longer waits for it");
+
+  const context = { region, clientId, credentialId };
+  const secret = await decryptSecret<StoredOAuth2Secret>(
+    credential.secretEnvelope as SecretEnvelope,
+    context,
+  );
+  let tokens: Awaited<ReturnType<typeof exchangeAuthorizationCode>>;
+  try {
+    tokens = await exchangeAuthorizationCode({
+      tokenUrl: secret.tokenUrl,
+      clientId: secret.clientId,
+      clientSecret: secret.clientSecret,
+      tokenAuthMethod: secret.clientSecret ? secret.tokenAuthMethod : "none",
+      code: query.code,
+      redirectUri: secret.redirectUri!,
+      codeVerifier: secret.pkceVerifier,
+    });
+  } catch (error) {
+    if (error instanceof OAuthError) {
+      log.warn("OAuth2 code exchange failed", {
+        clientId,
+        credentialId,
+        status: error.status,
+        error: error.error,
+      });
+      throw new HttpError(502, `The provider refused the code exchange: ${error.message}`);
+    }
+    throw error;
+  }
+  const { pkceVerifier: _used, ...rest } = secret;
+  const stored: StoredOAuth2Secret = {
+    ...rest,
+    accessToken: tokens.accessToken,
+    ...(tokens.refreshToken ? { refreshToken: tokens.refreshToken } : {}),
+    expiresAt: tokens.expiresAt,
+  };
+  const envelope = await encryptSecret({ ...context, secret: stored });
+  try {
+    const result = await regionalDb(region).send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression:
+          "SET secretEnvelope = :env, credentialUpdatedAt = :now, oauthAuthorizedAt = :now REMOVE credentialTemporary, #ttl",
+        ConditionExpression: "credentialTemporary = :true AND attribute_not_exists(deletingAt)",
+        ExpressionAttributeNames: { "#ttl": "TTL" },
+        ExpressionAttributeValues: { ":env": envelope, ":now": nowIso(), ":true": true },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return result.Attributes as Item;
+  } catch (error) {
+    if (isConditionalCheckFailure(error))
+      throw badRequest("The credential of this authorization no longer waits for it");
+    throw error;
+  }
+}

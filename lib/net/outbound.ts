@@ -1,0 +1,306 @@
+/**
+ * The one HTTP client for every request the gateway sends to a URL a user supplied (credential
+ * test, OAuth2 token URLs, JWKS, custom token endpoints, the data plane). It enforces the SSRF
+ * policy of `address-policy.ts`:
+ * - only http: and https: URLs;
+ * - a literal IP host (in any spelling the URL parser accepts) is judged before connecting;
+ * - a host name is resolved by our own `lookup` at connect time, and the connection is refused
+ *   when ANY resolved address is blocked. The check runs on the addresses the socket actually
+ *   uses, so DNS rebinding (a name that answers public first and private later) cannot pass;
+ * - redirects are off by default; when allowed they are followed here, hop by hop, each hop's
+ *   URL going through the same checks.
+ * Responses are read up to a byte limit and a deadline covers the whole exchange.
+ * See docs/outbound-requests.md.
+ */
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { isIP, type LookupFunction } from "node:net";
+import { Agent, type Dispatcher, request as undiciRequest } from "undici";
+import { isBlockedAddress, parseHostLiteral } from "./address-policy.ts";
+
+export interface OutboundPolicy {
+  allowPrivate: boolean;
+  allowLoopback: boolean;
+}
+
+export interface OutboundRequest {
+  method: string;
+  url: string | URL;
+  headers?: Record<string, string>;
+  body?: Buffer | string;
+  /** Deadline for the whole exchange including redirects and the body (default 30 s). */
+  timeoutMs?: number;
+  /** Redirects to follow (default 0: a 3xx response is returned as it is). */
+  maxRedirects?: number;
+  /** Bytes of response body kept (default 6 MiB); beyond it reading stops and `truncated` is set. */
+  maxResponseBytes?: number;
+  /** Default: `outboundPolicyFromEnv()`. */
+  policy?: OutboundPolicy;
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  truncated: boolean;
+  /** Epoch milliseconds: request start, response headers of the final hop, body read. */
+  timings: { startedAt: number; headersAt: number; endedAt: number };
+  /** The URL of the final hop (differs from the request URL after redirects). */
+  url: string;
+}
+
+export const DEFAULT_OUTBOUND_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
+
+/** Base class of the errors below. Messages name the host at most, never a path or query. */
+export class OutboundError extends Error {
+  override name = "OutboundError";
+}
+
+/** The URL, a literal address, a resolved address or a redirect target is not allowed. */
+export class OutboundBlockedError extends OutboundError {
+  override name = "OutboundBlockedError";
+  readonly reason: string;
+  constructor(reason: string, host?: string) {
+    super(host ? `Outbound request to ${host} blocked: ${reason}` : `Outbound request blocked: ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/** The deadline passed before the response was read completely. */
+export class OutboundTimeoutError extends OutboundError {
+  override name = "OutboundTimeoutError";
+  constructor(host: string, timeoutMs: number) {
+    super(`Outbound request to ${host} timed out after ${timeoutMs} ms`);
+  }
+}
+
+/** No usable connection (refused, reset, unknown host, TLS failure...). */
+export class OutboundConnectError extends OutboundError {
+  override name = "OutboundConnectError";
+  readonly code: string | undefined;
+  constructor(host: string, code: string | undefined, options?: { cause?: unknown }) {
+    super(`Outbound request to ${host} failed: ${code ?? "connection error"}`, options);
+    this.code = code;
+  }
+}
+
+/** OUTBOUND_ALLOW_LOOPBACK=true and OUTBOUND_ALLOW_PRIVATE=true relax the policy; default both off. */
+export function outboundPolicyFromEnv(): OutboundPolicy {
+  return {
+    allowPrivate: process.env.OUTBOUND_ALLOW_PRIVATE === "true",
+    allowLoopback: process.env.OUTBOUND_ALLOW_LOOPBACK === "true",
+  };
+}
+
+/** dns.lookup wrapper that refuses the connection when any resolved address is blocked. */
+function guardedLookup(policy: OutboundPolicy): LookupFunction {
+  return (hostname, options, callback) => {
+    const lookupOptions: LookupOptions = { family: options.family, hints: options.hints, all: true };
+    dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error, "", 0);
+      if (addresses.length === 0) {
+        const notFound: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
+        notFound.code = "ENOTFOUND";
+        return callback(notFound, "", 0);
+      }
+      for (const { address } of addresses) {
+        const verdict = isBlockedAddress(address, policy);
+        if (verdict.blocked) {
+          const reason = `${verdict.reason}; ${hostname} resolves to ${address}`;
+          return callback(new OutboundBlockedError(reason, hostname), "", 0);
+        }
+      }
+      if ((options as { all?: boolean }).all) return callback(null, addresses);
+      const first = addresses[0]!;
+      return callback(null, first.address, first.family);
+    });
+  };
+}
+
+const agents = new Map<string, Agent>();
+
+/** One keep-alive Agent per policy for the life of the process (Lambda container). */
+function agentFor(policy: OutboundPolicy): Agent {
+  const key = `${policy.allowPrivate}:${policy.allowLoopback}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    agent = new Agent({
+      keepAliveTimeout: 10_000,
+      connections: 64,
+      connect: { lookup: guardedLookup(policy), timeout: 10_000 },
+    });
+    agents.set(key, agent);
+  }
+  return agent;
+}
+
+/** Closes the cached agents (tests, graceful shutdown). */
+export async function closeOutboundAgents(): Promise<void> {
+  const all = [...agents.values()];
+  agents.clear();
+  await Promise.all(all.map((agent) => agent.close()));
+}
+
+/** Parses and checks a URL before any connection: scheme and literal IP host. */
+function checkUrl(input: string | URL, policy: OutboundPolicy): URL {
+  let url: URL;
+  try {
+    url = new URL(String(input));
+  } catch {
+    throw new OutboundBlockedError("invalid URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new OutboundBlockedError(`scheme ${url.protocol.replace(/:$/, "")} not allowed`, url.host);
+  }
+  if (url.username || url.password) throw new OutboundBlockedError("credentials in the URL", url.host);
+  // The URL parser already turned 2130706433, 0x7f.1, 0177.0.0.1 and 127.1 into 127.0.0.1;
+  // parseHostLiteral repeats that reading for safety and unwraps IPv6 brackets.
+  let literal: string | null;
+  try {
+    literal = parseHostLiteral(url.hostname);
+  } catch {
+    throw new OutboundBlockedError("invalid host", url.host);
+  }
+  if (literal !== null && isIP(literal) !== 0) {
+    const verdict = isBlockedAddress(literal, policy);
+    if (verdict.blocked) throw new OutboundBlockedError(verdict.reason ?? "address not allowed", url.host);
+  }
+  return url;
+}
+
+function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    if (current instanceof type) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function errorCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return (error as { code?: string } | undefined)?.code;
+}
+
+function normaliseHeaders(headers: Dispatcher.ResponseData["headers"]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "proxy-authorization"]);
+const BODY_HEADERS = new Set(["content-type", "content-length", "content-encoding", "transfer-encoding"]);
+
+async function readBody(
+  body: Dispatcher.ResponseData["body"],
+  limit: number,
+): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    if (size + buffer.length > limit) {
+      chunks.push(buffer.subarray(0, limit - size));
+      size = limit;
+      body.destroy();
+      return { body: Buffer.concat(chunks, size), truncated: true };
+    }
+    chunks.push(buffer);
+    size += buffer.length;
+  }
+  return { body: Buffer.concat(chunks, size), truncated: false };
+}
+
+/**
+ * Sends one request under the outbound policy. Throws OutboundBlockedError, OutboundTimeoutError
+ * or OutboundConnectError; any HTTP status is a response, not an error.
+ */
+export async function sendOutbound(request: OutboundRequest): Promise<OutboundResponse> {
+  const policy = request.policy ?? outboundPolicyFromEnv();
+  const timeoutMs = request.timeoutMs ?? DEFAULT_OUTBOUND_TIMEOUT_MS;
+  const maxRedirects = request.maxRedirects ?? 0;
+  const maxResponseBytes = request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const startedAt = Date.now();
+
+  let url = checkUrl(request.url, policy);
+  let method = request.method.toUpperCase();
+  let body = request.body;
+  let headers: Record<string, string> = { ...(request.headers ?? {}) };
+
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+
+  try {
+    for (let hop = 0; ; hop++) {
+      const response = await undiciRequest(url, {
+        dispatcher: agentFor(policy),
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: method === "GET" || method === "HEAD" ? undefined : body,
+        signal: controller.signal,
+      });
+      const headersAt = Date.now();
+      const location = response.headers.location;
+
+      if (REDIRECT_STATUSES.has(response.statusCode) && hop < maxRedirects && typeof location === "string") {
+        await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        let target: URL;
+        try {
+          target = new URL(location, url);
+        } catch {
+          throw new OutboundBlockedError("invalid redirect location", url.host);
+        }
+        const next = checkUrl(target, policy);
+        // As fetch does: 303 turns anything but HEAD into GET, 301/302 turn POST into GET.
+        const becomesGet =
+          response.statusCode === 303
+            ? method !== "HEAD" && method !== "GET"
+            : (response.statusCode === 301 || response.statusCode === 302) && method === "POST";
+        if (becomesGet) {
+          method = "GET";
+          body = undefined;
+          headers = Object.fromEntries(
+            Object.entries(headers).filter(([name]) => !BODY_HEADERS.has(name.toLowerCase())),
+          );
+        }
+        if (next.origin !== url.origin) {
+          headers = Object.fromEntries(
+            Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.has(name.toLowerCase())),
+          );
+        }
+        url = next;
+        continue;
+      }
+
+      const read = await readBody(response.body, maxResponseBytes);
+      return {
+        status: response.statusCode,
+        headers: normaliseHeaders(response.headers),
+        body: read.body,
+        truncated: read.truncated,
+        timings: { startedAt, headersAt, endedAt: Date.now() },
+        url: url.toString(),
+      };
+    }
+  } catch (error) {
+    const blocked = findCause(error, OutboundBlockedError);
+    if (blocked) throw blocked;
+    if (timedOut) throw new OutboundTimeoutError(url.host, timeoutMs);
+    if (error instanceof OutboundError) throw error;
+    throw new OutboundConnectError(url.host, errorCode(error), { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+}
