@@ -210,6 +210,38 @@ describe("HomeStack", () => {
     });
   });
 
+  describe("secret keys (KMS)", () => {
+    const kmsUsers = allGatewayFunctions.filter(([, fn]) =>
+      statementsOf(template, fn).some((statement) => statement.Action.some((a) => a.startsWith("kms:"))),
+    );
+
+    it("lets only the credentials and webhooks functions use the keys", () => {
+      expect(kmsUsers.map(([name]) => name).sort()).toEqual(["credentials", "webhooks"]);
+    });
+
+    it("grants GenerateDataKey and Decrypt on each region's gateway key, by alias and credential context only", () => {
+      const policies = Object.values(template.findResources("AWS::IAM::Policy")) as {
+        Properties: { PolicyDocument: { Statement: Record<string, any>[] } };
+      }[];
+      const kmsStatements = policies
+        .flatMap((policy) => policy.Properties.PolicyDocument.Statement)
+        .filter((statement) => [statement.Action].flat().some((a: string) => a.startsWith("kms:")));
+      // CDK merges one function's per-region statements (same actions and conditions) into one.
+      expect(kmsStatements.length).toBe(kmsUsers.length);
+      for (const statement of kmsStatements) {
+        expect([...statement.Action].sort()).toEqual(["kms:Decrypt", "kms:GenerateDataKey"]);
+        const resources = [statement.Resource].flat().map(flat);
+        expect(resources).toHaveLength(regions.length);
+        for (const resource of resources) expect(resource).toMatch(/^arn:aws:kms:[a-z0-9-]+:\d+:key\/\*$/);
+        expect(new Set(resources.map((resource) => resource.split(":")[3]))).toEqual(new Set(regions));
+        expect(statement.Condition).toEqual({
+          "ForAnyValue:StringEquals": { "kms:ResourceAliases": `alias/${appName}` },
+          "ForAllValues:StringEquals": { "kms:EncryptionContextKeys": ["clientId", "credentialId"] },
+        });
+      }
+    });
+  });
+
   describe("e-mail and payments", () => {
     const senders = allGatewayFunctions.filter(([, fn]) =>
       statementsOf(template, fn).some((statement) => statement.Action.includes("ses:SendEmail")),
@@ -263,14 +295,17 @@ describe("HomeStack", () => {
     });
 
     it.each(CORE_API_ROUTES.map((route) => [`${route.method} ${route.path}`, route] as const))(
-      "%s -> its group's function through the authorizer",
+      "%s -> its group's function through the authorizer (public routes: none)",
       (_, route) => {
         const [method, ...duplicates] = methodFor(route.method, route.path);
         expect(duplicates).toEqual([]);
         const fnId = logicalId(home.groupFunctions[route.group].function);
+        if (route.public) {
+          expect(method?.Properties.AuthorizationType).toBe("NONE");
+          expect(method?.Properties.AuthorizerId).toBeUndefined();
+        }
         expect(method?.Properties).toMatchObject({
-          AuthorizationType: "CUSTOM",
-          AuthorizerId: { Ref: authorizerId },
+          ...(route.public ? {} : { AuthorizationType: "CUSTOM", AuthorizerId: { Ref: authorizerId } }),
           RequestValidatorId: { Ref: validatorId },
           RestApiId: { Ref: apiId },
           Integration: { Type: "AWS_PROXY", IntegrationHttpMethod: "POST" },

@@ -94,7 +94,9 @@ describe("cdk-nag AwsSolutions", () => {
         new RegExp(
           `^AwsSolutions-IAM5\\[Resource::arn:aws:dynamodb:[a-z0-9-]+:<AWS::AccountId>:table/${appName}/index/\\*\\]$`,
         ),
+        /^AwsSolutions-IAM5\[Resource::arn:aws:kms:[a-z0-9-]+:<AWS::AccountId>:key\/\*\]$/,
         /^AwsSolutions-COG4$/,
+        /^AwsSolutions-APIG4$/,
         /^AwsSolutions-APIG3$/,
         /^AwsSolutions-APIG6$/,
       ];

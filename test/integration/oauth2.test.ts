@@ -4,10 +4,6 @@
  * login and consent pages over HTTP, as a browser would, with a cookie jar; no mocks.
  */
 import { createHash } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-// @ts-expect-error oidc-provider ships no type declarations
-import Provider from "oidc-provider";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeOutboundAgents, OutboundBlockedError } from "#lib/net/outbound.ts";
 import {
@@ -19,6 +15,7 @@ import {
   OAuthError,
   refreshAccessToken,
 } from "#lib/vault/oauth2.ts";
+import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
 
 const policy = { allowLoopback: true, allowPrivate: false };
 const REDIRECT_URI = "https://gateway.example.test/webhooks/oauth2";
@@ -28,17 +25,12 @@ const BASIC_SECRET = "p@ss w0rd:+/%&=~*-basic-secret";
 const POST_SECRET = "post-secret-0123456789abcdef";
 const WEB_SECRET = "web-secret-0123456789abcdef";
 
-let server: Server;
-let issuer: string;
+let server: OAuthServer;
 let tokenUrl: string;
 let authorizationUrl: string;
 
 beforeAll(async () => {
-  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
-  server = createServer((req, res) => handler(req, res));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const provider = new Provider(issuer, {
+  server = await startOAuthServer({
     clients: [
       {
         client_id: BASIC_ID,
@@ -67,96 +59,17 @@ beforeAll(async () => {
         token_endpoint_auth_method: "client_secret_basic",
       },
     ],
-    scopes: ["openid", "offline_access", "api:read", "api:write"],
-    features: { clientCredentials: { enabled: true }, devInteractions: { enabled: true } },
     // Confidential clients too must use PKCE here, so a wrong verifier is refused.
-    pkce: { required: () => true },
-    findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id }) }),
-    cookies: { keys: ["oauth2-test-cookie-key"] },
-    ttl: {
-      AccessToken: 3600,
-      AuthorizationCode: 60,
-      ClientCredentials: 600,
-      Grant: 3600,
-      IdToken: 3600,
-      Interaction: 600,
-      RefreshToken: 86_400,
-      Session: 3600,
-    },
+    pkceRequired: () => true,
   });
-  handler = provider.callback();
-  const discovery = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as {
-    token_endpoint: string;
-    authorization_endpoint: string;
-  };
-  tokenUrl = discovery.token_endpoint;
-  authorizationUrl = discovery.authorization_endpoint;
+  tokenUrl = server.tokenUrl;
+  authorizationUrl = server.authorizationUrl;
 });
 
 afterAll(async () => {
   await closeOutboundAgents();
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await server?.close();
 });
-
-/** The user's browser: follows the provider's redirects, signs in and consents on its dev pages. */
-class Browser {
-  private readonly cookies = new Map<string, string>();
-
-  private remember(response: Response) {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = "", ...attributes] = line.split(";");
-      const eq = pair.indexOf("=");
-      const name = pair.slice(0, eq).trim();
-      const value = pair.slice(eq + 1).trim();
-      const expired = attributes.some((a) => /expires=.*1970/i.test(a)) || value === "";
-      if (expired) this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-  }
-
-  private async send(url: string, init: RequestInit = {}): Promise<Response> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
-    const response = await fetch(url, {
-      ...init,
-      redirect: "manual",
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    this.remember(response);
-    return response;
-  }
-
-  /** Runs the flow from the authorization URL to the redirect back to the client. */
-  async authorize(url: string, login = "alice"): Promise<URL> {
-    let next = url;
-    let response = await this.send(next);
-    for (let step = 0; step < 20; step++) {
-      const location = response.headers.get("location");
-      if (location) {
-        await response.arrayBuffer();
-        const target = new URL(location, next);
-        if (target.href.startsWith(REDIRECT_URI)) return target;
-        next = target.href;
-        response = await this.send(next);
-        continue;
-      }
-      const html = await response.text();
-      expect(response.status, html.slice(0, 500)).toBe(200);
-      const prompt = /name="prompt" value="(\w+)"/.exec(html)?.[1];
-      const form = new URLSearchParams({ prompt: prompt ?? "" });
-      if (prompt === "login") {
-        form.set("login", login);
-        form.set("password", "any");
-      }
-      response = await this.send(next, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: form.toString(),
-      });
-    }
-    throw new Error("authorization flow did not finish");
-  }
-}
 
 async function authorizationCode(options: { offline?: boolean } = {}) {
   const pkce = createPkcePair();
@@ -171,7 +84,7 @@ async function authorizationCode(options: { offline?: boolean } = {}) {
     // oidc-provider grants offline_access only with an explicit consent prompt.
     ...(options.offline ? { extraParams: { prompt: "consent" } } : {}),
   });
-  const callback = await new Browser().authorize(url);
+  const callback = await new Browser().authorize(url, { redirectUri: REDIRECT_URI });
   expect(callback.searchParams.get("state")).toBe(state);
   const code = callback.searchParams.get("code");
   expect(code, callback.href).toBeTruthy();
