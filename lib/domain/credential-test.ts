@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import { badRequest, HttpError } from "../http/errors.ts";
-import { AdditionalHeaders, AdditionalQueryParams, RelativePath } from "../http/resource-schemas.ts";
+import { AdditionalQueryParams, RelativePath } from "../http/resource-schemas.ts";
 import { parseInput } from "../http/validation.ts";
 import {
   OutboundBlockedError,
@@ -25,7 +25,13 @@ import {
 import { CustomTokenError, fetchCustomToken } from "../vault/custom-token.ts";
 import { decryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import { fetchClientCredentialsToken, OAuthError } from "../vault/oauth2.ts";
-import type { AuthType, CustomTokenSecret, OAuth2Secret, TargetSecret } from "../vault/secret-schemas.ts";
+import {
+  type AuthType,
+  type CustomTokenSecret,
+  HeaderRecord,
+  type OAuth2Secret,
+  type TargetSecret,
+} from "../vault/secret-schemas.ts";
 import { authorizeClient } from "./clients.ts";
 import { requireCredential } from "./credentials.ts";
 import { requireTarget } from "./targets.ts";
@@ -58,7 +64,9 @@ export const CredentialTestBody = z
       }, "must be an absolute http(s) URL")
       .optional(),
     path: RelativePath.optional(),
-    headers: AdditionalHeaders.optional(),
+    // The secret's header rules: no gateway-managed names (host, content-length, transfer-encoding...)
+    // and no values the HTTP client refuses, so a bad header is a 400 and not a 502.
+    headers: HeaderRecord.optional(),
     query: AdditionalQueryParams.optional(),
     body: z.unknown().optional(),
     timeoutSeconds: z.number().int().min(1).max(30).default(10),
@@ -75,12 +83,53 @@ export const CredentialTestBody = z
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|x-www-form-urlencoded|javascript)|[^;]*\+(json|xml))/i;
 
+/** The target's base URL joined with a relative path; query strings are kept as written. */
 function joinUrl(base: string, path: string): URL {
   const url = new URL(base);
-  const [pathname, search] = path.split("?", 2) as [string, string | undefined];
+  const mark = path.indexOf("?");
+  const pathname = mark === -1 ? path : path.slice(0, mark);
+  const search = mark === -1 ? "" : path.slice(mark + 1);
   url.pathname = `${url.pathname.replace(/\/$/, "")}/${pathname.replace(/^\//, "")}`;
-  if (search) for (const [k, v] of new URLSearchParams(search)) url.searchParams.append(k, v);
+  if (search) url.search = [url.search.slice(1), search].filter(Boolean).join("&");
   return url;
+}
+
+function decodeQueryName(pair: string): string {
+  const raw = pair.split("=", 1)[0] ?? "";
+  try {
+    return decodeURIComponent(raw.replaceAll("+", " "));
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * Edit the query string pair by pair: pairs named in `params` are removed and `params` appended;
+ * every other pair keeps its exact encoding (URLSearchParams would re-encode all of them).
+ */
+function setQueryParams(url: URL, params: Record<string, string>): void {
+  const entries = Object.entries(params);
+  if (entries.length === 0) return;
+  const names = new Set(entries.map(([name]) => name));
+  const kept = url.search
+    .slice(1)
+    .split("&")
+    .filter((pair) => pair !== "" && !names.has(decodeQueryName(pair)));
+  for (const [name, value] of entries) kept.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
+  url.search = kept.join("&");
+}
+
+/** The URL with the value of every pair named in `names` replaced by `[redacted]`. */
+function redactedUrl(raw: string, names: readonly string[]): string {
+  const url = new URL(raw);
+  if (names.length === 0 || url.search === "") return url.toString();
+  const secret = new Set(names);
+  url.search = url.search
+    .slice(1)
+    .split("&")
+    .map((pair) => (secret.has(decodeQueryName(pair)) ? `${pair.split("=", 1)[0]}=[redacted]` : pair))
+    .join("&");
+  return url.toString();
 }
 
 async function loadSecret(clientId: string, credentialId: string) {
@@ -115,7 +164,7 @@ export async function testCredential(clientId: string, userId: string, credentia
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(body.headers ?? {})) headers[name.toLowerCase()] = value;
-  for (const [name, value] of Object.entries(body.query ?? {})) url.searchParams.set(name, value);
+  setQueryParams(url, body.query ?? {});
   let payload: Buffer | undefined;
   if (body.method === "POST" && body.body !== undefined) {
     payload = Buffer.from(typeof body.body === "string" ? body.body : JSON.stringify(body.body));
@@ -141,14 +190,17 @@ export async function testCredential(clientId: string, userId: string, credentia
     });
     const contentType = String(response.headers["content-type"] ?? "");
     const isText = TEXT_TYPES.test(contentType) || contentType === "";
-    const shownUrl = new URL(response.url);
-    for (const name of credentialQueryParamNames(authType, secret as never))
-      if (shownUrl.searchParams.has(name)) shownUrl.searchParams.set(name, "[redacted]");
+    const shownUrl = redactedUrl(response.url, credentialQueryParamNames(authType, secret as never));
+    // A cut body may end inside a UTF-8 sequence: drop that partial character rather than show a
+    // replacement character (which would also take the text over TEST_BODY_LIMIT bytes).
+    const text = isText
+      ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(response.body, { stream: response.truncated })
+      : undefined;
     return {
-      request: { method: applied.method, url: shownUrl.toString() },
+      request: { method: applied.method, url: shownUrl },
       status: response.status,
       headers: response.headers,
-      body: isText ? response.body.toString("utf8") : response.body.toString("base64"),
+      body: text ?? response.body.toString("base64"),
       bodyEncoding: isText ? "utf8" : "base64",
       bodyTruncated: response.truncated,
       durationMs: response.timings.endedAt - response.timings.startedAt,
