@@ -8,7 +8,7 @@
  * answer never contains the secret: a query-placed key is redacted from the URL shown.
  */
 import { z } from "zod";
-import { badRequest, HttpError } from "../http/errors.ts";
+import { badRequest, forbidden, HttpError } from "../http/errors.ts";
 import { AdditionalQueryParams, RelativePath } from "../http/resource-schemas.ts";
 import { parseInput } from "../http/validation.ts";
 import {
@@ -34,6 +34,7 @@ import {
 } from "../vault/secret-schemas.ts";
 import { authorizeClient } from "./clients.ts";
 import { requireCredential } from "./credentials.ts";
+import { can } from "./roles.ts";
 import { requireTarget } from "./targets.ts";
 
 /** Auth types the live test applies (spec 4.5); oauth2 uses its consent flow, customToken the token test. */
@@ -145,8 +146,12 @@ async function loadSecret(clientId: string, credentialId: string) {
 }
 
 export async function testCredential(clientId: string, userId: string, credentialId: string, raw: unknown) {
-  await authorizeClient(clientId, userId, "use");
+  const member = await authorizeClient(clientId, userId, "use");
   const body = parseInput(CredentialTestBody, raw ?? {});
+  // A full URL can be any server, so it could carry the secret away: only administrators may name
+  // one. Plain users test against the client's own targets, which administrators configured.
+  if (body.url !== undefined && !can(member.roles, "manage"))
+    throw forbidden("Forbidden: testing against a full url requires the admin role; use targetId");
   const { secret, authType } = await loadSecret(clientId, credentialId);
   if (!TESTABLE_AUTH_TYPES.includes(authType)) {
     throw badRequest(

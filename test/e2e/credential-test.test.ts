@@ -504,12 +504,22 @@ describe("errors", () => {
     expect(response.body.message).toEqual(expect.any(String));
   });
 
-  it("lets a plain user member run tests; a non-member gets 404 Client not found", async () => {
+  it("lets a plain user member test against a target but not a full url; a non-member gets 404", async () => {
     const token = secretValue("roles");
     const id = await credential("bearer", { token });
     const plain = await newUser();
     await joinClient(owner, clientId, plain, "user");
-    resultOf(await runTest(id, { url: `${echoBase}/plain` }, plain));
+    const refused = await runTest(id, { url: `${echoBase}/plain` }, plain);
+    expect(refused.status).toBe(403);
+    expect(received).toHaveLength(0);
+    const targetResponse = await owner.api.post(`/api/clients/${clientId}/targets`, {
+      targetName: "Echo",
+      targetRegion: "us-east-1",
+      targetBaseURL: echoBase,
+      targetTestPath: "/plain",
+    });
+    expect(targetResponse.status).toBe(201);
+    resultOf(await runTest(id, { targetId: targetResponse.body.targets[0].targetId }, plain));
     expect(onlyReceived().headers.authorization).toBe(`Bearer ${token}`);
 
     received.length = 0;
