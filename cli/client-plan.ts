@@ -4,6 +4,7 @@
  * authorizer evaluation (lib/domain/plans.ts).
  */
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { syncClientRuntime } from "#lib/data-plane/client-runtime.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
 import { CLIENT_NOT_FOUND } from "#lib/domain/clients.ts";
@@ -31,6 +32,10 @@ export async function setClientPlan(clientId: string, planTier: PlanTier, planSt
       }),
     );
     const config = result.Attributes ?? {};
+    await syncClientRuntime(clientId, {
+      planTier: String(config.planTier),
+      planStatus: config.planStatus ? String(config.planStatus) : undefined,
+    });
     return {
       clientId,
       planTier: config.planTier,
@@ -41,4 +46,26 @@ export async function setClientPlan(clientId: string, planTier: PlanTier, planSt
     if (isConditionalCheckFailure(error)) throw notFound(CLIENT_NOT_FOUND);
     throw error;
   }
+}
+
+export const BILLING_STATUSES = ["active", "suspended"] as const;
+
+/** Operators (or the billing integration) suspend or reactivate a client's billing; the data plane answers 402 while suspended. */
+export async function setClientBillingStatus(clientId: string, billingStatus: (typeof BILLING_STATUSES)[number]) {
+  try {
+    await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.clientConfig(clientId),
+        UpdateExpression: "SET billingStatus = :status, configUpdated = :now",
+        ConditionExpression: "attribute_exists(pKey)",
+        ExpressionAttributeValues: { ":status": billingStatus, ":now": nowIso() },
+      }),
+    );
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw notFound(CLIENT_NOT_FOUND);
+    throw error;
+  }
+  await syncClientRuntime(clientId, { billingStatus });
+  return { clientId, billingStatus };
 }

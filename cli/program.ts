@@ -10,7 +10,7 @@ import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
 import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/domain/tokens.ts";
 import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser } from "#lib/domain/users.ts";
 import { notFound } from "#lib/http/errors.ts";
-import { type PlanStatus, setClientPlan } from "./client-plan.ts";
+import { BILLING_STATUSES, type PlanStatus, setClientBillingStatus, setClientPlan } from "./client-plan.ts";
 import { applyLocalStack, DEFAULT_STACK_FILE, normalizeLocalFlag, resolveStackFile } from "./environment.ts";
 import { describeError } from "./errors.ts";
 
@@ -200,6 +200,18 @@ function clientsCommand(program: Command): void {
       }),
     "clients set-plan 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d team",
     "clients set-plan 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d team --status active",
+  );
+
+  example(
+    clients
+      .command("set-billing")
+      .description("suspend or reactivate a client's billing (the data plane answers 402 while suspended)")
+      .argument("<clientId>", "client id")
+      .addArgument(new Argument("<status>", "billing status").choices(BILLING_STATUSES))
+      .action(async (clientId: string, status: (typeof BILLING_STATUSES)[number]) => {
+        print(await setClientBillingStatus(clientId, status));
+      }),
+    "clients set-billing 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d suspended",
   );
 }
 

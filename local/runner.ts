@@ -3,10 +3,13 @@
  * API Gateway, opens a data-plane address per region, and runs the scheduled functions on their
  * schedule. `npm start` and the end-to-end tests both use it.
  */
+import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
+import { createFunctionUrlHandler } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, CORE_API_ROUTES, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
 import { createRestApi, type ProxyHandler, type TokenAuthorizer } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
@@ -50,11 +53,72 @@ async function listen(server: Server, port: number, host: string): Promise<strin
   return `http://${host}:${(server.address() as AddressInfo).port}`;
 }
 
-/** Until the data-plane issue lands, each region's address answers with an explicit 501. */
-function dataPlanePlaceholder(region: string): Server {
-  return createServer((_req, res) => {
-    res.writeHead(501, { "Content-Type": "application/json" });
-    res.end(JSON.stringify({ message: `The data plane of ${region} is not available in this build yet` }));
+/**
+ * A region's data plane: each HTTP request becomes the function URL event (payload 2.0) AWS would
+ * send to the regional Lambda, and the same handler (lib/data-plane/function-url.ts) answers it.
+ */
+function dataPlaneServer(region: string): Server {
+  const handler = createFunctionUrlHandler(region);
+  return createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://local");
+      const headers: Record<string, string> = {};
+      const cookies: string[] = [];
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (value === undefined) continue;
+        if (name === "cookie") cookies.push(...String(value).split(/;\s*/));
+        else headers[name] = Array.isArray(value) ? value.join(",") : value;
+      }
+      const body = Buffer.concat(chunks);
+      const rawQuery = (req.url ?? "").includes("?")
+        ? (req.url ?? "").slice((req.url ?? "").indexOf("?") + 1)
+        : "";
+      const event = {
+        version: "2.0",
+        routeKey: "$default",
+        rawPath: url.pathname,
+        rawQueryString: rawQuery,
+        cookies: cookies.length ? cookies : undefined,
+        headers,
+        body: body.length ? body.toString("base64") : undefined,
+        isBase64Encoded: body.length > 0,
+        requestContext: {
+          accountId: "000000000000",
+          apiId: `local-${region}`,
+          domainName: headers.host ?? "127.0.0.1",
+          domainPrefix: "local",
+          http: {
+            method: req.method ?? "GET",
+            path: url.pathname,
+            protocol: `HTTP/${req.httpVersion}`,
+            sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, "") ?? "127.0.0.1",
+            userAgent: headers["user-agent"] ?? "",
+          },
+          requestId: randomUUID(),
+          routeKey: "$default",
+          stage: "$default",
+          time: new Date().toISOString(),
+          timeEpoch: Date.now(),
+        },
+      } as APIGatewayProxyEventV2;
+      handler(event)
+        .then((result) => {
+          const responseBody = result.body
+            ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8")
+            : Buffer.alloc(0);
+          res.writeHead(result.statusCode ?? 200, result.headers as Record<string, string>);
+          res.end(req.method === "HEAD" ? undefined : responseBody);
+        })
+        .catch((error: unknown) => {
+          process.stderr.write(
+            `local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`,
+          );
+          if (!res.headersSent) res.writeHead(500);
+          res.end();
+        });
+    });
   });
 }
 
@@ -97,7 +161,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
   const regions: Record<string, string> = {};
   for (const [index, region] of config.regions.entries()) {
-    const server = dataPlanePlaceholder(region);
+    const server = dataPlaneServer(region);
     servers.push(server);
     const port = options.dataPlanePort ? options.dataPlanePort + index : 0;
     regions[region] = await listen(server, port, host);

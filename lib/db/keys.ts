@@ -105,12 +105,16 @@ export const keys = {
       `${kind === "request" ? REGIONAL_SK.requestTransformPrefix : REGIONAL_SK.responseTransformPrefix}${proxyId}#${transformId}`,
     ),
   /**
-   * The data plane's entry point: everything one proxy needs to serve a request (proxy, both
-   * credentials' encrypted material, target, rules, meters, transforms) denormalised in one item,
-   * rewritten with a new version whenever any part changes. One strongly consistent GetItem per
-   * cold or stale request; a warm function revalidates its cached copy by version.
+   * The data plane's entry point: proxy id -> client id (the proxy's own key needs the client id,
+   * which the data-plane URL does not carry). Written with the proxy, deleted with it.
    */
   proxyRuntime: (proxyId: string) => key(`PROXYRT#${proxyId}`, "RUNTIME"),
+  /**
+   * A client's data-plane state in one regional table: `configVersion` (incremented by every change
+   * to the client's regional resources, so a warm data plane revalidates its cached configuration
+   * with one GetItem), and the billing status and plan tier copied from the home region.
+   */
+  clientRuntime: (clientId: string) => key(`CLIENT#${clientId}`, "RUNTIME"),
   /** Request log records of a proxy; request ids are UUIDv7, so the sort key orders by time. */
   requestLogPartition: (proxyId: string) => `REQLOG#${proxyId}`,
   requestLog: (proxyId: string, requestId: string) => key(`REQLOG#${proxyId}`, requestId),

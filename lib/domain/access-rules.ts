@@ -15,6 +15,7 @@ import {
   transactionCancellationCodes,
 } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import { requireCredential } from "./credentials.ts";
 import { requireProxy } from "./proxies.ts";
@@ -155,6 +156,7 @@ export async function createRule(
       );
     throw error;
   }
+  await bumpConfigVersion(region, clientId);
   return toApiRule(item);
 }
 
@@ -194,6 +196,7 @@ export async function deleteRule(
     } else {
       await regionalDb(region).send(new DeleteCommand(remove));
     }
+    await bumpConfigVersion(region, clientId);
   } catch (error) {
     if (
       isConditionalCheckFailure(error) ||

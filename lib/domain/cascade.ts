@@ -18,6 +18,7 @@ import {
   queryPartition,
   tableName,
 } from "../db/store.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { listInRegion, MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
 
 /** Mark a resource as being deleted; a missing one is fine (an earlier attempt got further). */
@@ -35,6 +36,9 @@ export async function markDeleting(region: string, key: { pKey: string; sKey: st
   } catch (error) {
     if (!isConditionalCheckFailure(error)) throw error;
   }
+  // A marked proxy serves no traffic from the next request on.
+  const clientId = key.pKey.replace(/^CLIENT#/, "");
+  await bumpConfigVersion(region, clientId);
 }
 
 /** The keys of every item that belongs to a proxy inside the client partition (rules, meters, transforms). */

@@ -18,6 +18,7 @@ import {
 } from "../db/store.ts";
 import { badRequest, forbidden, notFound } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
+import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { deleteCustomer, provisionCustomer } from "./payments.ts";
 import { type ClientAction, can, minimumRoleFor } from "./roles.ts";
@@ -177,6 +178,8 @@ export async function createClient(userId: string, clientName: string): Promise<
     }
     throw error;
   }
+  // The regional data planes read billing status and plan from their own tables.
+  await syncClientRuntime(clientId, { billingStatus: "active", planTier: "basic", planStatus: "active" });
   return toApiClient(client, [{ userId, roles }]);
 }
 

@@ -20,6 +20,7 @@ import { credentialHeaderNames } from "../vault/apply-credential.ts";
 import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import { parseCredentialSecret } from "../vault/secret-schemas.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,
@@ -96,6 +97,7 @@ export async function storeCredential(draft: CredentialDraft): Promise<Item> {
   await regionalDb(region).send(
     new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
   );
+  await bumpConfigVersion(region, clientId);
   return item;
 }
 
@@ -157,6 +159,7 @@ export async function updateCredential(
         ReturnValues: "ALL_NEW",
       }),
     );
+    await bumpConfigVersion(region, clientId);
     return toApiCredential(result.Attributes as Item);
   } catch (error) {
     if (isConditionalCheckFailure(error)) throw notFound(CREDENTIAL_NOT_FOUND);
@@ -180,5 +183,6 @@ export async function deleteCredential(clientId: string, userId: string, credent
       proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId,
   );
   await deleteResourceWithRules(region, clientId, credentialId, key);
+  await bumpConfigVersion(region, clientId);
   return { deletedProxies };
 }

@@ -24,6 +24,7 @@ import {
   OAuthError,
 } from "../vault/oauth2.ts";
 import type { OAuth2Secret } from "../vault/secret-schemas.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { getInRegion, regionalDb } from "./regional.ts";
 
 export const OAUTH_STATE_TTL_SECONDS = 15 * 60;
@@ -182,6 +183,7 @@ export async function completeAuthorization(query: CallbackQuery): Promise<Item>
         ReturnValues: "ALL_NEW",
       }),
     );
+    await bumpConfigVersion(region, clientId);
     return result.Attributes as Item;
   } catch (error) {
     if (isConditionalCheckFailure(error))

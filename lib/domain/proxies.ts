@@ -14,6 +14,7 @@ import { badRequest, conflict, HttpError, notFound, validationFailed } from "../
 import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
 import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
 import { deleteProxyCascade } from "./cascade.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,
@@ -158,13 +159,22 @@ export async function createProxy(clientId: string, userId: string, input: Creat
   const transactItems = [
     ...linkConditions(clientId, links),
     { Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" } },
+    // The data plane's locator: proxy id -> client id.
+    {
+      Put: {
+        TableName: tableName(),
+        Item: { ...keys.proxyRuntime(proxyId), entity: "proxyLocator", proxyId, clientId },
+        ConditionExpression: "attribute_not_exists(pKey)",
+      },
+    },
     ...(alias ? [aliasLock(clientId, alias, proxyId)] : []),
   ];
   try {
     await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItems }));
   } catch (error) {
-    throw explainCancellation(error, links, alias ? links.length + 1 : undefined);
+    throw explainCancellation(error, links, alias ? links.length + 2 : undefined);
   }
+  await bumpConfigVersion(region, clientId);
   return toApiProxy(item);
 }
 
@@ -259,6 +269,7 @@ export async function updateProxy(
   } catch (error) {
     throw explainCancellation(error, links, aliasIndex);
   }
+  await bumpConfigVersion(region, clientId);
   return {
     pKey: clientId,
     sKey: proxyId,

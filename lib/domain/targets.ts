@@ -6,6 +6,7 @@ import { type Item, isConditionalCheckFailure, nowIso, tableName, withoutInterna
 import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,
@@ -61,6 +62,7 @@ export async function createTarget(clientId: string, userId: string, input: Crea
   await regionalDb(region).send(
     new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
   );
+  await bumpConfigVersion(region, clientId);
   return toApiTarget(item);
 }
 
@@ -105,6 +107,7 @@ export async function updateTarget(
         ReturnValues: "ALL_NEW",
       }),
     );
+    await bumpConfigVersion(region, clientId);
     return toApiTarget(result.Attributes as Item);
   } catch (error) {
     if (isConditionalCheckFailure(error)) throw notFound(TARGET_NOT_FOUND);
@@ -124,5 +127,6 @@ export async function deleteTarget(clientId: string, userId: string, targetId: s
   await markDeleting(region, key);
   const proxies = await deleteProxiesWhere(region, clientId, (proxy) => proxy.proxyTargetId === targetId);
   await deleteResourceWithRules(region, clientId, targetId, key);
+  await bumpConfigVersion(region, clientId);
   return { deletedProxies: proxies };
 }

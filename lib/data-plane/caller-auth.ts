@@ -1,0 +1,367 @@
+/**
+ * Caller authentication of the data plane (spec 5.3, 5.4): does a request carry the proxy
+ * credential? Called by the proxy engine once per request; no I/O except the JWKS fetch of
+ * jwtVerify credentials (lib/data-plane/jwks-cache.ts).
+ *
+ * - apiKey: only where the credential says: header `keyName` (name case-insensitive) equal to
+ *   `<prefix> <keyValue>` (or `keyValue` without prefix), or query parameter `keyName` equal to
+ *   `keyValue` for query placement.
+ * - bearer: `Authorization: <prefix> <token>` (prefix default `Bearer`; empty prefix: the token).
+ * - basicAuth: `Authorization: Basic base64(username:password)`.
+ * - jwt: `Authorization` equal to the token, or `<prefix> <token>` when the secret has a prefix.
+ * - jwtVerify: `Authorization: Bearer <JWT>`, verified with jose against the credential's JWKS or
+ *   shared secret; iss, aud, sub (trailing `*` wildcard), requiredClaims, exp (required), nbf,
+ *   clock skew. The last verified token of each credential is approved again by a constant-time
+ *   hash comparison while its `exp` has not passed.
+ * Scheme words and prefixes compare case-insensitively; every secret compares in constant time
+ * (SHA-256 digests through `timingSafeEqual`, so lengths do not leak either). Refusal reasons are
+ * short, for the request log, and never contain a presented or stored secret.
+ * See docs/caller-authentication.md.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { decodeProtectedHeader, type JWTPayload, jwtVerify } from "jose";
+import {
+  type ApiKeySecret,
+  type BasicAuthSecret,
+  type BearerSecret,
+  isHmacAlgorithm,
+  JWT_ALGORITHMS,
+  type JwtAlgorithm,
+  type JwtSecret,
+  type JwtVerifySecret,
+  type ProxySecret,
+} from "../vault/secret-schemas.ts";
+import { jwksCache as defaultJwksCache, type JwksCache, type VerificationKey } from "./jwks-cache.ts";
+
+export interface CallerRequest {
+  /** Lower-case header names. */
+  headers: Record<string, string | undefined>;
+  /** Decoded query parameters. */
+  query: Record<string, string | undefined>;
+}
+
+export interface CallerCredential {
+  credentialId: string;
+  authType: "apiKey" | "bearer" | "basicAuth" | "jwt" | "jwtVerify";
+  secret: ProxySecret;
+}
+
+export type CallerAuthResult = { ok: true } | { ok: false; reason: string };
+
+export interface CallerAuthDeps {
+  jwks?: JwksCache;
+  now?: () => number;
+  lastVerified?: LastVerifiedTokens;
+}
+
+/** Longest token or header value examined (longer ones are refused before any work). */
+export const MAX_PRESENTED_LENGTH = 16_384;
+
+// ---------------------------------------------------------------------------------------------
+// Constant-time comparison
+// ---------------------------------------------------------------------------------------------
+
+const sha256 = (value: string | Buffer): Buffer => createHash("sha256").update(value).digest();
+
+/**
+ * Compares two secrets in constant time: both sides are hashed with SHA-256 first, so neither
+ * the content nor the length of the stored value leaks through timing.
+ */
+export function constantTimeEqual(a: string | Buffer, b: string | Buffer): boolean {
+  return timingSafeEqual(sha256(a), sha256(b));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The last verified token (jwtVerify)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Per credential, the SHA-256 of the last token that verified and its `exp` (epoch seconds).
+ * Bounded (least recently verified credentials dropped first).
+ */
+export class LastVerifiedTokens {
+  private readonly tokens = new Map<string, { hash: Buffer; exp: number }>();
+  constructor(private readonly maxEntries = 10_000) {}
+
+  /** True when `token` is the last verified token of the credential and `exp` has not passed. */
+  matches(credentialId: string, token: string, nowMs: number, skewSeconds = 0): boolean {
+    const last = this.tokens.get(credentialId);
+    if (!last) return false;
+    const same = timingSafeEqual(last.hash, sha256(token));
+    return same && nowMs < (last.exp + skewSeconds) * 1000;
+  }
+
+  remember(credentialId: string, token: string, exp: number): void {
+    this.tokens.delete(credentialId);
+    this.tokens.set(credentialId, { hash: sha256(token), exp });
+    while (this.tokens.size > this.maxEntries) {
+      const oldest = this.tokens.keys().next().value;
+      if (oldest === undefined) break;
+      this.tokens.delete(oldest);
+    }
+  }
+
+  forget(credentialId?: string): void {
+    if (credentialId === undefined) this.tokens.clear();
+    else this.tokens.delete(credentialId);
+  }
+}
+
+/** The instance of the warm function. */
+export const lastVerifiedTokens = new LastVerifiedTokens();
+
+/** Full (jose) verifications performed, for tests and metrics. */
+export const jwtVerifyStats = { verifications: 0 };
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+const deny = (reason: string): CallerAuthResult => ({ ok: false, reason });
+const OK: CallerAuthResult = { ok: true };
+
+/** A header by name, whatever the case of the stored name. */
+function headerOf(request: CallerRequest, name: string): string | undefined {
+  const lower = name.toLowerCase();
+  const direct = request.headers[lower];
+  if (direct !== undefined) return direct;
+  for (const [key, value] of Object.entries(request.headers)) {
+    if (value !== undefined && key.toLowerCase() === lower) return value;
+  }
+  return undefined;
+}
+
+/**
+ * Splits `<prefix> <rest>` when `presented` starts with `prefix` (case-insensitive) followed by
+ * spaces; returns the rest, or undefined when the prefix is not there.
+ */
+function afterPrefix(presented: string, prefix: string): string | undefined {
+  if (presented.length <= prefix.length) return undefined;
+  if (presented.slice(0, prefix.length).toLowerCase() !== prefix.toLowerCase()) return undefined;
+  const rest = presented.slice(prefix.length);
+  if (rest[0] !== " " && rest[0] !== "\t") return undefined;
+  const value = rest.replace(/^[ \t]+/, "");
+  return value.length > 0 ? value : undefined;
+}
+
+/**
+ * Checks `<prefix> <expected>` (or `expected` alone when the prefix is empty or absent). The prefix
+ * is not secret; the value is compared in constant time.
+ */
+function checkPrefixed(
+  presented: string,
+  prefix: string | undefined,
+  expected: string,
+  what: string,
+): CallerAuthResult {
+  let value = presented.trim();
+  if (prefix) {
+    const rest = afterPrefix(value, prefix);
+    if (rest === undefined) return deny(`${what}: expected ${prefix} prefix`);
+    value = rest;
+  }
+  return constantTimeEqual(value, expected) ? OK : deny(`${what} mismatch`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The auth types
+// ---------------------------------------------------------------------------------------------
+
+function checkApiKey(request: CallerRequest, secret: ApiKeySecret): CallerAuthResult {
+  if (secret.placement === "query") {
+    const presented = request.query[secret.keyName];
+    if (presented === undefined) return deny(`missing query parameter ${secret.keyName}`);
+    if (presented.length > MAX_PRESENTED_LENGTH) return deny("api key too long");
+    return constantTimeEqual(presented, secret.keyValue) ? OK : deny("api key mismatch");
+  }
+  const presented = headerOf(request, secret.keyName);
+  if (presented === undefined) return deny(`missing header ${secret.keyName.toLowerCase()}`);
+  if (presented.length > MAX_PRESENTED_LENGTH) return deny("api key too long");
+  return checkPrefixed(presented, secret.prefix, secret.keyValue, "api key");
+}
+
+function authorizationOf(request: CallerRequest): string | undefined {
+  return headerOf(request, "authorization");
+}
+
+function checkBearer(request: CallerRequest, secret: BearerSecret): CallerAuthResult {
+  const presented = authorizationOf(request);
+  if (presented === undefined) return deny("missing authorization header");
+  if (presented.length > MAX_PRESENTED_LENGTH) return deny("authorization header too long");
+  return checkPrefixed(presented, secret.prefix ?? "Bearer", secret.token, "bearer token");
+}
+
+function checkJwtStatic(request: CallerRequest, secret: JwtSecret): CallerAuthResult {
+  const presented = authorizationOf(request);
+  if (presented === undefined) return deny("missing authorization header");
+  if (presented.length > MAX_PRESENTED_LENGTH) return deny("authorization header too long");
+  return checkPrefixed(presented, secret.prefix, secret.token, "jwt");
+}
+
+function checkBasic(request: CallerRequest, secret: BasicAuthSecret): CallerAuthResult {
+  const presented = authorizationOf(request);
+  if (presented === undefined) return deny("missing authorization header");
+  if (presented.length > MAX_PRESENTED_LENGTH) return deny("authorization header too long");
+  const encoded = afterPrefix(presented.trim(), "Basic");
+  if (encoded === undefined) return deny("basic auth: expected Basic scheme");
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) return deny("malformed basic credentials");
+  const decoded = Buffer.from(encoded, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) return deny("malformed basic credentials");
+  // Both comparisons always run, so the time does not tell which one failed.
+  const userOk = constantTimeEqual(decoded.slice(0, colon), secret.username);
+  const passwordOk = constantTimeEqual(decoded.slice(colon + 1), secret.password);
+  return userOk && passwordOk ? OK : deny("basic credentials mismatch");
+}
+
+// ---------------------------------------------------------------------------------------------
+// jwtVerify
+// ---------------------------------------------------------------------------------------------
+
+const ALLOWED_ALGORITHMS: ReadonlySet<string> = new Set(JWT_ALGORITHMS);
+
+function subjectMatches(pattern: string, sub: unknown): boolean {
+  if (typeof sub !== "string") return false;
+  if (pattern.endsWith("*")) return sub.startsWith(pattern.slice(0, -1));
+  return sub === pattern;
+}
+
+type ClaimValue = NonNullable<JwtVerifySecret["requiredClaims"]>[string];
+
+function claimMatches(expected: ClaimValue, actual: unknown): boolean {
+  const accepted: readonly unknown[] = Array.isArray(expected) ? expected : [expected];
+  if (Array.isArray(actual)) return actual.some((value) => accepted.includes(value));
+  return accepted.includes(actual);
+}
+
+/** The name of the first required claim that does not match, or undefined. */
+function failingClaim(payload: JWTPayload, required: JwtVerifySecret["requiredClaims"]): string | undefined {
+  for (const [name, expected] of Object.entries(required ?? {})) {
+    const actual = Object.hasOwn(payload, name) ? payload[name] : undefined;
+    if (actual === undefined || !claimMatches(expected, actual)) return name;
+  }
+  return undefined;
+}
+
+function reasonOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  switch (code) {
+    case "ERR_JWT_EXPIRED":
+      return "token expired";
+    case "ERR_JWT_CLAIM_VALIDATION_FAILED": {
+      const claim = (error as { claim?: unknown }).claim;
+      return typeof claim === "string" && claim !== "unspecified"
+        ? `claim ${claim} invalid`
+        : "claims invalid";
+    }
+    case "ERR_JWS_SIGNATURE_VERIFICATION_FAILED":
+      return "invalid signature";
+    case "ERR_JOSE_ALG_NOT_ALLOWED":
+      return "algorithm not allowed";
+    case "ERR_JWS_INVALID":
+    case "ERR_JWT_INVALID":
+      return "malformed token";
+    case "ERR_JOSE_NOT_SUPPORTED":
+      return "unsupported token";
+    default:
+      return "token verification failed";
+  }
+}
+
+async function checkJwtVerify(
+  request: CallerRequest,
+  credentialId: string,
+  secret: JwtVerifySecret,
+  deps: CallerAuthDeps,
+): Promise<CallerAuthResult> {
+  const presented = authorizationOf(request);
+  if (presented === undefined) return deny("missing authorization header");
+  if (presented.length > MAX_PRESENTED_LENGTH) return deny("authorization header too long");
+  const token = afterPrefix(presented.trim(), "Bearer");
+  if (token === undefined) return deny("jwt: expected Bearer prefix");
+
+  const now = deps.now ?? Date.now;
+  const skew = secret.clockSkewSeconds ?? 30;
+  const last = deps.lastVerified ?? lastVerifiedTokens;
+  // Spec 5.4: the last verified token is approved by comparison, without re-verification.
+  if (last.matches(credentialId, token, now(), skew)) return OK;
+
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  try {
+    header = decodeProtectedHeader(token);
+  } catch {
+    return deny("malformed token");
+  }
+  const alg = header.alg;
+  if (typeof alg !== "string" || alg.toLowerCase() === "none" || !ALLOWED_ALGORITHMS.has(alg)) {
+    return deny("algorithm not allowed");
+  }
+  if (!(secret.algorithms as readonly string[]).includes(alg)) return deny("algorithm not allowed");
+
+  let key: VerificationKey | Uint8Array;
+  if (isHmacAlgorithm(alg as JwtAlgorithm)) {
+    if (secret.sharedSecret === undefined) return deny("algorithm not allowed");
+    key = new TextEncoder().encode(secret.sharedSecret);
+  } else {
+    if (secret.jwksUri === undefined) return deny("algorithm not allowed");
+    const kid = typeof header.kid === "string" ? header.kid : undefined;
+    const found = await (deps.jwks ?? defaultJwksCache).keyFor(
+      credentialId,
+      secret.jwksUri,
+      { alg, ...(kid !== undefined ? { kid } : {}) },
+      {
+        failPolicy: secret.failPolicy ?? "fail-closed",
+        ...(secret.jwksRefreshHint !== undefined ? { refreshHintSeconds: secret.jwksRefreshHint } : {}),
+      },
+    );
+    if (found === "unreachable") return deny("jwks unreachable");
+    if (found === undefined) return deny("no matching key");
+    key = found;
+  }
+
+  let payload: JWTPayload;
+  try {
+    jwtVerifyStats.verifications++;
+    ({ payload } = await jwtVerify(token, key, {
+      algorithms: secret.algorithms,
+      issuer: secret.issuer,
+      audience: secret.audience,
+      clockTolerance: skew,
+      currentDate: new Date(now()),
+      requiredClaims: ["exp"],
+    }));
+  } catch (error) {
+    return deny(reasonOf(error));
+  }
+  if (!subjectMatches(secret.subject, payload.sub)) return deny("claim sub invalid");
+  const claim = failingClaim(payload, secret.requiredClaims);
+  if (claim !== undefined) return deny(`claim ${claim} invalid`);
+  if (typeof payload.exp === "number") last.remember(credentialId, token, payload.exp);
+  return OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry point
+// ---------------------------------------------------------------------------------------------
+
+/** Does the request carry the proxy credential? Never throws for a bad request. */
+export async function authenticateCaller(
+  request: CallerRequest,
+  credential: CallerCredential,
+  deps: CallerAuthDeps = {},
+): Promise<CallerAuthResult> {
+  switch (credential.authType) {
+    case "apiKey":
+      return checkApiKey(request, credential.secret as ApiKeySecret);
+    case "bearer":
+      return checkBearer(request, credential.secret as BearerSecret);
+    case "basicAuth":
+      return checkBasic(request, credential.secret as BasicAuthSecret);
+    case "jwt":
+      return checkJwtStatic(request, credential.secret as JwtSecret);
+    case "jwtVerify":
+      return checkJwtVerify(request, credential.credentialId, credential.secret as JwtVerifySecret, deps);
+    default:
+      return deny("unsupported proxy credential type");
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The client's data-plane state in each regional table (`keys.clientRuntime`): a configuration
+ * version and the billing status and plan tier copied from the home region, because a region's
+ * data plane reads only its own region's table.
+ *
+ * Every change to a client's regional resources increments `configVersion` after it commits; a
+ * warm data plane compares it with the version its cached configuration was loaded at (one
+ * GetItem per request), so a rule created or a proxy deactivated takes effect on the next request.
+ */
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { dynamo } from "../aws/clients.ts";
+import { getConfig } from "../config.ts";
+import { keys } from "../db/keys.ts";
+import { nowIso, tableName } from "../db/store.ts";
+
+export async function bumpConfigVersion(region: string, clientId: string): Promise<void> {
+  await dynamo(region).send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.clientRuntime(clientId),
+      UpdateExpression: "ADD configVersion :one SET clientId = :c, entity = :e, runtimeUpdated = :now",
+      ExpressionAttributeValues: { ":one": 1, ":c": clientId, ":e": "clientRuntime", ":now": nowIso() },
+    }),
+  );
+}
+
+export interface ClientRuntimeSettings {
+  billingStatus?: string;
+  planTier?: string;
+  planStatus?: string;
+}
+
+/** Copy billing and plan settings from the home region to every regional table (and bump versions). */
+export async function syncClientRuntime(clientId: string, settings: ClientRuntimeSettings): Promise<void> {
+  const entries = Object.entries(settings).filter(([, value]) => value !== undefined);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {
+    ":one": 1,
+    ":c": clientId,
+    ":e": "clientRuntime",
+    ":now": nowIso(),
+  };
+  const sets = ["clientId = :c", "entity = :e", "runtimeUpdated = :now"];
+  entries.forEach(([field, value], index) => {
+    names[`#f${index}`] = field;
+    values[`:v${index}`] = value;
+    sets.push(`#f${index} = :v${index}`);
+  });
+  await Promise.all(
+    getConfig().regions.map((region) =>
+      dynamo(region).send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.clientRuntime(clientId),
+          UpdateExpression: `ADD configVersion :one SET ${sets.join(", ")}`,
+          ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+          ExpressionAttributeValues: values,
+        }),
+      ),
+    ),
+  );
+}

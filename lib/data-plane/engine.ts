@@ -1,0 +1,610 @@
+/**
+ * The data plane (spec 4.13): one proxied request, from the caller's request to the target and
+ * back, with the request log written before the answer leaves.
+ *
+ * Order of checks (each failure answers with the service headers and is logged): proxy exists ->
+ * proxy active -> billing not suspended -> caller authenticated by the proxy credential -> rate
+ * limit of that credential -> access rules (credential, proxy, target) -> single use claimed ->
+ * target called with the target credential applied.
+ */
+import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { v7 as uuidv7 } from "uuid";
+import { dynamo } from "../aws/clients.ts";
+import { keys } from "../db/keys.ts";
+import { isConditionalCheckFailure, tableName } from "../db/store.ts";
+import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "../domain/cascade.ts";
+import { rateLimitForPlan } from "../domain/plans.ts";
+import { consumeRequest } from "../domain/rate-limit.ts";
+import { evaluateAccess } from "../domain/rules/rule-evaluator.ts";
+import { describeError, log } from "../log.ts";
+import {
+  OutboundBlockedError,
+  OutboundConnectError,
+  type OutboundResponse,
+  OutboundTimeoutError,
+  sendOutbound,
+} from "../net/outbound.ts";
+import {
+  applyTargetCredential,
+  credentialHeaderNames,
+  credentialQueryParamNames,
+  mergeProxyAdditions,
+  type OutgoingRequest,
+} from "../vault/apply-credential.ts";
+import { getCustomToken } from "../vault/custom-token.ts";
+import type { AuthType, CustomTokenSecret, ProxySecret, TargetSecret } from "../vault/secret-schemas.ts";
+import { authenticateCaller } from "./caller-auth.ts";
+import { currentOAuthToken } from "./oauth-tokens.ts";
+import { buildRequestLogItem, type ValidationData } from "./request-log.ts";
+import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
+
+/** Spec 8: responses above 6 MB are refused with 413 response-too-large. */
+export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
+export const DEFAULT_TIMEOUT_SECONDS = 30;
+export const MAX_TIMEOUT_SECONDS = 60;
+
+/** Hop-by-hop headers (RFC 9110 7.6.1) and headers the gateway sets itself; never forwarded. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "host",
+  "content-length",
+  "expect",
+]);
+
+export interface DataPlaneRequest {
+  method: string;
+  /** Path as received, e.g. /api/<proxyId>/v1/items */
+  path: string;
+  /** Raw query string without `?`, passed to the target unchanged. */
+  rawQuery: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  sourceIp: string;
+  stage: string;
+  arnBase: string;
+}
+
+export interface DataPlaneResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+type Outcome = { code: string; message: string; warning?: string };
+
+interface Trace {
+  requestId: string;
+  receivedAt: number;
+  proxyId: string;
+  apiPath: string;
+  validation: Partial<ValidationData>;
+  runtime?: ProxyRuntime;
+  target: null | {
+    sentAt: number;
+    receivedAt: number;
+    status: number;
+    location: string | null;
+    headers: Record<string, string | string[]>;
+    body?: Buffer;
+  };
+  processed: boolean;
+}
+
+function serviceResponse(
+  status: number,
+  outcome: Outcome,
+  extra: Record<string, string> = {},
+): DataPlaneResponse {
+  const body = Buffer.from(JSON.stringify({ message: outcome.message, code: outcome.code }));
+  return {
+    status,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      ...extra,
+      "service-proxy-code": outcome.code,
+      "service-proxy-message": outcome.message,
+      ...(outcome.warning ? { "service-proxy-warning": outcome.warning } : {}),
+    },
+    body,
+  };
+}
+
+const denied = (message: string) => serviceResponse(403, { code: "proxy-access-denied", message });
+
+function parseQuery(raw: string): Record<string, string> {
+  const query: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(raw)) query[name] ??= value;
+  return query;
+}
+
+/** Target URL: base URL + the path after /api/{proxyId} + the caller's query, unchanged. */
+function targetUrl(base: string, apiPath: string, rawQuery: string): URL {
+  const url = new URL(base);
+  const basePath = url.pathname.replace(/\/$/, "");
+  url.pathname = `${basePath}${apiPath.startsWith("/") ? apiPath : `/${apiPath}`}`;
+  url.search = rawQuery ? `?${rawQuery}` : "";
+  return url;
+}
+
+/** The target credential's current dynamic token (customToken, oauth2), when it needs one. */
+async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefined> {
+  const credential = runtime.targetCredential!;
+  const authType = String(credential.item.credentialAuthType);
+  if (authType === "customToken") {
+    const token = await getCustomToken(
+      `${runtime.clientId}/${credential.item.credentialId}`,
+      credential.secret as CustomTokenSecret,
+    );
+    return token.token;
+  }
+  if (authType === "oauth2") return currentOAuthToken(runtime.region, credential);
+  return undefined;
+}
+
+/** Claim a single-use proxy credential: only one request may ever pass this. */
+async function claimSingleUse(region: string, clientId: string, credentialId: string): Promise<boolean> {
+  try {
+    await dynamo(region).send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.credential(clientId, credentialId),
+        UpdateExpression: "SET usedAt = :now",
+        ConditionExpression:
+          "attribute_exists(pKey) AND attribute_not_exists(usedAt) AND attribute_not_exists(deletingAt)",
+        ExpressionAttributeValues: { ":now": new Date().toISOString() },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return false;
+    throw error;
+  }
+}
+
+async function releaseSingleUse(region: string, clientId: string, credentialId: string): Promise<void> {
+  await dynamo(region)
+    .send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.credential(clientId, credentialId),
+        UpdateExpression: "REMOVE usedAt",
+        ConditionExpression: "attribute_exists(pKey)",
+      }),
+    )
+    .catch(() => undefined);
+}
+
+/** After its first successful use a single-use credential is deleted, with the proxies using it. */
+async function consumeSingleUse(region: string, clientId: string, credentialId: string): Promise<void> {
+  const key = keys.credential(clientId, credentialId);
+  await markDeleting(region, key);
+  await deleteProxiesWhere(
+    region,
+    clientId,
+    (proxy) =>
+      proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId,
+  );
+  await deleteResourceWithRules(region, clientId, credentialId, key);
+}
+
+export function createDataPlane(region: string) {
+  async function writeLog(
+    trace: Trace,
+    request: DataPlaneRequest,
+    response: DataPlaneResponse,
+    outcome: Outcome,
+  ) {
+    const runtime = trace.runtime;
+    const proxyCredential = runtime?.proxyCredential;
+    const targetCredential = runtime?.targetCredential;
+    const redactHeaders = [
+      ...(proxyCredential
+        ? credentialHeaderNames(
+            String(proxyCredential.item.credentialAuthType) as AuthType,
+            proxyCredential.secret as never,
+          )
+        : []),
+      ...(targetCredential
+        ? credentialHeaderNames(
+            String(targetCredential.item.credentialAuthType) as AuthType,
+            targetCredential.secret as never,
+          )
+        : []),
+    ];
+    const redactQuery = [
+      ...(proxyCredential
+        ? credentialQueryParamNames(
+            String(proxyCredential.item.credentialAuthType) as AuthType,
+            proxyCredential.secret as never,
+          )
+        : []),
+      ...(targetCredential
+        ? credentialQueryParamNames(
+            String(targetCredential.item.credentialAuthType) as AuthType,
+            targetCredential.secret as never,
+          )
+        : []),
+    ];
+    const item = buildRequestLogItem({
+      requestId: trace.requestId,
+      proxy: runtime
+        ? { proxyId: runtime.proxyId, clientId: runtime.clientId, userId: String(runtime.proxy.userId ?? "") }
+        : null,
+      proxyIdFromPath: trace.proxyId,
+      stage: request.stage,
+      method: request.method,
+      apiPath: trace.apiPath,
+      query: parseQuery(request.rawQuery),
+      requestHeaders: request.headers,
+      requestBody: request.body,
+      receivedAt: trace.receivedAt,
+      sentAt: Date.now(),
+      status: response.status,
+      message: outcome.message,
+      arnBase: request.arnBase,
+      target: trace.target
+        ? {
+            sentAt: trace.target.sentAt,
+            receivedAt: trace.target.receivedAt,
+            status: trace.target.status,
+            location: trace.target.location,
+            responseHeaders: trace.target.headers,
+            responseBody: trace.target.body,
+          }
+        : null,
+      validation: trace.validation,
+      processed: trace.processed,
+      redactHeaders,
+      redactQuery,
+    });
+    // A request to an unknown proxy id has no proxy to file it under: it is not stored.
+    if (!runtime) return;
+    try {
+      await dynamo(region).send(new PutCommand({ TableName: tableName(), Item: item }));
+    } catch (error) {
+      log.error("Request log could not be written", { ...describeError(error), requestId: trace.requestId });
+    }
+  }
+
+  async function finish(
+    trace: Trace,
+    request: DataPlaneRequest,
+    response: DataPlaneResponse,
+    outcome: Outcome,
+  ): Promise<DataPlaneResponse> {
+    response.headers["service-proxy-code"] = outcome.code;
+    response.headers["service-proxy-message"] = outcome.message;
+    if (outcome.warning) response.headers["service-proxy-warning"] = outcome.warning;
+    response.headers["x-request-id"] = trace.requestId;
+    await writeLog(trace, request, response, outcome);
+    return response;
+  }
+
+  const reply = (trace: Trace, request: DataPlaneRequest, response: DataPlaneResponse) =>
+    finish(trace, request, response, {
+      code: response.headers["service-proxy-code"] ?? "proxy-access-denied",
+      message: response.headers["service-proxy-message"] ?? "",
+      warning: response.headers["service-proxy-warning"],
+    });
+
+  async function handle(request: DataPlaneRequest): Promise<DataPlaneResponse> {
+    const receivedAt = Date.now();
+    const match = /^\/api\/([^/]+)(\/.*)?$/.exec(request.path);
+    const trace: Trace = {
+      requestId: uuidv7(),
+      receivedAt,
+      proxyId: match?.[1] ?? "",
+      apiPath: match?.[2] ?? "/",
+      validation: {},
+      target: null,
+      processed: false,
+    };
+    const v = trace.validation;
+    if (!match || !/^[A-Za-z0-9-]{1,64}$/.test(trace.proxyId))
+      return reply(trace, request, denied("Unknown proxy"));
+
+    const runtime = await loadProxyRuntime(region, trace.proxyId);
+    if (!runtime) return reply(trace, request, denied("Unknown proxy"));
+    trace.runtime = runtime;
+    v.proxyExists = true;
+    const { proxy } = runtime;
+    if (proxy.proxyActive !== true || proxy.deletingAt)
+      return reply(trace, request, denied("The proxy is inactive"));
+    v.proxyActive = true;
+    if (runtime.billingStatus === "suspended") {
+      return reply(
+        trace,
+        request,
+        serviceResponse(402, {
+          code: "billing-suspended",
+          message: "Payment required: the account's billing is suspended",
+        }),
+      );
+    }
+
+    // Caller authentication by the proxy credential.
+    const proxyCredential = runtime.proxyCredential;
+    if (!proxyCredential) return reply(trace, request, denied("Invalid proxy credential"));
+    v.proxyCredentialExists = true;
+    v.proxyCredentialActive = true;
+    v.proxyCredentialRelationship = proxyCredential.item.credentialType === "proxy";
+    const authType = String(proxyCredential.item.credentialAuthType);
+    const query = parseQuery(request.rawQuery);
+    const auth = await authenticateCaller(
+      { headers: request.headers, query },
+      {
+        credentialId: String(proxyCredential.item.credentialId),
+        authType: authType as never,
+        secret: proxyCredential.secret as ProxySecret,
+      },
+    );
+    if (!auth.ok) return reply(trace, request, denied("Invalid proxy credential"));
+    v.proxyAuthenticated = true;
+    v.proxyCredentialScopeValid = true;
+
+    // Data-plane rate limit (section 8): per proxy credential, by the client's plan.
+    const limit = rateLimitForPlan({
+      planTier: runtime.planTier as never,
+      planStatus: runtime.planStatus as never,
+    });
+    const rate = await consumeRequest(`CRED#${proxyCredential.item.credentialId}`, limit, { region });
+    if (!rate.allowed) {
+      const response = serviceResponse(
+        429,
+        {
+          code: "proxy-access-granted",
+          message: "Too many requests: the proxy credential's rate limit is exceeded",
+        },
+        {
+          "retry-after": String(rate.retryAfterSeconds),
+          "x-ratelimit-limit": String(limit),
+          "x-ratelimit-remaining": "0",
+        },
+      );
+      return reply(trace, request, response);
+    }
+
+    // Access rules: credential, proxy, target.
+    const target = runtime.target;
+    if (!target)
+      return reply(
+        trace,
+        request,
+        serviceResponse(502, {
+          code: "proxy-access-granted",
+          message: "The proxy's target is not available",
+        }),
+      );
+    v.targetExists = true;
+    v.targetRelationship = true;
+    const decision = evaluateAccess(
+      [
+        {
+          name: "credential",
+          defaultEffect: (proxyCredential.item.credentialDefaultRuleEffect ?? "allow") as "allow" | "deny",
+          rules: runtime.rules.credential,
+        },
+        {
+          name: "proxy",
+          defaultEffect: (proxy.proxyDefaultRuleEffect ?? "allow") as "allow" | "deny",
+          rules: runtime.rules.proxy,
+        },
+        {
+          name: "target",
+          defaultEffect: (target.targetDefaultRuleEffect ?? "allow") as "allow" | "deny",
+          rules: runtime.rules.target,
+        },
+      ],
+      { method: request.method, path: trace.apiPath, headers: request.headers, query },
+    );
+    if (!decision.allowed) {
+      if (decision.layer === "target") v.proxyScopeValid = true;
+      return reply(
+        trace,
+        request,
+        serviceResponse(403, {
+          code: "proxy-access-granted",
+          message: `Access denied by an access rule: ${decision.reason}`,
+        }),
+      );
+    }
+    v.proxyScopeValid = true;
+    v.targetScopeValid = true;
+
+    const targetCredential = runtime.targetCredential;
+    if (!targetCredential) {
+      v.requestConfigError = true;
+      return reply(
+        trace,
+        request,
+        serviceResponse(502, {
+          code: "proxy-access-granted",
+          message: "The proxy's target credential is not available",
+        }),
+      );
+    }
+    v.targetCredentialExists = true;
+    v.targetCredentialActive = true;
+    v.targetCredentialRelationship = targetCredential.item.credentialType === "target";
+    v.targetCredentialScopeValid = true;
+
+    const singleUse = proxyCredential.item.singleUse === true;
+    const credentialId = String(proxyCredential.item.credentialId);
+    if (singleUse && !(await claimSingleUse(region, runtime.clientId, credentialId))) {
+      v.proxyAuthenticated = false;
+      return reply(trace, request, denied("The single-use proxy credential was already used"));
+    }
+
+    // The outgoing request.
+    const headers: Record<string, string> = {};
+    const callerSecretHeaders = new Set(
+      credentialHeaderNames(authType as AuthType, proxyCredential.secret as never),
+    );
+    for (const [name, value] of Object.entries(request.headers)) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || callerSecretHeaders.has(lower) || lower === "authorization") continue;
+      if (lower.startsWith("x-forwarded-") || lower === "forwarded") continue;
+      headers[lower] = value;
+    }
+    headers["x-forwarded-for"] = request.sourceIp;
+    let url: URL;
+    try {
+      url = targetUrl(String(target.targetBaseURL), trace.apiPath, request.rawQuery);
+    } catch {
+      v.requestConfigError = true;
+      return reply(
+        trace,
+        request,
+        serviceResponse(502, { code: "proxy-access-granted", message: "The target URL is invalid" }),
+      );
+    }
+    for (const name of credentialQueryParamNames(authType as AuthType, proxyCredential.secret as never))
+      url.searchParams.delete(name);
+    let outgoing: OutgoingRequest = {
+      method: request.method,
+      url,
+      headers,
+      ...(request.body && request.body.length > 0 ? { body: request.body } : {}),
+    };
+    outgoing = mergeProxyAdditions(outgoing, {
+      headers: proxy.proxyAdditionalHeaders as Record<string, string> | undefined,
+      queryParams: proxy.proxyAdditionalQueryParams as Record<string, string> | undefined,
+      data: proxy.proxyAdditionalData as Record<string, unknown> | undefined,
+    });
+    try {
+      const dynamicToken = await dynamicTokenFor(runtime);
+      outgoing = applyTargetCredential(
+        outgoing,
+        String(targetCredential.item.credentialAuthType) as AuthType,
+        targetCredential.secret as TargetSecret,
+        { dynamicToken },
+      );
+    } catch (error) {
+      v.requestConfigError = true;
+      log.warn("Target credential could not be applied", { ...describeError(error), proxyId: trace.proxyId });
+      if (singleUse) await releaseSingleUse(region, runtime.clientId, credentialId);
+      return reply(
+        trace,
+        request,
+        serviceResponse(502, {
+          code: "proxy-access-granted",
+          message: "The target credential could not be applied (token endpoint failed)",
+        }),
+      );
+    }
+    v.requestValid = true;
+
+    const timeoutSeconds = Math.min(
+      MAX_TIMEOUT_SECONDS,
+      Number(proxy.proxyTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS),
+    );
+    const sentAt = Date.now();
+    let response: OutboundResponse;
+    try {
+      v.requestSent = true;
+      response = await sendOutbound({
+        method: outgoing.method,
+        url: outgoing.url,
+        headers: outgoing.headers,
+        body: outgoing.body,
+        timeoutMs: timeoutSeconds * 1000,
+        maxResponseBytes: MAX_RESPONSE_BYTES + 1,
+      });
+    } catch (error) {
+      if (singleUse) await releaseSingleUse(region, runtime.clientId, credentialId);
+      if (error instanceof OutboundTimeoutError)
+        return reply(
+          trace,
+          request,
+          serviceResponse(504, {
+            code: "proxy-access-granted",
+            message: `The target did not answer within ${timeoutSeconds} s`,
+          }),
+        );
+      if (error instanceof OutboundBlockedError) {
+        v.requestSent = false;
+        v.requestConfigError = true;
+        return reply(
+          trace,
+          request,
+          serviceResponse(502, {
+            code: "proxy-access-granted",
+            message: "The target address is not allowed",
+          }),
+        );
+      }
+      if (error instanceof OutboundConnectError)
+        return reply(
+          trace,
+          request,
+          serviceResponse(502, { code: "proxy-access-granted", message: "The target could not be reached" }),
+        );
+      v.systemError = true;
+      throw error;
+    }
+    v.responseReceived = true;
+    trace.target = {
+      sentAt,
+      receivedAt: response.timings.endedAt,
+      status: response.status,
+      location: typeof response.headers.location === "string" ? response.headers.location : null,
+      headers: response.headers,
+      body: response.body,
+    };
+    if (response.truncated || response.body.length > MAX_RESPONSE_BYTES) {
+      trace.target.body = undefined;
+      if (singleUse) await releaseSingleUse(region, runtime.clientId, credentialId);
+      return reply(
+        trace,
+        request,
+        serviceResponse(413, { code: "response-too-large", message: "The target's response exceeds 6 MB" }),
+      );
+    }
+    const responseHeaders: Record<string, string> = {};
+    for (const [name, value] of Object.entries(response.headers)) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || lower === "content-encoding") continue;
+      responseHeaders[lower] = Array.isArray(value) ? value.join(", ") : value;
+    }
+    trace.processed = true;
+    const success = response.status < 400;
+    let warning: string | undefined;
+    if (response.status === 401 || response.status === 403)
+      warning = "The target refused the request: check the target credential";
+    if (singleUse) {
+      if (success) {
+        await consumeSingleUse(region, runtime.clientId, credentialId).catch((error) =>
+          log.error("Single-use credential could not be deleted", { ...describeError(error), credentialId }),
+        );
+      } else {
+        await releaseSingleUse(region, runtime.clientId, credentialId);
+      }
+    }
+    return finish(
+      trace,
+      request,
+      { status: response.status, headers: responseHeaders, body: response.body },
+      { code: "proxy-access-granted", message: "Request forwarded to the target", warning },
+    );
+  }
+
+  return {
+    async handle(request: DataPlaneRequest): Promise<DataPlaneResponse> {
+      try {
+        return await handle(request);
+      } catch (error) {
+        // Never a bare 500: the caller still gets the service headers and a message.
+        log.error("Data plane failure", { ...describeError(error), path: request.path });
+        return serviceResponse(500, { code: "proxy-error", message: "Internal error of the gateway" });
+      }
+    },
+  };
+}

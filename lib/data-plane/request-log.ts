@@ -1,0 +1,392 @@
+/**
+ * The request log record of spec 2.11, built by the data plane after each proxied request and
+ * written to the proxy's regional table under REQLOG#<proxyId> / <requestId>. Pure: no I/O, no
+ * clock (every time comes from the input), so the data plane decides when to write it.
+ *
+ * What leaves the caller's hands is made safe here, once: secret-looking headers and query
+ * parameters are replaced by a redaction marker, bodies and header maps are capped so the item
+ * stays far below DynamoDB's 400 KB item limit whatever the request carried (see docs/request-logs.md).
+ */
+import { v7 as uuidv7 } from "uuid";
+import { keys } from "../db/keys.ts";
+
+/** The marker that replaces the value of a sensitive header or query parameter. */
+export const REDACTED = "[redacted]";
+/** Each stored body (request, response) is at most this many bytes of stored text. */
+export const REQUEST_LOG_BODY_CAP_BYTES = 32 * 1024;
+/** Each stored header map (and the query parameter map) is at most this many bytes (names + values). */
+export const REQUEST_LOG_HEADERS_CAP_BYTES = 8 * 1024;
+/** At most this many entries in one header or query map. */
+export const REQUEST_LOG_MAX_MAP_ENTRIES = 200;
+/** Short strings of the record (path, message, stage, arnBase, location, names) are capped too. */
+export const REQUEST_LOG_TEXT_CAP_BYTES = 2 * 1024;
+/** Days a record is kept when neither the input nor REQUEST_LOG_RETENTION_DAYS says otherwise. */
+export const REQUEST_LOG_DEFAULT_RETENTION_DAYS = 30;
+/** Upper bound of a retention setting (ten years). */
+export const REQUEST_LOG_MAX_RETENTION_DAYS = 3650;
+/** A proxy id taken from an (unauthenticated) URL path is cut to this length before it becomes a key. */
+export const MAX_PROXY_ID_LENGTH = 128;
+
+/** The 20 booleans of validationData (spec 2.11), in the spec's order. */
+export const VALIDATION_FIELDS = [
+  "proxyExists",
+  "proxyActive",
+  "proxyAuthenticated",
+  "proxyCredentialExists",
+  "proxyCredentialActive",
+  "proxyCredentialRelationship",
+  "proxyCredentialScopeValid",
+  "proxyScopeValid",
+  "targetExists",
+  "targetRelationship",
+  "targetScopeValid",
+  "targetCredentialExists",
+  "targetCredentialActive",
+  "targetCredentialRelationship",
+  "targetCredentialScopeValid",
+  "requestValid",
+  "requestSent",
+  "responseReceived",
+  "systemError",
+  "requestConfigError",
+] as const;
+export type ValidationField = (typeof VALIDATION_FIELDS)[number];
+export type ValidationData = Record<ValidationField, boolean>;
+
+/** Fields only the detail projection shows (the list leaves them out). */
+export const REQUEST_LOG_DETAIL_FIELDS = [
+  "requestHeaders",
+  "requestHeadersTruncated",
+  "requestBody",
+  "requestBodyEncoding",
+  "requestBodyTruncated",
+  "requestBodyBytes",
+  "responseHeaders",
+  "responseHeadersTruncated",
+  "responseBody",
+  "responseBodyEncoding",
+  "responseBodyTruncated",
+  "responseBodyBytes",
+  "apiParamsTruncated",
+] as const;
+
+export type BodyEncoding = "utf8" | "base64";
+
+export interface RequestLogInput {
+  /** UUIDv7 of the moment the request was received (see newRequestId). */
+  requestId: string;
+  /** The proxy as resolved; null when the proxy id of the path is unknown. */
+  proxy: { proxyId: string; clientId: string; userId: string } | null;
+  proxyIdFromPath: string;
+  stage: string;
+  method: string;
+  /** Path after /api/{proxyId}. */
+  apiPath: string;
+  query: Record<string, string>;
+  requestHeaders: Record<string, string>;
+  requestBody: Buffer | undefined;
+  /** Unix ms when the proxy received the request. */
+  receivedAt: number;
+  /** Unix ms when the proxy answered. */
+  sentAt: number;
+  /** HTTP status the proxy returned. */
+  status: number;
+  message: string;
+  arnBase: string;
+  /** Null when the request did not reach the target. */
+  target: null | {
+    sentAt: number;
+    receivedAt: number;
+    status: number;
+    location: string | null;
+    responseHeaders: Record<string, string | string[]>;
+    responseBody: Buffer | undefined;
+  };
+  validation: Partial<ValidationData>;
+  processed: boolean;
+  /** Extra lower-case header names to redact, e.g. the proxy credential's key header. */
+  redactHeaders: string[];
+  /** Extra query parameter names to redact, e.g. the credential's key parameter. */
+  redactQuery: string[];
+  /** Overrides REQUEST_LOG_RETENTION_DAYS. */
+  retentionDays?: number;
+}
+
+// ---- request ids (UUIDv7: the sort key orders by time) ----
+
+/** A new request id whose UUIDv7 timestamp is `receivedAt` (Unix ms), so processedAt and the key agree. */
+export function newRequestId(receivedAt: number = Date.now()): string {
+  return uuidv7({ msecs: clampMs(receivedAt) });
+}
+
+const MAX_UUIDV7_MS = 2 ** 48 - 1;
+const clampMs = (ms: number) => Math.min(MAX_UUIDV7_MS, Math.max(0, Math.floor(ms)));
+const timeHex = (ms: number) => clampMs(ms).toString(16).padStart(12, "0");
+const withTime = (ms: number, rest: string) => {
+  const hex = timeHex(ms);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${rest}`;
+};
+
+/** The lowest UUIDv7 string of a millisecond: every request id of that ms sorts at or after it. */
+export const lowestRequestIdAt = (ms: number) => withTime(ms, "7000-8000-000000000000");
+/** The highest UUIDv7 string of a millisecond: every request id of that ms sorts at or before it. */
+export const highestRequestIdAt = (ms: number) => withTime(ms, "7fff-bfff-ffffffffffff");
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** The Unix ms a (lower-case) UUIDv7 carries, or undefined for anything else. */
+export function requestIdTime(requestId: string): number | undefined {
+  if (!UUID_V7.test(requestId)) return undefined;
+  return Number.parseInt(requestId.slice(0, 8) + requestId.slice(9, 13), 16);
+}
+
+// ---- retention ----
+
+const validRetention = (days: unknown): days is number =>
+  typeof days === "number" && Number.isInteger(days) && days >= 1 && days <= REQUEST_LOG_MAX_RETENTION_DAYS;
+
+/**
+ * Days a record is kept: REQUEST_LOG_RETENTION_DAYS (a whole number 1-3650), else 30. An invalid
+ * setting falls back to the default rather than losing the log of a request already served.
+ */
+export function requestLogRetentionDays(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.REQUEST_LOG_RETENTION_DAYS?.trim();
+  const days = raw ? Number(raw) : Number.NaN;
+  return validRetention(days) ? days : REQUEST_LOG_DEFAULT_RETENTION_DAYS;
+}
+
+// ---- redaction ----
+
+const SENSITIVE_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"]);
+/** A header or parameter whose name contains one of these is sensitive. */
+const SENSITIVE_FRAGMENTS = ["api-key", "api_key", "apikey", "token", "secret", "password", "passwd"];
+/** Query parameters that commonly carry a key or signature under a short name. */
+const SENSITIVE_QUERY_NAMES = new Set(["key", "sig", "signature", "auth", "code", "client_assertion"]);
+
+const lowerSet = (names: readonly string[]) => new Set(names.map((n) => n.toLowerCase()));
+
+/** True when a header of this name is replaced by the redaction marker. */
+export function isSensitiveHeader(name: string, extra: readonly string[] = []): boolean {
+  const lower = name.toLowerCase();
+  return (
+    SENSITIVE_HEADERS.has(lower) ||
+    SENSITIVE_FRAGMENTS.some((fragment) => lower.includes(fragment)) ||
+    lowerSet(extra).has(lower)
+  );
+}
+
+/** True when a query parameter of this name is replaced by the redaction marker. */
+export function isSensitiveQueryParam(name: string, extra: readonly string[] = []): boolean {
+  const lower = name.toLowerCase();
+  return isSensitiveHeader(lower, extra) || SENSITIVE_QUERY_NAMES.has(lower);
+}
+
+// ---- caps ----
+
+const utf8Bytes = (text: string) => Buffer.byteLength(text, "utf8");
+
+/** Cut a buffer to at most `max` bytes without splitting a UTF-8 sequence. */
+function utf8Prefix(bytes: Buffer, max: number): Buffer {
+  if (bytes.length <= max) return bytes;
+  let end = max;
+  // bytes[end] is the first byte left out: a continuation byte there means a split character.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end);
+}
+
+/** A string cut to at most `max` UTF-8 bytes. */
+export function truncateUtf8(text: string, max: number): string {
+  if (text.length * 3 <= max) return text;
+  const bytes = Buffer.from(text, "utf8");
+  return bytes.length <= max ? text : utf8Prefix(bytes, max).toString("utf8");
+}
+
+const cappedText = (value: unknown, max = REQUEST_LOG_TEXT_CAP_BYTES) => truncateUtf8(String(value ?? ""), max);
+
+type HeaderValue = string | string[];
+
+/**
+ * Redact and cap a header or query map: at most REQUEST_LOG_MAX_MAP_ENTRIES entries and
+ * REQUEST_LOG_HEADERS_CAP_BYTES bytes of names and values; a value that does not fit is cut, the
+ * entries after the budget is spent are left out, and `truncated` says so.
+ */
+function safeMap<V extends HeaderValue>(
+  source: Record<string, V> | undefined,
+  sensitive: (name: string) => boolean,
+  rewrite: (name: string, value: string) => string = (_name, value) => value,
+): { map: Record<string, HeaderValue>; truncated: boolean } {
+  // Collected in a Map and turned into own properties at the end: a "__proto__" name stays data.
+  const entries = new Map<string, HeaderValue>();
+  let budget = REQUEST_LOG_HEADERS_CAP_BYTES;
+  let truncated = false;
+  for (const [rawName, rawValue] of Object.entries(source ?? {})) {
+    if (rawValue === undefined || rawValue === null) continue;
+    if (entries.size >= REQUEST_LOG_MAX_MAP_ENTRIES || budget <= 0) {
+      truncated = true;
+      break;
+    }
+    const name = truncateUtf8(rawName, Math.min(256, budget));
+    if (name !== rawName) truncated = true;
+    budget -= utf8Bytes(name);
+    if (!name || entries.has(name)) continue;
+    if (sensitive(rawName)) {
+      entries.set(name, REDACTED);
+      budget -= utf8Bytes(REDACTED);
+      continue;
+    }
+    const values = Array.isArray(rawValue) ? rawValue.map(String) : [String(rawValue)];
+    const kept: string[] = [];
+    for (const one of values) {
+      if (budget <= 0) break;
+      const safe = rewrite(rawName, one);
+      const cut = truncateUtf8(safe, budget);
+      if (cut !== safe) truncated = true;
+      kept.push(cut);
+      budget -= utf8Bytes(cut);
+    }
+    if (kept.length < values.length) truncated = true;
+    entries.set(name, Array.isArray(rawValue) ? kept : (kept[0] ?? ""));
+  }
+  return { map: Object.fromEntries(entries), truncated };
+}
+
+/** A URL (the target's Location) with its sensitive query parameters redacted, capped. */
+function safeLocation(location: string | null | undefined, extraQuery: readonly string[]): string | null {
+  if (location === null || location === undefined) return null;
+  const queryAt = location.indexOf("?");
+  if (queryAt < 0) return cappedText(location);
+  const hashAt = location.indexOf("#", queryAt);
+  const query = location.slice(queryAt + 1, hashAt < 0 ? undefined : hashAt);
+  const redacted = query
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      if (eq < 0) return pair;
+      let name = pair.slice(0, eq);
+      try {
+        name = decodeURIComponent(name.replace(/\+/g, " "));
+      } catch {
+        // keep the raw name
+      }
+      return isSensitiveQueryParam(name, extraQuery) ? `${pair.slice(0, eq)}=${encodeURIComponent(REDACTED)}` : pair;
+    })
+    .join("&");
+  return cappedText(`${location.slice(0, queryAt)}?${redacted}${hashAt < 0 ? "" : location.slice(hashAt)}`);
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A body as stored: UTF-8 text when it is valid UTF-8 without NUL bytes, else base64; cut so the
+ * stored string is at most REQUEST_LOG_BODY_CAP_BYTES bytes.
+ */
+export function storedBody(body: Buffer | undefined): {
+  body: string | null;
+  encoding: BodyEncoding | null;
+  truncated: boolean;
+  bytes: number;
+} {
+  if (body === undefined || body === null) return { body: null, encoding: null, truncated: false, bytes: 0 };
+  const cap = REQUEST_LOG_BODY_CAP_BYTES;
+  const text = utf8Prefix(body, cap);
+  if (!text.includes(0)) {
+    try {
+      return {
+        body: strictUtf8.decode(text),
+        encoding: "utf8",
+        truncated: text.length < body.length,
+        bytes: body.length,
+      };
+    } catch {
+      // not UTF-8: stored as base64 below
+    }
+  }
+  const raw = body.subarray(0, Math.floor(cap / 4) * 3);
+  return {
+    body: raw.toString("base64"),
+    encoding: "base64",
+    truncated: raw.length < body.length,
+    bytes: body.length,
+  };
+}
+
+// ---- the record ----
+
+const finite = (value: unknown, fallback = 0) =>
+  typeof value === "number" && Number.isFinite(value) ? value : fallback;
+const seconds = (fromMs: number, toMs: number) => Math.max(0, toMs - fromMs) / 1000;
+
+/** All 20 booleans; anything not given (or not exactly true) is false. */
+export function completeValidation(partial: Partial<ValidationData> | undefined): ValidationData {
+  return Object.fromEntries(VALIDATION_FIELDS.map((field) => [field, partial?.[field] === true])) as ValidationData;
+}
+
+/** The DynamoDB item of one request, physical keys included (spec 2.11 plus the detail fields). */
+export function buildRequestLogItem(input: RequestLogInput): Record<string, unknown> {
+  const proxyId = input.proxy?.proxyId ?? String(input.proxyIdFromPath ?? "").slice(0, MAX_PROXY_ID_LENGTH);
+  const receivedAt = finite(input.receivedAt);
+  const sentAt = finite(input.sentAt, receivedAt);
+  const retentionDays = validRetention(input.retentionDays) ? input.retentionDays : requestLogRetentionDays();
+
+  const headerIsSensitive = (name: string) => isSensitiveHeader(name, input.redactHeaders ?? []);
+  const paramIsSensitive = (name: string) => isSensitiveQueryParam(name, input.redactQuery ?? []);
+  const requestHeaders = safeMap(input.requestHeaders, headerIsSensitive);
+  const apiParams = safeMap(input.query, paramIsSensitive);
+  const requestBody = storedBody(input.requestBody);
+
+  const target = input.target;
+  // A Location (or Content-Location) header may carry a token in its query: redacted like the query.
+  const responseHeaders = safeMap(target?.responseHeaders, headerIsSensitive, (name, value) =>
+    /^(content-)?location$/i.test(name) ? (safeLocation(value, input.redactQuery ?? []) ?? "") : value,
+  );
+  const responseBody = storedBody(target?.responseBody);
+  const targetData = target
+    ? {
+        sentAt: finite(target.sentAt),
+        receivedAt: finite(target.receivedAt),
+        duration: seconds(finite(target.sentAt), finite(target.receivedAt)),
+        status: finite(target.status),
+        location: safeLocation(target.location, input.redactQuery ?? []),
+      }
+    : null;
+
+  return {
+    ...keys.requestLog(proxyId, input.requestId),
+    entity: "requestLog",
+    requestId: input.requestId,
+    proxyId,
+    userId: input.proxy?.userId ?? null,
+    clientId: input.proxy?.clientId ?? null,
+    parentId: proxyId,
+    processed: input.processed === true,
+    processedAt: receivedAt,
+    TTL: Math.floor(receivedAt / 1000) + retentionDays * 86_400,
+    proxyData: {
+      stage: cappedText(input.stage, 128),
+      method: cappedText(input.method, 16),
+      apiPath: cappedText(input.apiPath),
+      receivedAt,
+      sentAt,
+      duration: seconds(receivedAt, sentAt),
+      status: finite(input.status),
+      message: cappedText(input.message),
+      arnBase: cappedText(input.arnBase),
+      apiHeaders: requestHeaders.map,
+      apiParams: apiParams.map,
+    },
+    targetData,
+    validationData: completeValidation(input.validation),
+    requestHeaders: requestHeaders.map,
+    requestHeadersTruncated: requestHeaders.truncated,
+    requestBody: requestBody.body,
+    requestBodyEncoding: requestBody.encoding,
+    requestBodyTruncated: requestBody.truncated,
+    requestBodyBytes: requestBody.bytes,
+    responseHeaders: responseHeaders.map,
+    responseHeadersTruncated: responseHeaders.truncated,
+    responseBody: responseBody.body,
+    responseBodyEncoding: responseBody.encoding,
+    responseBodyTruncated: responseBody.truncated,
+    responseBodyBytes: responseBody.bytes,
+    apiParamsTruncated: apiParams.truncated,
+  };
+}

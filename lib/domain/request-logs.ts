@@ -1,0 +1,232 @@
+/**
+ * Request logs (spec 2.11, 4.11): read-only, stored by the data plane in the proxy's regional table
+ * under REQLOG#<proxyId>. Request ids are UUIDv7, so the sort key is time order: a list is one
+ * Query newest first, and processedAfter / processedBefore become sort-key bounds (the lowest and
+ * highest UUIDv7 of their millisecond) instead of a filter over the whole partition.
+ */
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import {
+  highestRequestIdAt,
+  lowestRequestIdAt,
+  REQUEST_LOG_DETAIL_FIELDS,
+} from "../data-plane/request-log.ts";
+import { keys } from "../db/keys.ts";
+import { type Item, isExpired, nowSeconds, queryAll, tableName } from "../db/store.ts";
+import { notFound, validationFailed } from "../http/errors.ts";
+import { authorizeClient } from "./clients.ts";
+import { requireProxy } from "./proxies.ts";
+import { regionalDb } from "./regional.ts";
+
+export const REQUEST_NOT_FOUND = "Request not found";
+/** Spec 8: request log limit, default 1000; also the most one call returns. */
+export const DEFAULT_REQUEST_LOG_LIMIT = 1000;
+export const MAX_REQUEST_LOG_LIMIT = 1000;
+
+/** The fields of a listed record (spec 2.11), as stored. */
+const LIST_ATTRIBUTES = [
+  "requestId",
+  "proxyId",
+  "userId",
+  "clientId",
+  "parentId",
+  "processed",
+  "processedAt",
+  "TTL",
+  "proxyData",
+  "targetData",
+  "validationData",
+] as const;
+
+export interface RequestLogQuery {
+  limit: number;
+  /** Inclusive lower bound, Unix ms. */
+  after?: number;
+  /** Inclusive upper bound, Unix ms. */
+  before?: number;
+}
+
+const ISO_8601 =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
+
+/**
+ * An ISO 8601 date or date-time as Unix ms, or undefined when it is not one (including impossible
+ * dates such as February 30). Without an offset the time is UTC.
+ */
+export function parseIsoTimestamp(value: string): number | undefined {
+  const match = ISO_8601.exec(value.trim());
+  if (!match) return undefined;
+  const [, y, mo, d, h = "0", mi = "0", s = "0", fraction = "", zone = "Z"] = match;
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as number[];
+  const ms = Number(fraction.padEnd(3, "0").slice(0, 3));
+  const utc = Date.UTC(year!, month! - 1, day!, hour!, minute!, second!, ms);
+  const check = new Date(utc);
+  if (
+    check.getUTCFullYear() !== year ||
+    check.getUTCMonth() !== month! - 1 ||
+    check.getUTCDate() !== day ||
+    hour! > 23 ||
+    minute! > 59 ||
+    second! > 59
+  )
+    return undefined;
+  if (zone.toUpperCase() === "Z") return utc;
+  const sign = zone.startsWith("-") ? -1 : 1;
+  const digits = zone.slice(1).replace(":", "");
+  const offsetHours = Number(digits.slice(0, 2));
+  const offsetMinutes = Number(digits.slice(2) || "0");
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined;
+  return utc - sign * (offsetHours * 60 + offsetMinutes) * 60_000;
+}
+
+/** Validate the list query (spec 4.11): 400 naming each bad field. */
+export function parseRequestLogQuery(query: Record<string, string | undefined>): RequestLogQuery {
+  const issues: { field: string; problem: string }[] = [];
+  let limit = DEFAULT_REQUEST_LOG_LIMIT;
+  if (query.limit !== undefined) {
+    const raw = query.limit.trim();
+    const parsed = /^\d{1,7}$/.test(raw) ? Number(raw) : Number.NaN;
+    if (!Number.isInteger(parsed) || parsed < 1 || parsed > MAX_REQUEST_LOG_LIMIT)
+      issues.push({ field: "limit", problem: `must be a whole number from 1 to ${MAX_REQUEST_LOG_LIMIT}` });
+    else limit = parsed;
+  }
+  const timestamp = (field: "processedAfter" | "processedBefore") => {
+    const raw = query[field];
+    if (raw === undefined) return undefined;
+    const ms = parseIsoTimestamp(raw);
+    if (ms === undefined || ms < 0)
+      issues.push({ field, problem: "must be an ISO 8601 timestamp such as 2025-01-31T12:00:00Z" });
+    return ms;
+  };
+  const after = timestamp("processedAfter");
+  const before = timestamp("processedBefore");
+  if (issues.length === 0 && after !== undefined && before !== undefined && after > before)
+    issues.push({ field: "processedAfter", problem: "must not be later than processedBefore" });
+  if (issues.length) throw validationFailed(issues);
+  return { limit, after, before };
+}
+
+/** The sort-key condition of a time range (both ends inclusive, to the millisecond). */
+export function sortKeyRange(after?: number, before?: number) {
+  const values: Record<string, string> = {};
+  let condition = "#pk = :pk";
+  if (after !== undefined && before !== undefined) {
+    condition += " AND #sk BETWEEN :from AND :to";
+    values[":from"] = lowestRequestIdAt(after);
+    values[":to"] = highestRequestIdAt(before);
+  } else if (after !== undefined) {
+    condition += " AND #sk >= :from";
+    values[":from"] = lowestRequestIdAt(after);
+  } else if (before !== undefined) {
+    condition += " AND #sk <= :to";
+    values[":to"] = highestRequestIdAt(before);
+  }
+  return { condition, values };
+}
+
+/** A listed record (spec 2.11): pKey is the proxy id, sKey the request id; no detail fields. */
+export function toApiRequestLog(item: Item) {
+  return {
+    pKey: String(item.proxyId),
+    sKey: String(item.requestId ?? item.sKey),
+    requestId: String(item.requestId ?? item.sKey),
+    userId: item.userId ?? null,
+    clientId: item.clientId ?? null,
+    parentId: item.parentId ?? item.proxyId,
+    processed: item.processed === true,
+    processedAt: item.processedAt,
+    TTL: item.TTL,
+    proxyData: item.proxyData ?? null,
+    targetData: item.targetData ?? null,
+    validationData: item.validationData ?? {},
+  };
+}
+export type ApiRequestLog = ReturnType<typeof toApiRequestLog>;
+
+/** The detail projection of spec 2.11 (duration in milliseconds). */
+export function toApiRequestDetail(item: Item) {
+  const proxyData = (item.proxyData ?? {}) as Record<string, unknown>;
+  const receivedAt = Number(proxyData.receivedAt ?? item.processedAt);
+  const sentAt = Number(proxyData.sentAt ?? receivedAt);
+  const detail: Record<string, unknown> = {
+    requestId: String(item.requestId ?? item.sKey),
+    method: proxyData.method ?? null,
+    path: proxyData.apiPath ?? null,
+    statusCode: proxyData.status ?? null,
+    duration: Number.isFinite(sentAt - receivedAt) ? Math.max(0, sentAt - receivedAt) : null,
+    processedAt: item.processedAt,
+  };
+  for (const field of REQUEST_LOG_DETAIL_FIELDS) detail[field] = item[field] ?? null;
+  return detail as {
+    requestId: string;
+    method: string | null;
+    path: string | null;
+    statusCode: number | null;
+    duration: number | null;
+    processedAt: number;
+  } & Record<(typeof REQUEST_LOG_DETAIL_FIELDS)[number], unknown>;
+}
+
+/**
+ * The newest records of a proxy first, within the optional time range: `limit` of them at most;
+ * `limitReached` says more exist in the range. Expired records (TTL passed, not yet removed by
+ * DynamoDB) are never listed.
+ */
+export async function listRequestLogs(
+  clientId: string,
+  userId: string,
+  proxyId: string,
+  query: Record<string, string | undefined>,
+) {
+  await authorizeClient(clientId, userId, "view");
+  const { limit, after, before } = parseRequestLogQuery(query);
+  const { region } = await requireProxy(clientId, proxyId);
+  const now = nowSeconds();
+  const range = sortKeyRange(after, before);
+  const names: Record<string, string> = { "#pk": "pKey", "#sk": "sKey", "#ttl": "TTL", "#cid": "clientId" };
+  LIST_ATTRIBUTES.forEach((attribute, index) => {
+    names[`#a${index}`] = attribute;
+  });
+  // One more than asked for tells whether the limit cut the answer. The filter runs in DynamoDB,
+  // so expired records do not use up the limit; the check below is the same rule again.
+  const items = await queryAll(
+    {
+      KeyConditionExpression: range.condition,
+      FilterExpression: "#cid = :cid AND (attribute_not_exists(#ttl) OR #ttl > :now)",
+      ProjectionExpression: ["#sk", ...LIST_ATTRIBUTES.map((_, index) => `#a${index}`)].join(", "),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: {
+        ":pk": keys.requestLogPartition(proxyId),
+        ":cid": clientId,
+        ":now": now,
+        ...range.values,
+      },
+      ScanIndexForward: false,
+      // Logs are append-only: an eventually consistent read costs half and at worst misses the
+      // last second of traffic.
+      ConsistentRead: false,
+    },
+    { region, max: limit + 1 },
+  );
+  const live = items.filter((item) => !isExpired(item, now) && item.clientId === clientId);
+  const requests = live.slice(0, limit).map(toApiRequestLog);
+  return { totalRequests: requests.length, limitReached: live.length > limit, requests };
+}
+
+const ANY_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One record in the detail projection; 404 Request not found when it does not exist (or expired). */
+export async function getRequestLog(clientId: string, userId: string, proxyId: string, requestId: string) {
+  await authorizeClient(clientId, userId, "view");
+  const { region } = await requireProxy(clientId, proxyId);
+  if (!ANY_UUID.test(requestId)) throw notFound(REQUEST_NOT_FOUND);
+  const result = await regionalDb(region).send(
+    new GetCommand({
+      TableName: tableName(),
+      Key: keys.requestLog(proxyId, requestId.toLowerCase()),
+      ConsistentRead: true,
+    }),
+  );
+  const item = result.Item;
+  if (!item || isExpired(item) || item.clientId !== clientId) throw notFound(REQUEST_NOT_FOUND);
+  return toApiRequestDetail(item);
+}
