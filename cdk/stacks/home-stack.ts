@@ -63,6 +63,8 @@ export class HomeStack extends Stack {
           return fn.bindTable(homeTableArn, "RO");
         case "home-write":
           return fn.bindTable(homeTableArn, "RW");
+        case "all-regions-read":
+          return fn.bindTable(allTableArns, "RO");
         case "all-regions-write":
           return fn.bindTable(allTableArns, "RW");
       }

@@ -156,7 +156,13 @@ export function requestLogRetentionDays(env: NodeJS.ProcessEnv = process.env): n
 
 // ---- redaction ----
 
-const SENSITIVE_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"]);
+const SENSITIVE_HEADERS = new Set([
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "set-cookie",
+  "x-api-key",
+]);
 /** A header or parameter whose name contains one of these is sensitive. */
 const SENSITIVE_FRAGMENTS = ["api-key", "api_key", "apikey", "token", "secret", "password", "passwd"];
 /** Query parameters that commonly carry a key or signature under a short name. */
@@ -200,7 +206,8 @@ export function truncateUtf8(text: string, max: number): string {
   return bytes.length <= max ? text : utf8Prefix(bytes, max).toString("utf8");
 }
 
-const cappedText = (value: unknown, max = REQUEST_LOG_TEXT_CAP_BYTES) => truncateUtf8(String(value ?? ""), max);
+const cappedText = (value: unknown, max = REQUEST_LOG_TEXT_CAP_BYTES) =>
+  truncateUtf8(String(value ?? ""), max);
 
 type HeaderValue = string | string[];
 
@@ -267,7 +274,9 @@ function safeLocation(location: string | null | undefined, extraQuery: readonly 
       } catch {
         // keep the raw name
       }
-      return isSensitiveQueryParam(name, extraQuery) ? `${pair.slice(0, eq)}=${encodeURIComponent(REDACTED)}` : pair;
+      return isSensitiveQueryParam(name, extraQuery)
+        ? `${pair.slice(0, eq)}=${encodeURIComponent(REDACTED)}`
+        : pair;
     })
     .join("&");
   return cappedText(`${location.slice(0, queryAt)}?${redacted}${hashAt < 0 ? "" : location.slice(hashAt)}`);
@@ -317,7 +326,9 @@ const seconds = (fromMs: number, toMs: number) => Math.max(0, toMs - fromMs) / 1
 
 /** All 20 booleans; anything not given (or not exactly true) is false. */
 export function completeValidation(partial: Partial<ValidationData> | undefined): ValidationData {
-  return Object.fromEntries(VALIDATION_FIELDS.map((field) => [field, partial?.[field] === true])) as ValidationData;
+  return Object.fromEntries(
+    VALIDATION_FIELDS.map((field) => [field, partial?.[field] === true]),
+  ) as ValidationData;
 }
 
 /** The DynamoDB item of one request, physical keys included (spec 2.11 plus the detail fields). */

@@ -9,12 +9,13 @@
  * Warm: one GetItem of the client runtime item; an unchanged `configVersion` means the cached
  * configuration is current (lib/data-plane/client-runtime.ts bumps it on every change).
  */
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { batchGet, type Item, queryPartition, tableName } from "../db/store.ts";
 import type { EvaluableRule } from "../domain/rules/rule-evaluator.ts";
 import { decryptSecretCached, type SecretEnvelope } from "../vault/envelope.ts";
+import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
 
 export interface LoadedCredential {
   item: Item;
@@ -38,6 +39,24 @@ export interface ProxyRuntime {
 }
 
 const locators = new Map<string, string>();
+/** credentialId -> where its record is, for writing fetched JWKS back onto it. */
+const credentialHomes = new Map<string, { region: string; clientId: string }>();
+
+// Spec 5.4: the keys of a jwtVerify credential are cached on the credential record, so a cold
+// function starts with them instead of fetching the JWKS again.
+jwksCache.setPersist(async (credentialId: string, jwks: JwksDocument) => {
+  const home = credentialHomes.get(credentialId);
+  if (!home) return;
+  await dynamo(home.region).send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.credential(home.clientId, credentialId),
+      UpdateExpression: "SET jwksCache = :jwks",
+      ConditionExpression: "attribute_exists(pKey)",
+      ExpressionAttributeValues: { ":jwks": jwks },
+    }),
+  );
+});
 const runtimes = new Map<string, ProxyRuntime>();
 const MAX_CACHED_PROXIES = 2000;
 
@@ -56,6 +75,11 @@ async function getItem(region: string, key: { pKey: string; sKey: string }): Pro
 
 async function loadCredential(region: string, item: Item | undefined): Promise<LoadedCredential | undefined> {
   if (!item || item.deletingAt) return undefined;
+  const credentialId = String(item.credentialId);
+  if (credentialHomes.size >= MAX_CACHED_PROXIES * 2) credentialHomes.clear();
+  credentialHomes.set(credentialId, { region, clientId: String(item.clientId) });
+  const stored = item.jwksCache as JwksDocument | undefined;
+  if (stored?.keys && !jwksCache.peek(credentialId)) jwksCache.seed(credentialId, stored);
   const secret = await decryptSecretCached<Record<string, unknown>>(item.secretEnvelope as SecretEnvelope, {
     region,
     clientId: String(item.clientId),

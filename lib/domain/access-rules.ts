@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { DeleteCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import {
   type Item,
@@ -15,7 +16,6 @@ import {
   transactionCancellationCodes,
 } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import { requireCredential } from "./credentials.ts";
 import { requireProxy } from "./proxies.ts";

@@ -9,6 +9,7 @@
  * and repeating the DELETE finishes the job.
  */
 import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import {
   batchDelete,
@@ -18,7 +19,6 @@ import {
   queryPartition,
   tableName,
 } from "../db/store.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { listInRegion, MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
 
 /** Mark a resource as being deleted; a missing one is fine (an earlier attempt got further). */

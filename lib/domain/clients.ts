@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { GetCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
+import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { CLIENT_SK, keys } from "../db/keys.ts";
 import {
   homeDb,
@@ -18,7 +19,6 @@ import {
 } from "../db/store.ts";
 import { badRequest, forbidden, notFound } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
-import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { deleteCustomer, provisionCustomer } from "./payments.ts";
 import { type ClientAction, can, minimumRoleFor } from "./roles.ts";

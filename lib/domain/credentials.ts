@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import {
   type Item,
@@ -20,7 +21,6 @@ import { credentialHeaderNames } from "../vault/apply-credential.ts";
 import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import { parseCredentialSecret } from "../vault/secret-schemas.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys } from "../db/keys.ts";
 import { homeDb, type Item, isConditionalCheckFailure, nowIso, nowSeconds, tableName } from "../db/store.ts";
 import { badRequest, HttpError } from "../http/errors.ts";
@@ -24,7 +25,6 @@ import {
   OAuthError,
 } from "../vault/oauth2.ts";
 import type { OAuth2Secret } from "../vault/secret-schemas.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { getInRegion, regionalDb } from "./regional.ts";
 
 export const OAUTH_STATE_TTL_SECONDS = 15 * 60;

@@ -8,13 +8,13 @@
 import { randomUUID } from "node:crypto";
 import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, tableName, transactionCancellationCodes, withoutInternals } from "../db/store.ts";
 import { badRequest, conflict, HttpError, notFound, validationFailed } from "../http/errors.ts";
 import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
 import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
 import { deleteProxyCascade } from "./cascade.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,

@@ -1,12 +1,12 @@
 /** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
 import { randomUUID } from "node:crypto";
 import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, isConditionalCheckFailure, nowIso, tableName, withoutInternals } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,

@@ -9,7 +9,7 @@ export interface FunctionGroup {
   /** kebab-case name; the entry point is functions/<name>.ts exporting `handler`. */
   name: string;
   /** Table access this group needs: the home region's table only, or every region's table too. */
-  tables: "home-read" | "home-write" | "all-regions-write";
+  tables: "home-read" | "home-write" | "all-regions-read" | "all-regions-write";
   /** Whether the group sends e-mail through SES. */
   sendsEmail?: boolean;
   /** Whether the group talks to the payment processor. */
@@ -30,6 +30,7 @@ export const FUNCTION_GROUPS = {
   targets: { name: "targets", tables: "all-regions-write" },
   proxies: { name: "proxies", tables: "all-regions-write" },
   rules: { name: "rules", tables: "all-regions-write" },
+  requests: { name: "requests", tables: "all-regions-read" },
   webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
 } as const satisfies Record<string, FunctionGroup>;
 
@@ -131,6 +132,9 @@ export const CORE_API_ROUTES: readonly RouteDefinition[] = [
   route("GET", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
   route("PUT", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
   route("DELETE", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
+  // 4.11 Request logs (read-only)
+  route("GET", "/api/clients/{clientId}/proxies/{proxyId}/requests", "requests"),
+  route("GET", "/api/clients/{clientId}/proxies/{proxyId}/requests/{requestId}", "requests"),
   // 4.8 Rules, on each of the three parents
   ...(["credentials/{credentialId}", "proxies/{proxyId}", "targets/{targetId}"] as const).flatMap(
     (parent) => [

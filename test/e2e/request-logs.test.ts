@@ -138,7 +138,11 @@ describe("listing request logs", () => {
 
     const response = await owner.api.get(listPath(proxy));
     expect(response.status, JSON.stringify(response.body)).toBe(200);
-    expect(response.body).toMatchObject({ message: expect.any(String), totalRequests: 3, limitReached: false });
+    expect(response.body).toMatchObject({
+      message: expect.any(String),
+      totalRequests: 3,
+      limitReached: false,
+    });
     const ids = response.body.requests.map((r: any) => r.sKey);
     expect(ids).toEqual(written.map((w) => w.requestId).reverse());
     expect(ids).not.toContain(expired.requestId);
@@ -371,7 +375,9 @@ describe("roles and tenant isolation", () => {
     }
     // The intruder's own proxy with the same request id in its path is simply empty.
     const own = await makeProxy(US, intruder, ownClient);
-    const response = await intruder.api.get(`/api/clients/${ownClient}/proxies/${own.proxyId}/requests/${requestId}`);
+    const response = await intruder.api.get(
+      `/api/clients/${ownClient}/proxies/${own.proxyId}/requests/${requestId}`,
+    );
     expect(response.status).toBe(404);
     expect(response.body).toEqual({ message: "Request not found" });
   });

@@ -252,9 +252,7 @@ describe("redaction", () => {
     expect(headers["X-Refresh-Token"]).toBe(REDACTED);
     expect(headers.Location).toBe("/next?id=1&token=%5Bredacted%5D");
     expect(headers["Content-Type"]).toBe("text/plain");
-    expect((item.targetData as any).location).toBe(
-      "https://api.example.test/next?id=1&token=%5Bredacted%5D",
-    );
+    expect((item.targetData as any).location).toBe("https://api.example.test/next?id=1&token=%5Bredacted%5D");
   });
 
   it("replaces sensitive query parameters, including the extra names", () => {
@@ -276,7 +274,14 @@ describe("redaction", () => {
   });
 
   it("recognises sensitive names case-insensitively", () => {
-    for (const name of ["AUTHORIZATION", "set-cookie", "x-API-key", "Api_Key", "X-Amz-Security-Token", "password"])
+    for (const name of [
+      "AUTHORIZATION",
+      "set-cookie",
+      "x-API-key",
+      "Api_Key",
+      "X-Amz-Security-Token",
+      "password",
+    ])
       expect(isSensitiveHeader(name), name).toBe(true);
     for (const name of ["content-type", "accept", "x-request-id", "user-agent"])
       expect(isSensitiveHeader(name), name).toBe(false);
@@ -362,7 +367,9 @@ describe("bodies and caps", () => {
 
   it("stays far below DynamoDB's 400 KB item limit for huge inputs", () => {
     const huge = "x".repeat(2_000_000);
-    const hugeMap = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`n${i}${huge.slice(0, 300)}`, huge]));
+    const hugeMap = Object.fromEntries(
+      Array.from({ length: 5000 }, (_, i) => [`n${i}${huge.slice(0, 300)}`, huge]),
+    );
     const item = buildRequestLogItem(
       input({
         stage: huge,
@@ -466,9 +473,9 @@ describe("request ids and time ranges", () => {
     expect(
       fields({ processedAfter: "2025-02-01T00:00:00Z", processedBefore: "2025-01-01T00:00:00Z" }),
     ).toEqual(["processedAfter"]);
-    expect(fields({ processedAfter: "2025-01-01T00:00:00Z", processedBefore: "2025-01-01T00:00:00Z" })).toEqual(
-      [],
-    );
+    expect(
+      fields({ processedAfter: "2025-01-01T00:00:00Z", processedBefore: "2025-01-01T00:00:00Z" }),
+    ).toEqual([]);
   });
 
   it("turns the range into sort-key bounds", () => {

@@ -1,0 +1,404 @@
+/**
+ * The data plane (spec 4.13) over real HTTP: caller -> local data plane (the regional function
+ * URL handler) -> a real target server on loopback, with proxies configured through the Core API.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { keys } from "#lib/db/keys.ts";
+import { setClientBillingStatus } from "../../cli/client-plan.ts";
+import {
+  createClientFor,
+  startTestStack,
+  storedItem,
+  type TestStack,
+  type TestUser,
+} from "../support/stack.ts";
+
+const US = "us-east-1";
+const EU = "eu-west-1";
+
+interface Received {
+  method: string;
+  url: string;
+  headers: IncomingMessage["headers"];
+  body: Buffer;
+}
+
+let stack: TestStack;
+let owner: TestUser;
+let clientId: string;
+let target: Server;
+let targetBase: string;
+const received: Received[] = [];
+const secrets = new Set<string>();
+
+const secret = (label: string) => {
+  const value = `${label}-${randomUUID()}`;
+  secrets.add(value);
+  return value;
+};
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  target = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      received.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      const path = (req.url ?? "").split("?")[0];
+      if (path?.endsWith("/binary")) {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        return res.end(body.length ? body : Buffer.from([0, 1, 2, 255, 254, 253]));
+      }
+      if (path?.endsWith("/huge")) {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        return res.end(Buffer.alloc(6 * 1024 * 1024 + 10, 7));
+      }
+      if (path?.endsWith("/slow")) return; // never answers
+      if (path?.endsWith("/status/418")) {
+        res.writeHead(418, { "content-type": "text/plain" });
+        return res.end("teapot");
+      }
+      if (path?.endsWith("/unauthorized")) {
+        res.writeHead(401, { "content-type": "application/json" });
+        return res.end("{}");
+      }
+      res.writeHead(200, { "content-type": "application/json", "x-target": "yes", connection: "close" });
+      res.end(JSON.stringify({ ok: true, path: req.url }));
+    });
+  });
+  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+  targetBase = `http://127.0.0.1:${(target.address() as AddressInfo).port}/base`;
+});
+afterAll(async () => {
+  target?.closeAllConnections();
+  await new Promise((resolve) => target?.close(resolve));
+  await stack?.stop();
+});
+beforeEach(async () => {
+  owner = await stack.newUser();
+  clientId = await createClientFor(owner, "Data Plane Co");
+  received.length = 0;
+});
+
+const api = () => `/api/clients/${clientId}`;
+
+async function created(response: Promise<{ status: number; body: any }>, key: string) {
+  const result = await response;
+  expect(result.status, JSON.stringify(result.body)).toBe(201);
+  return result.body[key][0];
+}
+
+interface Setup {
+  proxyId: string;
+  url: string;
+  key: string;
+  upstream: string;
+  proxyCredentialId: string;
+  targetId: string;
+}
+
+async function setup(
+  options: {
+    region?: string;
+    proxy?: Record<string, unknown>;
+    proxySecret?: Record<string, unknown>;
+    proxyAuthType?: string;
+    singleUse?: boolean;
+    baseUrl?: string;
+  } = {},
+): Promise<Setup> {
+  const region = options.region ?? US;
+  const key = secret("caller-key");
+  const upstream = secret("upstream-token");
+  const [proxyCredential, targetCredential, theTarget] = await Promise.all([
+    created(
+      owner.api.post(`${api()}/credentials`, {
+        credentialName: "caller",
+        credentialType: "proxy",
+        authType: options.proxyAuthType ?? "apiKey",
+        region,
+        singleUse: options.singleUse,
+        secret: options.proxySecret ?? { keyName: "x-api-key", keyValue: key },
+      }),
+      "credentials",
+    ),
+    created(
+      owner.api.post(`${api()}/credentials`, {
+        credentialName: "upstream",
+        credentialType: "target",
+        authType: "bearer",
+        region,
+        secret: { token: upstream },
+      }),
+      "credentials",
+    ),
+    created(
+      owner.api.post(`${api()}/targets`, {
+        targetName: "echo",
+        targetRegion: region,
+        targetBaseURL: options.baseUrl ?? targetBase,
+        targetTestPath: "/health",
+      }),
+      "targets",
+    ),
+  ]);
+  const proxy = await created(
+    owner.api.post(`${api()}/proxies`, {
+      proxyName: "main",
+      proxyRegion: region,
+      proxyProxyCredentialId: proxyCredential.credentialId,
+      proxyTargetId: theTarget.targetId,
+      proxyTargetCredentialId: targetCredential.credentialId,
+      ...options.proxy,
+    }),
+    "proxies",
+  );
+  return {
+    proxyId: proxy.proxyId,
+    url: `${stack.regions[region]}/api/${proxy.proxyId}`,
+    key,
+    upstream,
+    proxyCredentialId: proxyCredential.credentialId,
+    targetId: theTarget.targetId,
+  };
+}
+
+async function call(url: string, init: RequestInit = {}) {
+  const response = await fetch(url, init);
+  const body = Buffer.from(await response.arrayBuffer());
+  return { status: response.status, headers: response.headers, body, text: body.toString("utf8") };
+}
+
+const withKey = (key: string, headers: Record<string, string> = {}) => ({ "x-api-key": key, ...headers });
+
+describe("forwarding", () => {
+  it("forwards method, path and query unchanged, replaces Authorization, keeps headers, adds X-Forwarded-For", async () => {
+    const s = await setup({
+      proxy: {
+        proxyAdditionalHeaders: { "X-Team": "payments" },
+        proxyAdditionalQueryParams: { tenant: "acme" },
+      },
+    });
+    const response = await call(`${s.url}/v1/items?b=2&a=1&a=3&sp=a%20b`, {
+      method: "POST",
+      headers: withKey(s.key, {
+        authorization: "Bearer caller-junk",
+        "content-type": "application/json",
+        accept: "application/json",
+        "user-agent": "test-agent/1.0",
+        "x-custom": "kept",
+        connection: "keep-alive",
+      }),
+      body: JSON.stringify({ hello: "world" }),
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+    expect(response.headers.get("service-proxy-message")).toEqual(expect.any(String));
+    expect(response.headers.get("x-target")).toBe("yes");
+    expect(received).toHaveLength(1);
+    const got = received[0]!;
+    expect(got.method).toBe("POST");
+    expect(got.url).toBe("/base/v1/items?b=2&a=1&a=3&sp=a%20b&tenant=acme");
+    expect(got.headers.host).toBe(new URL(targetBase).host);
+    expect(got.headers.authorization).toBe(`Bearer ${s.upstream}`);
+    expect(got.headers["content-type"]).toBe("application/json");
+    expect(got.headers.accept).toBe("application/json");
+    expect(got.headers["user-agent"]).toBe("test-agent/1.0");
+    expect(got.headers["x-custom"]).toBe("kept");
+    expect(got.headers["x-team"]).toBe("payments");
+    expect(got.headers["x-forwarded-for"]).toMatch(/^(127\.0\.0\.1|::1)$/);
+    // The caller's own key never reaches the target.
+    expect(got.headers["x-api-key"]).toBeUndefined();
+    expect(JSON.parse(got.body.toString())).toEqual({ hello: "world" });
+  });
+
+  it.each(["GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])("supports %s", async (method) => {
+    const s = await setup();
+    const response = await call(`${s.url}/m`, { method, headers: withKey(s.key) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+    expect(received.at(-1)?.method).toBe(method);
+  });
+
+  it("carries binary bodies byte for byte both ways, and passes the target's 4xx through", async () => {
+    const s = await setup();
+    const payload = randomBytes(256 * 1024);
+    const response = await call(`${s.url}/binary`, {
+      method: "PUT",
+      headers: withKey(s.key, { "content-type": "application/octet-stream" }),
+      body: payload,
+    });
+    expect(response.status).toBe(200);
+    expect(Buffer.compare(received.at(-1)!.body, payload)).toBe(0);
+    expect(Buffer.compare(response.body, payload)).toBe(0);
+
+    const teapot = await call(`${s.url}/status/418`, { headers: withKey(s.key) });
+    expect(teapot.status).toBe(418);
+    expect(teapot.text).toBe("teapot");
+    expect(teapot.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+
+    const refused = await call(`${s.url}/unauthorized`, { headers: withKey(s.key) });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("service-proxy-warning")).toMatch(/target credential/);
+  });
+
+  it("merges proxy additional data into POST JSON bodies only", async () => {
+    const s = await setup({ proxy: { proxyAdditionalData: { source: "gateway" } } });
+    await call(`${s.url}/data`, {
+      method: "POST",
+      headers: withKey(s.key, { "content-type": "application/json" }),
+      body: JSON.stringify({ a: 1 }),
+    });
+    expect(JSON.parse(received.at(-1)!.body.toString())).toEqual({ a: 1, source: "gateway" });
+    await call(`${s.url}/data`, { method: "GET", headers: withKey(s.key) });
+    expect(received.at(-1)!.body.length).toBe(0);
+  });
+});
+
+describe("refusals and errors", () => {
+  it("answers 403 proxy-access-denied for an unknown proxy, a bad or missing key, and an inactive proxy", async () => {
+    const s = await setup();
+    for (const [url, headers] of [
+      [`${stack.regions[US]}/api/${randomUUID()}/x`, withKey(s.key)],
+      [`${s.url}/x`, withKey("wrong")],
+      [`${s.url}/x`, {}],
+      // A proxy lives in one region only.
+      [`${stack.regions[EU]}/api/${s.proxyId}/x`, withKey(s.key)],
+    ] as [string, Record<string, string>][]) {
+      const response = await call(url, { headers });
+      expect(response.status).toBe(403);
+      expect(response.headers.get("service-proxy-code")).toBe("proxy-access-denied");
+      expect(response.headers.get("service-proxy-message")).toEqual(expect.any(String));
+    }
+    const deactivated = await owner.api.put(`${api()}/proxies/${s.proxyId}`, { proxyActive: false });
+    expect(deactivated.status).toBe(200);
+    // Takes effect on the very next request (the warm cache is revalidated by version).
+    const inactive = await call(`${s.url}/x`, { headers: withKey(s.key) });
+    expect(inactive.status).toBe(403);
+    expect(inactive.headers.get("service-proxy-message")).toMatch(/inactive/);
+    expect(received).toHaveLength(0);
+    await owner.api.put(`${api()}/proxies/${s.proxyId}`, { proxyActive: true });
+    expect((await call(`${s.url}/x`, { headers: withKey(s.key) })).status).toBe(200);
+  });
+
+  it("applies a new access rule on the next request, with proxy-access-granted and a clear message", async () => {
+    const s = await setup();
+    expect((await call(`${s.url}/admin/users`, { method: "DELETE", headers: withKey(s.key) })).status).toBe(
+      200,
+    );
+    const rule = await owner.api.post(`${api()}/proxies/${s.proxyId}/rules`, {
+      effect: "deny",
+      priority: 100,
+      methods: ["DELETE"],
+      path: { pattern: "^/admin", presence: "present" },
+    });
+    expect(rule.status).toBe(201);
+    const denied = await call(`${s.url}/admin/users`, { method: "DELETE", headers: withKey(s.key) });
+    expect(denied.status).toBe(403);
+    expect(denied.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+    expect(denied.headers.get("service-proxy-message")).toMatch(/rule/);
+    expect((await call(`${s.url}/admin/users`, { headers: withKey(s.key) })).status).toBe(200);
+    // A target rule and the target's default effect take part too.
+    await owner.api.put(`${api()}/targets/${s.targetId}`, { targetDefaultRuleEffect: "deny" });
+    expect((await call(`${s.url}/public`, { headers: withKey(s.key) })).status).toBe(403);
+    await owner.api.post(`${api()}/targets/${s.targetId}/rules`, {
+      effect: "allow",
+      priority: 1,
+      path: { pattern: "^/public", presence: "present" },
+    });
+    expect((await call(`${s.url}/public`, { headers: withKey(s.key) })).status).toBe(200);
+  });
+
+  it("answers 402 billing-suspended while the client's billing is suspended", async () => {
+    const s = await setup();
+    await setClientBillingStatus(clientId, "suspended");
+    const response = await call(`${s.url}/x`, { headers: withKey(s.key) });
+    expect(response.status).toBe(402);
+    expect(response.headers.get("service-proxy-code")).toBe("billing-suspended");
+    await setClientBillingStatus(clientId, "active");
+    expect((await call(`${s.url}/x`, { headers: withKey(s.key) })).status).toBe(200);
+  });
+
+  it("answers 413 response-too-large above 6 MB, 504 on timeout, 502 when unreachable or not allowed", async () => {
+    const s = await setup({ proxy: { proxyTimeoutSeconds: 1 } });
+    const huge = await call(`${s.url}/huge`, { headers: withKey(s.key) });
+    expect(huge.status).toBe(413);
+    expect(huge.headers.get("service-proxy-code")).toBe("response-too-large");
+    const slow = await call(`${s.url}/slow`, { headers: withKey(s.key) });
+    expect(slow.status).toBe(504);
+    expect(slow.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+
+    const closed = await setup({ baseUrl: "http://127.0.0.1:9/base" });
+    const unreachable = await call(`${closed.url}/x`, { headers: withKey(closed.key) });
+    expect(unreachable.status).toBe(502);
+    expect(unreachable.headers.get("service-proxy-message")).toMatch(/could not be reached/);
+
+    const metadata = await setup({ baseUrl: "http://169.254.169.254/latest" });
+    const blocked = await call(`${metadata.url}/meta-data`, { headers: withKey(metadata.key) });
+    expect(blocked.status).toBe(502);
+    expect(blocked.headers.get("service-proxy-message")).toMatch(/not allowed/);
+  });
+
+  it("enforces the plan's rate limit per proxy credential with 429 and Retry-After", async () => {
+    const s = await setup();
+    const responses = await Promise.all(
+      Array.from({ length: 110 }, () => call(`${s.url}/r`, { headers: withKey(s.key) })),
+    );
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(100);
+    const limited = responses.filter((r) => r.status === 429);
+    expect(limited).toHaveLength(10);
+    expect(Number(limited[0]!.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(limited[0]!.headers.get("service-proxy-code")).toEqual(expect.any(String));
+  }, 60_000);
+
+  it("uses a single-use credential once, even when two requests race, then deletes it and its proxy", async () => {
+    const s = await setup({ singleUse: true });
+    const responses = await Promise.all([
+      call(`${s.url}/once`, { headers: withKey(s.key) }),
+      call(`${s.url}/once`, { headers: withKey(s.key) }),
+      call(`${s.url}/once`, { headers: withKey(s.key) }),
+    ]);
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 403, 403]);
+    expect(received).toHaveLength(1);
+    expect(await storedItem(keys.credential(clientId, s.proxyCredentialId), US)).toBeUndefined();
+    expect((await call(`${s.url}/once`, { headers: withKey(s.key) })).status).toBe(403);
+  });
+});
+
+describe("request logs", () => {
+  it("records every request with the stages it passed, and no secret", async () => {
+    const s = await setup();
+    await call(`${s.url}/logged?q=1`, { headers: withKey(s.key, { cookie: "session=abc" }) });
+    await call(`${s.url}/logged`, { headers: withKey("wrong") });
+    const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
+    expect(list.status).toBe(200);
+    expect(list.body.totalRequests).toBe(2);
+    const [refused, ok] = list.body.requests as any[];
+    expect(ok.proxyData).toMatchObject({ method: "GET", apiPath: "/logged", status: 200 });
+    expect(ok.targetData).toMatchObject({ status: 200 });
+    expect(ok.validationData).toMatchObject({
+      proxyExists: true,
+      proxyActive: true,
+      proxyAuthenticated: true,
+      requestSent: true,
+      responseReceived: true,
+      systemError: false,
+    });
+    expect(ok.processed).toBe(true);
+    expect(refused.proxyData.status).toBe(403);
+    expect(refused.targetData).toBeNull();
+    expect(refused.validationData.proxyAuthenticated).toBe(false);
+    const detail = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests/${ok.sKey}`);
+    expect(detail.status).toBe(200);
+    const record = detail.body.requests[0];
+    expect(record).toMatchObject({ method: "GET", statusCode: 200 });
+    expect(JSON.stringify(detail.body)).not.toContain(s.key);
+    expect(JSON.stringify(detail.body)).not.toContain("session=abc");
+    for (const value of secrets) expect(JSON.stringify(list.body)).not.toContain(value);
+  });
+});
