@@ -50,8 +50,9 @@ export function buildApp(options: BuildAppOptions = {}): GatewayApp {
   for (const region of settings.regions) {
     regionalStacks[region] = new RegionalStack(app, regionalStackName(settings, region), {
       env: { account, region },
-      description: `${settings.appName}: table and KMS key of ${region}`,
+      description: `${settings.appName}: table, KMS key and data plane of ${region}`,
       settings,
+      functionsDir: options.functionsDir,
     });
   }
 

@@ -3,22 +3,37 @@
  * in every configured region (the home region included); the HomeStack reaches these tables by
  * their deterministic ARN (same table name everywhere), so no cross-region export ties the stacks.
  */
-import { RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import type { Construct } from "constructs";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { DataTable } from "../constructs/data-table.ts";
+import { GatewayFunction } from "../constructs/gateway-function.ts";
 
 export interface RegionalStackProps extends StackProps {
   readonly settings: AppSettings;
+  /** Directory of the function entry points (tests use stubs); defaults to functions/. */
+  readonly functionsDir?: string;
 }
+
+/** Above the data plane's 60 s maximum target timeout (spec 8), with room to write the log. */
+export const DATA_PLANE_TIMEOUT = Duration.seconds(75);
+/**
+ * 1024 MB on arm64: Lambda allots CPU in proportion to memory, and TLS to the target, JSON and
+ * AES-GCM are CPU-bound; below 1024 MB the p99 of a proxied request grows with CPU starvation,
+ * above it the added latency no longer falls (docs/data-plane.md). Operators may tune it.
+ */
+export const DATA_PLANE_MEMORY_MB = 1024;
 
 export class RegionalStack extends Stack {
   /** The region's customer-managed key: table encryption and envelope encryption of secrets. */
   readonly key: kms.Key;
   readonly table: dynamodb.Table;
+  readonly dataPlane: GatewayFunction;
+  readonly dataPlaneUrl: lambda.FunctionUrl;
 
   constructor(scope: Construct, id: string, props: RegionalStackProps) {
     super(scope, id, props);
@@ -62,8 +77,36 @@ export class RegionalStack extends Stack {
       encryptionKey: this.key,
     }).table;
 
-    // The regional data plane (the proxy Lambda behind this region's {region_base_url}) is added
-    // here by a later change: a GatewayFunction bound read-only to `this.table`, granted
-    // kms:Decrypt on `this.key` for envelope decryption, and its URL exported as a stack output.
+    // The regional data plane: the proxy Lambda behind this region's {region_base_url}. It reads
+    // and writes only this region's table (configuration, rate windows, request logs, single-use
+    // claims, cached JWKS and refreshed OAuth2 tokens) and uses only this region's key.
+    this.dataPlane = new GatewayFunction(this, "DataPlane", {
+      name: "data-plane",
+      settings,
+      functionsDir: props.functionsDir,
+      description: `${settings.appName} data plane (${this.region})`,
+      timeout: DATA_PLANE_TIMEOUT,
+      memorySize: DATA_PLANE_MEMORY_MB,
+    });
+    this.dataPlane.bindTable(this.table, "RW");
+    this.dataPlane.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ["kms:Decrypt", "kms:GenerateDataKey"],
+        resources: [this.key.keyArn],
+        conditions: {
+          "ForAllValues:StringEquals": { "kms:EncryptionContextKeys": ["clientId", "credentialId"] },
+        },
+      }),
+    );
+    // Callers authenticate with their proxy credential inside the function (spec 5.3), so the
+    // URL itself is public, as API Gateway's would be.
+    this.dataPlaneUrl = this.dataPlane.function.addFunctionUrl({
+      authType: lambda.FunctionUrlAuthType.NONE,
+      invokeMode: lambda.InvokeMode.BUFFERED,
+    });
+    new CfnOutput(this, "DataPlaneUrl", {
+      description: `{region_base_url} of ${this.region}`,
+      value: this.dataPlaneUrl.url,
+    });
   }
 }

@@ -8,7 +8,6 @@
  * target called with the target credential applied.
  */
 import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { v7 as uuidv7 } from "uuid";
 import { dynamo } from "../aws/clients.ts";
 import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
@@ -35,7 +34,7 @@ import { getCustomToken } from "../vault/custom-token.ts";
 import type { AuthType, CustomTokenSecret, ProxySecret, TargetSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import { currentOAuthToken } from "./oauth-tokens.ts";
-import { buildRequestLogItem, type ValidationData } from "./request-log.ts";
+import { buildRequestLogItem, newRequestId, type ValidationData } from "./request-log.ts";
 import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 
 /** Spec 8: responses above 6 MB are refused with 413 response-too-large. */
@@ -299,7 +298,7 @@ export function createDataPlane(region: string) {
     const receivedAt = Date.now();
     const match = /^\/api\/([^/]+)(\/.*)?$/.exec(request.path);
     const trace: Trace = {
-      requestId: uuidv7(),
+      requestId: newRequestId(receivedAt),
       receivedAt,
       proxyId: match?.[1] ?? "",
       apiPath: match?.[2] ?? "/",

@@ -151,8 +151,9 @@ describe("HomeStack", () => {
     });
 
     const expectedTables = (tables: FunctionGroup["tables"]) =>
-      tables === "all-regions-write" ? regions.map((r) => tableArn(r)) : [tableArn(homeRegion)];
-    const expectedActions = (tables: FunctionGroup["tables"]) => (tables === "home-read" ? read : readWrite);
+      tables.startsWith("all-regions") ? regions.map((r) => tableArn(r)) : [tableArn(homeRegion)];
+    const expectedActions = (tables: FunctionGroup["tables"]) =>
+      tables.endsWith("-read") ? read : readWrite;
 
     it.each(Object.entries(FUNCTION_GROUPS))("%s gets exactly its manifest access", (key, group) => {
       const fn = home.groupFunctions[key as FunctionGroupName];

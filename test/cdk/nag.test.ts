@@ -95,6 +95,7 @@ describe("cdk-nag AwsSolutions", () => {
           `^AwsSolutions-IAM5\\[Resource::arn:aws:dynamodb:[a-z0-9-]+:<AWS::AccountId>:table/${appName}/index/\\*\\]$`,
         ),
         /^AwsSolutions-IAM5\[Resource::arn:aws:kms:[a-z0-9-]+:<AWS::AccountId>:key\/\*\]$/,
+        /^AwsSolutions-IAM5\[Resource::<DataTable[A-F0-9]+\.Arn>\/index\/\*\]$/,
         /^AwsSolutions-COG4$/,
         /^AwsSolutions-APIG4$/,
         /^AwsSolutions-APIG3$/,

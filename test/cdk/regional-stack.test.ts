@@ -8,7 +8,7 @@ import {
   STREAM_VIEW_TYPE,
   TTL_ATTRIBUTE,
 } from "../../lib/infra/table-definition.ts";
-import { buildTestApp, CDK_CONTEXT, logicalId, Template } from "./helpers.ts";
+import { buildTestApp, CDK_CONTEXT, logicalId, statementsOf, Template } from "./helpers.ts";
 
 const built = buildTestApp();
 const regions = CDK_CONTEXT.regions as string[];
@@ -131,5 +131,50 @@ describe.each(regions)("RegionalStack %s", (region) => {
     for (const statement of statements.filter((s) => s !== viaDynamoDb)) {
       expect(JSON.stringify(statement.Principal)).toContain(":root");
     }
+  });
+
+  describe("data plane", () => {
+    const fnId = logicalId(stack.dataPlane.function);
+    const fn = template.findResources("AWS::Lambda::Function")[fnId];
+
+    it("is a Node.js arm64 function with a timeout above the 60 s target maximum and measured memory", () => {
+      expect(fn?.Properties).toMatchObject({
+        Architectures: ["arm64"],
+        Runtime: expect.stringMatching(/^nodejs\d+\.x$/),
+        MemorySize: 1024,
+      });
+      expect(fn?.Properties.Timeout).toBeGreaterThan(60);
+      expect(fn?.Properties.Environment.Variables).toMatchObject({
+        TABLE_NAME: appName,
+        KMS_KEY_ALIAS: `alias/${appName}`,
+      });
+    });
+
+    it("is reachable at a public function URL (callers authenticate with their proxy credential), exported", () => {
+      template.hasResourceProperties("AWS::Lambda::Url", {
+        AuthType: "NONE",
+        InvokeMode: "BUFFERED",
+        TargetFunctionArn: { "Fn::GetAtt": [fnId, "Arn"] },
+      });
+      expect(Object.keys(template.findOutputs("DataPlaneUrl"))).toHaveLength(1);
+    });
+
+    it("reads and writes only this region's table and uses only this region's key", () => {
+      const statements = statementsOf(template, stack.dataPlane);
+      const dynamo = statements.filter((st) => st.Action.some((a) => a.startsWith("dynamodb:")));
+      expect(dynamo).toHaveLength(1);
+      expect(dynamo[0]!.Resource.sort()).toEqual([`<${tableId}.Arn>`, `<${tableId}.Arn>/index/*`].sort());
+      expect(dynamo[0]!.Action).not.toContain("dynamodb:Scan");
+      const kms = statements.filter((st) => st.Action.some((a) => a.startsWith("kms:")));
+      expect(kms).toHaveLength(1);
+      expect([...kms[0]!.Action].sort()).toEqual(["kms:Decrypt", "kms:GenerateDataKey"]);
+      expect(kms[0]!.Resource).toEqual([`<${keyId}.Arn>`]);
+      for (const st of statements) {
+        for (const resource of st.Resource) {
+          expect(resource).not.toMatch(/arn:aws:dynamodb:(?!<)/);
+          for (const other of regions.filter((r) => r !== region)) expect(resource).not.toContain(other);
+        }
+      }
+    });
   });
 });
