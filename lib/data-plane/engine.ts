@@ -133,6 +133,27 @@ function targetUrl(base: string, apiPath: string, rawQuery: string): URL {
   return url;
 }
 
+/**
+ * Removes the pairs named `names` (the caller's query key) from the target URL. Every other pair
+ * keeps its exact encoding: `url.searchParams.delete` would re-serialize the whole query
+ * (`%20` -> `+`), and the caller's query is passed to the target unchanged (spec 4.13).
+ */
+function removeQueryParams(url: URL, names: string[]): void {
+  if (names.length === 0 || url.search.length <= 1) return;
+  const drop = new Set(names);
+  const nameOf = (pair: string) => {
+    const raw = pair.split("=", 1)[0] ?? "";
+    try {
+      return decodeURIComponent(raw.replaceAll("+", " "));
+    } catch {
+      return raw;
+    }
+  };
+  const pairs = url.search.slice(1).split("&");
+  const kept = pairs.filter((pair) => !drop.has(nameOf(pair)));
+  if (kept.length !== pairs.length) url.search = kept.join("&");
+}
+
 /** The target credential's current dynamic token (customToken, oauth2), when it needs one. */
 async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefined> {
   const credential = runtime.targetCredential!;
@@ -465,8 +486,7 @@ export function createDataPlane(region: string) {
         serviceResponse(502, { code: "proxy-access-granted", message: "The target URL is invalid" }),
       );
     }
-    for (const name of credentialQueryParamNames(authType as AuthType, proxyCredential.secret as never))
-      url.searchParams.delete(name);
+    removeQueryParams(url, credentialQueryParamNames(authType as AuthType, proxyCredential.secret as never));
     let outgoing: OutgoingRequest = {
       method: request.method,
       url,
