@@ -165,3 +165,29 @@ export function withoutInternals(item: Item, extra: readonly string[] = []): Ite
   const hidden = new Set(["pKey", "sKey", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "entity", ...extra]);
   return Object.fromEntries(Object.entries(item).filter(([k]) => !hidden.has(k)));
 }
+
+/**
+ * `SET` clauses for the defined entries of `fields` (placeholders #f0/:v0...), plus `extraSets`
+ * (which may use their own `:name` values, given in `extraValues`).
+ */
+export function setExpression(
+  fields: Record<string, unknown>,
+  extraSets: string[] = [],
+  extraValues: Record<string, unknown> = {},
+) {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ...extraValues };
+  const sets = [...extraSets];
+  Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .forEach(([field, value], index) => {
+      names[`#f${index}`] = field;
+      values[`:v${index}`] = value;
+      sets.push(`#f${index} = :v${index}`);
+    });
+  return {
+    UpdateExpression: `SET ${sets.join(", ")}`,
+    ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+    ExpressionAttributeValues: values,
+  };
+}

@@ -4,17 +4,10 @@
  * the credential's region; no response ever carries it and only metadata can change afterwards.
  */
 import { randomUUID } from "node:crypto";
-import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
-import {
-  type Item,
-  isConditionalCheckFailure,
-  nowIso,
-  nowSeconds,
-  tableName,
-  withoutInternals,
-} from "../db/store.ts";
+import { type Item, nowIso, nowSeconds, tableName, withoutInternals } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateCredentialInput } from "../http/resource-schemas.ts";
 import { credentialHeaderNames } from "../vault/apply-credential.ts";
@@ -30,6 +23,7 @@ import {
   MAX_RESOURCES_PER_REGION,
   regionalDb,
   requireConfiguredRegion,
+  updateRegionalItem,
 } from "./regional.ts";
 
 export const CREDENTIAL_NOT_FOUND = "Credential not found";
@@ -138,33 +132,15 @@ export async function updateCredential(
 ) {
   await authorizeClient(clientId, userId, "manage");
   const { region } = await requireCredential(clientId, credentialId);
-  const changes = Object.entries(input).filter(([, value]) => value !== undefined);
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ":now": nowIso() };
-  const sets = ["credentialUpdatedAt = :now"];
-  changes.forEach(([field, value], index) => {
-    names[`#f${index}`] = field;
-    values[`:v${index}`] = value;
-    sets.push(`#f${index} = :v${index}`);
-  });
-  try {
-    const result = await regionalDb(region).send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.credential(clientId, credentialId),
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
-        ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
-        ExpressionAttributeValues: values,
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    await bumpConfigVersion(region, clientId);
-    return toApiCredential(result.Attributes as Item);
-  } catch (error) {
-    if (isConditionalCheckFailure(error)) throw notFound(CREDENTIAL_NOT_FOUND);
-    throw error;
-  }
+  const item = await updateRegionalItem(
+    region,
+    clientId,
+    keys.credential(clientId, credentialId),
+    input,
+    "credentialUpdatedAt",
+    CREDENTIAL_NOT_FOUND,
+  );
+  return toApiCredential(item);
 }
 
 /**

@@ -131,7 +131,7 @@ export async function completeAuthorization(query: CallbackQuery): Promise<Item>
   const region = String(state.region);
   const key = keys.credential(clientId, credentialId);
   const credential = await getInRegion(region, key);
-  if (!credential || credential.credentialTemporary !== true || credential.deletingAt)
+  if (credential?.credentialTemporary !== true || credential.deletingAt)
     throw badRequest("The credential of this authorization no longer waits for it");
 
   const context = { region, clientId, credentialId };

@@ -110,7 +110,7 @@ const aliasLock = (clientId: string, alias: string, proxyId: string) => ({
 function explainCancellation(error: unknown, links: [LinkField, string][], aliasIndex: number | undefined) {
   const codes = transactionCancellationCodes(error);
   if (!codes) return error;
-  const failed = codes.findIndex((code) => code === "ConditionalCheckFailed");
+  const failed = codes.indexOf("ConditionalCheckFailed");
   if (failed >= 0 && failed < links.length)
     return validationFailed([{ field: links[failed]![0], problem: "was deleted or is being deleted" }]);
   if (aliasIndex !== undefined && codes[aliasIndex] === "ConditionalCheckFailed")

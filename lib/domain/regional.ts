@@ -7,12 +7,21 @@
  * once (one GetItem each, in parallel) and a list queries each region's client partition. That
  * keeps no cross-region index to drift out of step (DynamoDB transactions are single-region).
  */
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys } from "../db/keys.ts";
-import { type Item, isExpired, queryPartition, tableName } from "../db/store.ts";
-import { validationFailed } from "../http/errors.ts";
+import {
+  type Item,
+  isConditionalCheckFailure,
+  isExpired,
+  nowIso,
+  queryPartition,
+  setExpression,
+  tableName,
+} from "../db/store.ts";
+import { notFound, validationFailed } from "../http/errors.ts";
 
 /** Bound on each kind of regional resource per client and region (every list stays bounded). */
 export const MAX_RESOURCES_PER_REGION = 500;
@@ -81,4 +90,34 @@ export function byCreatedDesc(createdAttr: string, idAttr: string) {
   return (a: Item, b: Item) =>
     String(b[createdAttr] ?? "").localeCompare(String(a[createdAttr] ?? "")) ||
     String(a[idAttr]).localeCompare(String(b[idAttr]));
+}
+
+/**
+ * Change metadata fields of a credential or target (not being deleted), stamp `updatedAttr`, and
+ * bump the client's configuration version for the data plane. 404 `notFoundMessage` if absent.
+ */
+export async function updateRegionalItem(
+  region: string,
+  clientId: string,
+  key: { pKey: string; sKey: string },
+  fields: Record<string, unknown>,
+  updatedAttr: string,
+  notFoundMessage: string,
+): Promise<Item> {
+  try {
+    const result = await regionalDb(region).send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        ...setExpression(fields, [`${updatedAttr} = :now`], { ":now": nowIso() }),
+        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    await bumpConfigVersion(region, clientId);
+    return result.Attributes as Item;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw notFound(notFoundMessage);
+    throw error;
+  }
 }

@@ -1,9 +1,9 @@
 /** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
 import { randomUUID } from "node:crypto";
-import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
-import { type Item, isConditionalCheckFailure, nowIso, tableName, withoutInternals } from "../db/store.ts";
+import { type Item, nowIso, tableName, withoutInternals } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
@@ -16,6 +16,7 @@ import {
   MAX_RESOURCES_PER_REGION,
   regionalDb,
   requireConfiguredRegion,
+  updateRegionalItem,
 } from "./regional.ts";
 
 export const TARGET_NOT_FOUND = "Target not found";
@@ -86,33 +87,15 @@ export async function updateTarget(
 ) {
   await authorizeClient(clientId, userId, "manage");
   const { region } = await requireTarget(clientId, targetId);
-  const changes = Object.entries(input).filter(([, value]) => value !== undefined);
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ":now": nowIso() };
-  const sets = ["targetUpdatedAt = :now"];
-  changes.forEach(([field, value], index) => {
-    names[`#f${index}`] = field;
-    values[`:v${index}`] = value;
-    sets.push(`#f${index} = :v${index}`);
-  });
-  try {
-    const result = await regionalDb(region).send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.target(clientId, targetId),
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
-        ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
-        ExpressionAttributeValues: values,
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    await bumpConfigVersion(region, clientId);
-    return toApiTarget(result.Attributes as Item);
-  } catch (error) {
-    if (isConditionalCheckFailure(error)) throw notFound(TARGET_NOT_FOUND);
-    throw error;
-  }
+  const item = await updateRegionalItem(
+    region,
+    clientId,
+    keys.target(clientId, targetId),
+    input,
+    "targetUpdatedAt",
+    TARGET_NOT_FOUND,
+  );
+  return toApiTarget(item);
 }
 
 /**

@@ -337,11 +337,22 @@ describe("refusals and errors", () => {
     expect(unreachable.status).toBe(502);
     expect(unreachable.headers.get("service-proxy-message")).toMatch(/could not be reached/);
 
-    const metadata = await setup({ baseUrl: "http://169.254.169.254/latest" });
-    const blocked = await call(`${metadata.url}/meta-data`, { headers: withKey(metadata.key) });
-    expect(blocked.status).toBe(502);
-    expect(blocked.headers.get("service-proxy-message")).toMatch(/not allowed/);
-  });
+    // SSRF: metadata (also decimal-encoded and IPv4-mapped IPv6) and private ranges are refused
+    // before any connection; loopback is allowed only because the local stack allows it.
+    for (const baseUrl of [
+      "http://169.254.169.254/latest",
+      "http://2852039166/latest",
+      "http://[::ffff:169.254.169.254]/latest",
+      "http://10.0.0.1/internal",
+      "http://192.168.1.1/router",
+    ]) {
+      const blockedSetup = await setup({ baseUrl });
+      const blocked = await call(`${blockedSetup.url}/meta-data`, { headers: withKey(blockedSetup.key) });
+      expect(blocked.status, baseUrl).toBe(502);
+      expect(blocked.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+      expect(blocked.headers.get("service-proxy-message")).toMatch(/not allowed/);
+    }
+  }, 60_000);
 
   it("enforces the plan's rate limit per proxy credential with 429 and Retry-After", async () => {
     const s = await setup();
