@@ -13,8 +13,9 @@
  * See docs/outbound-requests.md.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { type ClientRequest, Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { Agent, type Dispatcher, request as undiciRequest } from "undici";
 import { isBlockedAddress, parseHostLiteral } from "./address-policy.ts";
 
 export interface OutboundPolicy {

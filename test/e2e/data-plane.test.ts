@@ -356,16 +356,21 @@ describe("refusals and errors", () => {
 
   it("enforces the plan's rate limit per proxy credential with 429 and Retry-After", async () => {
     const s = await setup();
+    // Counting is per fixed one-minute window: start the burst early enough to end inside one.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 30_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+    const windowBefore = Math.floor(Date.now() / 60_000);
     const responses = await Promise.all(
       Array.from({ length: 110 }, () => call(`${s.url}/r`, { headers: withKey(s.key) })),
     );
+    expect(Math.floor(Date.now() / 60_000), "the burst must end inside one window").toBe(windowBefore);
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(100);
     const limited = responses.filter((r) => r.status === 429);
     expect(limited).toHaveLength(10);
     expect(Number(limited[0]!.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(limited[0]!.headers.get("service-proxy-code")).toEqual(expect.any(String));
-  }, 60_000);
+  }, 90_000);
 
   it("uses a single-use credential once, even when two requests race, then deletes it and its proxy", async () => {
     const s = await setup({ singleUse: true });
