@@ -76,8 +76,14 @@ interface Entry {
   maxAgeMs?: number;
   /** Start of the last fetch attempt (successful or not) in this process. */
   lastAttemptAt?: number;
+  /** Start of the last fetch made because a token named a kid the set did not have. */
+  lastMissFetchAt?: number;
   inFlight?: Promise<boolean>;
 }
+
+/** The last attempt succeeded (the key set is from it). */
+const fetchedSince = (entry: Entry) =>
+  entry.fetchedAt !== undefined && entry.lastAttemptAt !== undefined && entry.fetchedAt >= entry.lastAttemptAt;
 
 class JwksFetchError extends Error {
   override name = "JwksFetchError";
@@ -212,12 +218,16 @@ export class JwksCache {
     const found = await this.select(entry, header);
     if (found !== "no-match" || fetchedNow) return found === "no-match" ? undefined : found;
 
-    // Unknown kid (or no key of the type): maybe the issuer rotated its keys. One refetch per
-    // cooldown; concurrent callers join the fetch already under way.
+    // Unknown kid (or no key of the type): maybe the issuer rotated its keys, so refetch at once;
+    // but at most one such refetch per cooldown (a flood of invented kids makes one fetch), none
+    // while a failed attempt is recent, and concurrent callers join the fetch under way.
     let refetched: boolean;
     if (entry.inFlight) refetched = await entry.inFlight;
-    else if (this.coolingDown(entry)) return undefined;
-    else refetched = await this.refresh(credentialId, jwksUri, entry);
+    else if (this.missCoolingDown(entry) || (this.coolingDown(entry) && !fetchedSince(entry))) return undefined;
+    else {
+      entry.lastMissFetchAt = this.now();
+      refetched = await this.refresh(credentialId, jwksUri, entry);
+    }
     if (!refetched) return failOpen ? undefined : "unreachable";
     const again = await this.select(entry, header);
     return again === "no-match" ? undefined : again;
@@ -230,6 +240,10 @@ export class JwksCache {
         ? policy.refreshHintSeconds * 1000
         : (entry.maxAgeMs ?? this.defaultTtlMs);
     return this.now() - entry.fetchedAt >= ttl;
+  }
+
+  private missCoolingDown(entry: Entry): boolean {
+    return entry.lastMissFetchAt !== undefined && this.now() - entry.lastMissFetchAt < this.cooldownMs;
   }
 
   private coolingDown(entry: Entry): boolean {

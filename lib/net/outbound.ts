@@ -13,7 +13,12 @@
  * See docs/outbound-requests.md.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
-import { type ClientRequest, Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import {
+  type ClientRequest,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+} from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { isBlockedAddress, parseHostLiteral } from "./address-policy.ts";
@@ -118,28 +123,51 @@ function guardedLookup(policy: OutboundPolicy): LookupFunction {
   };
 }
 
-const agents = new Map<string, Agent>();
-
-/** One keep-alive Agent per policy for the life of the process (Lambda container). */
-function agentFor(policy: OutboundPolicy): Agent {
-  const key = `${policy.allowPrivate}:${policy.allowLoopback}`;
-  let agent = agents.get(key);
-  if (!agent) {
-    agent = new Agent({
-      keepAliveTimeout: 10_000,
-      connections: 64,
-      connect: { lookup: guardedLookup(policy), timeout: 10_000 },
-    });
-    agents.set(key, agent);
-  }
-  return agent;
+/** The keep-alive agents of one policy: one for http:, one for https:. */
+interface PolicyAgents {
+  http: HttpAgent;
+  https: HttpsAgent;
+  /** Exchanges in progress on these agents; `closeOutboundAgents` lets them finish. */
+  active: Set<Promise<unknown>>;
 }
 
-/** Closes the cached agents (tests, graceful shutdown). */
+const agents = new Map<string, PolicyAgents>();
+
+/** Idle keep-alive sockets are closed after this (or sooner when the server says so). */
+const KEEP_ALIVE_TIMEOUT_MS = 10_000;
+/** Deadline for establishing a connection (TCP and TLS). */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** One pair of keep-alive agents per policy for the life of the process (Lambda container). */
+function agentsFor(policy: OutboundPolicy): PolicyAgents {
+  const key = `${policy.allowPrivate}:${policy.allowLoopback}`;
+  let entry = agents.get(key);
+  if (!entry) {
+    // `lookup` reaches net.connect / tls.connect through the agent's options; literal IP hosts
+    // skip it (they were judged by checkUrl).
+    const options = {
+      keepAlive: true,
+      maxSockets: 64,
+      timeout: KEEP_ALIVE_TIMEOUT_MS,
+      lookup: guardedLookup(policy),
+    };
+    entry = { http: new HttpAgent(options), https: new HttpsAgent(options), active: new Set() };
+    agents.set(key, entry);
+  }
+  return entry;
+}
+
+/** Closes the cached agents (tests, graceful shutdown): exchanges in progress finish first. */
 export async function closeOutboundAgents(): Promise<void> {
   const all = [...agents.values()];
   agents.clear();
-  await Promise.all(all.map((agent) => agent.close()));
+  await Promise.all(
+    all.map(async (entry) => {
+      await Promise.allSettled([...entry.active]);
+      entry.http.destroy();
+      entry.https.destroy();
+    }),
+  );
 }
 
 /** Parses and checks a URL before any connection: scheme and literal IP host. */
@@ -182,36 +210,126 @@ function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current; depth++) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code;
+    if (typeof code === "string") return code;
     current = (current as { cause?: unknown }).cause;
   }
-  return (error as { code?: string } | undefined)?.code;
+  return undefined;
 }
 
-function normaliseHeaders(headers: Dispatcher.ResponseData["headers"]): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined) out[name] = value;
+function codedError(message: string, code: string): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(message);
+  error.code = code;
+  return error;
+}
+
+/** Response headers with lower-case names: a repeated header is an array, any other a string. */
+function responseHeaders(res: IncomingMessage): Record<string, string | string[]> {
+  const out = new Map<string, string | string[]>();
+  const raw = res.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    const previous = out.get(name);
+    if (previous === undefined) out.set(name, value);
+    else if (typeof previous === "string") out.set(name, [previous, value]);
+    else previous.push(value);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const CREDENTIAL_HEADERS = new Set(["authorization", "cookie", "proxy-authorization"]);
 const BODY_HEADERS = new Set(["content-type", "content-length", "content-encoding", "transfer-encoding"]);
+/** Request headers that would change the framing or the connection: refused. */
+const REFUSED_HEADERS = new Set(["transfer-encoding", "keep-alive", "upgrade", "expect"]);
+/** Methods whose request carries a body (`content-length: 0` when there is none). */
+const PAYLOAD_METHODS = new Set(["PUT", "POST", "PATCH", "QUERY", "PROPFIND", "PROPPATCH"]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-async function readBody(
-  body: Dispatcher.ResponseData["body"],
-  limit: number,
-): Promise<{ body: Buffer; truncated: boolean }> {
+/**
+ * The headers sent: the caller's, without a `content-length` of its own (the body's length is
+ * sent), and without headers that would change the message framing or the connection.
+ */
+function outgoingHeaders(
+  headers: Record<string, string>,
+  method: string,
+  payload: Buffer | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  let declaredLength: string | undefined;
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (REFUSED_HEADERS.has(lower)) throw codedError(`invalid ${lower} header`, "ERR_INVALID_ARG_VALUE");
+    if (lower === "connection" && !value.split(",").every((token) => TOKEN.test(token.trim()))) {
+      throw codedError("invalid connection header", "ERR_INVALID_ARG_VALUE");
+    }
+    if (lower === "content-length") {
+      if (declaredLength !== undefined || !/^\d+$/.test(value)) {
+        throw codedError("invalid content-length header", "ERR_INVALID_ARG_VALUE");
+      }
+      declaredLength = value;
+      continue;
+    }
+    out[name] = value;
+  }
+  if (payload) {
+    if (declaredLength !== undefined && Number(declaredLength) !== payload.length) {
+      throw codedError("content-length does not match the body", "ERR_INVALID_ARG_VALUE");
+    }
+    out["content-length"] = String(payload.length);
+  } else if (PAYLOAD_METHODS.has(method)) {
+    out["content-length"] = "0";
+  }
+  return out;
+}
+
+/** Sends one request and resolves with the response head; the body is left to the caller. */
+function exchange(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  payload: Buffer | undefined,
+  policyAgents: PolicyAgents,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const https = url.protocol === "https:";
+    const options = { method, headers, agent: https ? policyAgents.https : policyAgents.http, signal };
+    let req: ClientRequest;
+    try {
+      req = https ? httpsRequest(url, options) : httpRequest(url, options);
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    // Stays attached: a request can still report an error after its response arrived.
+    req.on("error", reject);
+    req.once("response", resolve);
+    req.once("socket", (socket) => {
+      if (!socket.connecting) return; // a kept-alive connection
+      const timer = setTimeout(
+        () => req.destroy(codedError("connect timed out", "ETIMEDOUT")),
+        CONNECT_TIMEOUT_MS,
+      );
+      const done = () => clearTimeout(timer);
+      socket.once(https ? "secureConnect" : "connect", done);
+      socket.once("close", done);
+    });
+    // Methods other than the payload methods send no content-length when there is no body.
+    if (!payload && !PAYLOAD_METHODS.has(method)) req.useChunkedEncodingByDefault = false;
+    req.end(payload);
+  });
+}
+
+async function readBody(res: IncomingMessage, limit: number): Promise<{ body: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body) {
+  for await (const chunk of res) {
     const buffer = chunk as Buffer;
     if (size + buffer.length > limit) {
       chunks.push(buffer.subarray(0, limit - size));
       size = limit;
-      body.destroy();
+      res.destroy();
       return { body: Buffer.concat(chunks, size), truncated: true };
     }
     chunks.push(buffer);
@@ -226,6 +344,21 @@ async function readBody(
  */
 export async function sendOutbound(request: OutboundRequest): Promise<OutboundResponse> {
   const policy = request.policy ?? outboundPolicyFromEnv();
+  const policyAgents = agentsFor(policy);
+  const exchanges = send(request, policy, policyAgents);
+  policyAgents.active.add(exchanges);
+  try {
+    return await exchanges;
+  } finally {
+    policyAgents.active.delete(exchanges);
+  }
+}
+
+async function send(
+  request: OutboundRequest,
+  policy: OutboundPolicy,
+  policyAgents: PolicyAgents,
+): Promise<OutboundResponse> {
   const timeoutMs = request.timeoutMs ?? DEFAULT_OUTBOUND_TIMEOUT_MS;
   const maxRedirects = request.maxRedirects ?? 0;
   const maxResponseBytes = request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
@@ -238,25 +371,40 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
 
   const controller = new AbortController();
   let timedOut = false;
+  let reading: IncomingMessage | undefined;
   const timer = setTimeout(() => {
     timedOut = true;
     controller.abort();
+    reading?.destroy(codedError("aborted", "ABORT_ERR"));
   }, timeoutMs);
 
   try {
     for (let hop = 0; ; hop++) {
-      const response = await undiciRequest(url, {
-        dispatcher: agentFor(policy),
-        method: method as Dispatcher.HttpMethod,
-        headers,
-        body: method === "GET" || method === "HEAD" ? undefined : body,
-        signal: controller.signal,
-      });
+      const payload =
+        method === "GET" || method === "HEAD" || body === undefined || body.length === 0
+          ? undefined
+          : typeof body === "string"
+            ? Buffer.from(body)
+            : body;
+      const response = await exchange(
+        url,
+        method,
+        outgoingHeaders(headers, method, payload),
+        payload,
+        policyAgents,
+        controller.signal,
+      );
+      response.on("error", () => undefined); // errors reach the reader; none may go unhandled
+      reading = response;
       const headersAt = Date.now();
-      const location = response.headers.location;
+      const status = response.statusCode ?? 0;
+      const responseHeadersOfHop = responseHeaders(response);
+      const location = responseHeadersOfHop.location;
 
-      if (REDIRECT_STATUSES.has(response.statusCode) && hop < maxRedirects && typeof location === "string") {
-        await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+      if (REDIRECT_STATUSES.has(status) && hop < maxRedirects && typeof location === "string") {
+        await readBody(response, 64 * 1024).catch(() => undefined);
+        reading = undefined;
+        if (timedOut) throw new OutboundTimeoutError(url.host, timeoutMs);
         let target: URL;
         try {
           target = new URL(location, url);
@@ -266,9 +414,9 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
         const next = checkUrl(target, policy);
         // As fetch does: 303 turns anything but HEAD into GET, 301/302 turn POST into GET.
         const becomesGet =
-          response.statusCode === 303
+          status === 303
             ? method !== "HEAD" && method !== "GET"
-            : (response.statusCode === 301 || response.statusCode === 302) && method === "POST";
+            : (status === 301 || status === 302) && method === "POST";
         if (becomesGet) {
           method = "GET";
           body = undefined;
@@ -285,10 +433,11 @@ export async function sendOutbound(request: OutboundRequest): Promise<OutboundRe
         continue;
       }
 
-      const read = await readBody(response.body, maxResponseBytes);
+      const read = await readBody(response, maxResponseBytes);
+      reading = undefined;
       return {
-        status: response.statusCode,
-        headers: normaliseHeaders(response.headers),
+        status,
+        headers: responseHeadersOfHop,
         body: read.body,
         truncated: read.truncated,
         timings: { startedAt, headersAt, endedAt: Date.now() },

@@ -336,18 +336,25 @@ describe("jwtVerify against a JWKS on loopback", () => {
     expect(server.fetches - before).toBe(1);
   });
 
-  it("a new kid right after a fetch waits for the cooldown (no refetch inside it)", async () => {
+  it("a new kid right after a routine fetch is fetched at once; a second unknown kid then waits for the cooldown", async () => {
     const cred = credential({ jwksUri: server.url });
     expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
     const before = server.fetches;
     const rotated = await signingKey("RS256");
     server.keys = [rsa.jwk, rotated.jwk];
     clock += 5_000;
-    expect(await auth(await sign(rotated), cred)).toEqual(refused("no matching key"));
-    expect(server.fetches - before).toBe(0);
-    clock += 26_000;
+    // Rotation: one refetch, accepted at once.
     expect(await auth(await sign(rotated), cred)).toEqual({ ok: true });
     expect(server.fetches - before).toBe(1);
+    // Another unknown kid inside the cooldown of that miss-triggered fetch: no fetch.
+    const later = await signingKey("RS256");
+    server.keys = [rsa.jwk, rotated.jwk, later.jwk];
+    clock += 5_000;
+    expect(await auth(await sign(later), cred)).toEqual(refused("no matching key"));
+    expect(server.fetches - before).toBe(1);
+    clock += 26_000;
+    expect(await auth(await sign(later), cred)).toEqual({ ok: true });
+    expect(server.fetches - before).toBe(2);
   });
 
   it("a flood of 50 unknown kids makes at most one fetch per cooldown", async () => {
