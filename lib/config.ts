@@ -2,43 +2,49 @@
  * Runtime configuration, read from the environment once per process (cold start) and validated,
  * so a missing variable fails loudly at start instead of deep inside a request.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 
-const csv = z
-  .string()
-  .transform((value) =>
-    value
-      .split(",")
-      .map((part) => part.trim())
-      .filter(Boolean),
-  )
-  .pipe(z.array(z.string().min(1)).min(1));
+const csv = z.pipe(
+  z.pipe(
+    z.string(),
+    z.transform((value) =>
+      value
+        .split(",")
+        .map((part) => part.trim())
+        .filter(Boolean),
+    ),
+  ),
+  z.array(z.string().check(z.minLength(1))).check(z.minLength(1)),
+);
 
-const jsonRecord = z
-  .string()
-  .transform((value, ctx) => {
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      ctx.addIssue({ code: "custom", message: "must be JSON" });
-      return z.NEVER;
-    }
-  })
-  .pipe(z.record(z.string(), z.string()));
+const jsonRecord = z.pipe(
+  z.pipe(
+    z.string(),
+    z.transform((value, ctx) => {
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        ctx.issues.push({ code: "custom", message: "must be JSON", input: value });
+        return z.NEVER;
+      }
+    }),
+  ),
+  z.record(z.string(), z.string()),
+);
 
 const EnvSchema = z.object({
-  TABLE_NAME: z.string().min(3),
-  HOME_REGION: z.string().min(1).default("us-east-1"),
-  REGIONS: csv.default(["us-east-1", "eu-west-1"]),
-  KMS_KEY_ALIAS: z.string().startsWith("alias/").default("alias/proxy-gateway"),
-  EMAIL_SENDER: z.string().email().default("no-reply@example.com"),
-  APP_URL: z.string().url().default("http://localhost:3000"),
-  DATA_PLANE_URLS: jsonRecord.optional(),
-  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  TABLE_NAME: z.string().check(z.minLength(3)),
+  HOME_REGION: z._default(z.string().check(z.minLength(1)), "us-east-1"),
+  REGIONS: z._default(csv, ["us-east-1", "eu-west-1"]),
+  KMS_KEY_ALIAS: z._default(z.string().check(z.startsWith("alias/")), "alias/proxy-gateway"),
+  EMAIL_SENDER: z._default(z.email(), "no-reply@example.com"),
+  APP_URL: z._default(z.url(), "http://localhost:3000"),
+  DATA_PLANE_URLS: z.optional(jsonRecord),
+  STRIPE_SECRET_KEY: z.optional(z.string().check(z.minLength(1))),
   /** In AWS the key lives in Secrets Manager; the function reads it once at cold start. */
-  STRIPE_SECRET_ARN: z.string().min(1).optional(),
-  STRIPE_API_BASE: z.string().url().optional(),
-  CLIENT_DELETION_GRACE_DAYS: z.coerce.number().int().min(0).max(365).default(30),
+  STRIPE_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
+  STRIPE_API_BASE: z.optional(z.url()),
+  CLIENT_DELETION_GRACE_DAYS: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(365)), 30),
 });
 
 export interface AppConfig {

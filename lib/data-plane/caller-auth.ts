@@ -20,16 +20,14 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { decodeProtectedHeader, type JWTPayload, jwtVerify } from "jose";
-import {
-  type ApiKeySecret,
-  type BasicAuthSecret,
-  type BearerSecret,
-  isHmacAlgorithm,
-  JWT_ALGORITHMS,
-  type JwtAlgorithm,
-  type JwtSecret,
-  type JwtVerifySecret,
-  type ProxySecret,
+import { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "../vault/jwt-algorithms.ts";
+import type {
+  ApiKeySecret,
+  BasicAuthSecret,
+  BearerSecret,
+  JwtSecret,
+  JwtVerifySecret,
+  ProxySecret,
 } from "../vault/secret-schemas.ts";
 import { jwksCache as defaultJwksCache, type JwksCache, type VerificationKey } from "./jwks-cache.ts";
 

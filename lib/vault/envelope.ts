@@ -14,7 +14,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { DecryptCommand, GenerateDataKeyCommand } from "@aws-sdk/client-kms";
-import { z } from "zod";
+import * as z from "zod/mini";
 import { kms } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 
@@ -59,14 +59,14 @@ export class SecretEnvelopeError extends Error {
   }
 }
 
-const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
+const base64 = z.string().check(z.regex(/^[A-Za-z0-9+/]*={0,2}$/));
 const EnvelopeSchema = z.object({
   v: z.literal(ENVELOPE_VERSION),
   alg: z.literal(ENVELOPE_ALGORITHM),
-  keyId: z.string().min(1),
-  encryptedDataKey: base64.min(1),
-  iv: base64.refine((value) => Buffer.from(value, "base64").length === IV_BYTES),
-  tag: base64.refine((value) => Buffer.from(value, "base64").length === TAG_BYTES),
+  keyId: z.string().check(z.minLength(1)),
+  encryptedDataKey: base64.check(z.minLength(1)),
+  iv: base64.check(z.refine((value) => Buffer.from(value, "base64").length === IV_BYTES)),
+  tag: base64.check(z.refine((value) => Buffer.from(value, "base64").length === TAG_BYTES)),
   ciphertext: base64,
 });
 

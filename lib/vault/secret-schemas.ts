@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { validationFailed } from "../http/errors.ts";
+import { HMAC_MIN_KEY_BYTES, isHmacAlgorithm, JWT_ALGORITHMS } from "./jwt-algorithms.ts";
 
 export const AUTH_TYPES = [
   "apiKey",
@@ -266,26 +267,7 @@ export const JwtSecretSchema = z.strictObject({
   ...additions,
 });
 
-export const JWT_ALGORITHMS = [
-  "RS256",
-  "RS384",
-  "RS512",
-  "PS256",
-  "PS384",
-  "PS512",
-  "ES256",
-  "ES384",
-  "ES512",
-  "EdDSA",
-  "HS256",
-  "HS384",
-  "HS512",
-] as const;
-export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
-
-/** RFC 7518 3.2: an HMAC key at least as long as the hash output. */
-const HMAC_MIN_KEY_BYTES: Partial<Record<JwtAlgorithm, number>> = { HS256: 32, HS384: 48, HS512: 64 };
-export const isHmacAlgorithm = (algorithm: JwtAlgorithm) => algorithm in HMAC_MIN_KEY_BYTES;
+export { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "./jwt-algorithms.ts";
 
 /** Claims validated by their own fields (or by every verification), never by requiredClaims. */
 const RESERVED_CLAIMS = new Set(["iss", "aud", "sub", "exp", "nbf", "iat"]);
