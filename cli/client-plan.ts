@@ -51,7 +51,10 @@ export async function setClientPlan(clientId: string, planTier: PlanTier, planSt
 export const BILLING_STATUSES = ["active", "suspended"] as const;
 
 /** Operators (or the billing integration) suspend or reactivate a client's billing; the data plane answers 402 while suspended. */
-export async function setClientBillingStatus(clientId: string, billingStatus: (typeof BILLING_STATUSES)[number]) {
+export async function setClientBillingStatus(
+  clientId: string,
+  billingStatus: (typeof BILLING_STATUSES)[number],
+) {
   try {
     await homeDb().send(
       new UpdateCommand({

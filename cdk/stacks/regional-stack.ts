@@ -4,10 +4,10 @@
  * their deterministic ARN (same table name everywhere), so no cross-region export ties the stacks.
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
-import * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import type { Construct } from "constructs";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { DataTable } from "../constructs/data-table.ts";

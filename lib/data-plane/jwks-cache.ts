@@ -83,7 +83,9 @@ interface Entry {
 
 /** The last attempt succeeded (the key set is from it). */
 const fetchedSince = (entry: Entry) =>
-  entry.fetchedAt !== undefined && entry.lastAttemptAt !== undefined && entry.fetchedAt >= entry.lastAttemptAt;
+  entry.fetchedAt !== undefined &&
+  entry.lastAttemptAt !== undefined &&
+  entry.fetchedAt >= entry.lastAttemptAt;
 
 class JwksFetchError extends Error {
   override name = "JwksFetchError";
@@ -223,7 +225,8 @@ export class JwksCache {
     // while a failed attempt is recent, and concurrent callers join the fetch under way.
     let refetched: boolean;
     if (entry.inFlight) refetched = await entry.inFlight;
-    else if (this.missCoolingDown(entry) || (this.coolingDown(entry) && !fetchedSince(entry))) return undefined;
+    else if (this.missCoolingDown(entry) || (this.coolingDown(entry) && !fetchedSince(entry)))
+      return undefined;
     else {
       entry.lastMissFetchAt = this.now();
       refetched = await this.refresh(credentialId, jwksUri, entry);
