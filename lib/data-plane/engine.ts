@@ -13,7 +13,6 @@ import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "../domain/cascade.ts";
 import { rateLimitForPlan } from "../domain/plans.ts";
-import { consumeRequest } from "../domain/rate-limit.ts";
 import { evaluateAccess } from "../domain/rules/rule-evaluator.ts";
 import { describeError, log } from "../log.ts";
 import {
@@ -34,8 +33,9 @@ import { getCustomToken } from "../vault/custom-token.ts";
 import type { AuthType, CustomTokenSecret, ProxySecret, TargetSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import { currentOAuthToken } from "./oauth-tokens.ts";
+import { consumeRateWindow } from "./rate-window.ts";
 import { buildRequestLogItem, newRequestId, type ValidationData } from "./request-log.ts";
-import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
+import { type LoadedCredential, loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 
 /** Spec 8: responses above 6 MB are refused with 413 response-too-large. */
 export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
@@ -215,6 +215,114 @@ async function consumeSingleUse(region: string, clientId: string, credentialId: 
   await deleteResourceWithRules(region, clientId, credentialId, key);
 }
 
+type Admission =
+  | { denial: DataPlaneResponse }
+  | {
+      proxyCredential: LoadedCredential;
+      targetCredential: LoadedCredential;
+      authType: string;
+      credentialId: string;
+      limit: number;
+    };
+
+/**
+ * Whether the configuration lets this request through: proxy active, billing not suspended,
+ * caller authenticated by the proxy credential, access rules of credential, proxy and target,
+ * target and target credential present. Records each stage passed in `trace.validation`.
+ */
+async function admit(trace: Trace, request: DataPlaneRequest, runtime: ProxyRuntime): Promise<Admission> {
+  const v = trace.validation;
+  v.proxyExists = true;
+  const { proxy } = runtime;
+  if (proxy.proxyActive !== true || proxy.deletingAt) return { denial: denied("The proxy is inactive") };
+  v.proxyActive = true;
+  if (runtime.billingStatus === "suspended") {
+    return {
+      denial: serviceResponse(402, {
+        code: "billing-suspended",
+        message: "Payment required: the account's billing is suspended",
+      }),
+    };
+  }
+  const proxyCredential = runtime.proxyCredential;
+  if (!proxyCredential) return { denial: denied("Invalid proxy credential") };
+  v.proxyCredentialExists = true;
+  v.proxyCredentialActive = true;
+  v.proxyCredentialRelationship = proxyCredential.item.credentialType === "proxy";
+  const authType = String(proxyCredential.item.credentialAuthType);
+  const query = parseQuery(request.rawQuery);
+  const auth = await authenticateCaller(
+    { headers: request.headers, query },
+    {
+      credentialId: String(proxyCredential.item.credentialId),
+      authType: authType as never,
+      secret: proxyCredential.secret as ProxySecret,
+    },
+  );
+  if (!auth.ok) return { denial: denied("Invalid proxy credential") };
+  v.proxyAuthenticated = true;
+  v.proxyCredentialScopeValid = true;
+
+  const target = runtime.target;
+  if (!target) {
+    return {
+      denial: serviceResponse(502, {
+        code: "proxy-access-granted",
+        message: "The proxy's target is not available",
+      }),
+    };
+  }
+  v.targetExists = true;
+  v.targetRelationship = true;
+  const effect = (value: unknown) => (value === "deny" ? "deny" : "allow") as "allow" | "deny";
+  const decision = evaluateAccess(
+    [
+      {
+        name: "credential",
+        defaultEffect: effect(proxyCredential.item.credentialDefaultRuleEffect),
+        rules: runtime.rules.credential,
+      },
+      { name: "proxy", defaultEffect: effect(proxy.proxyDefaultRuleEffect), rules: runtime.rules.proxy },
+      { name: "target", defaultEffect: effect(target.targetDefaultRuleEffect), rules: runtime.rules.target },
+    ],
+    { method: request.method, path: trace.apiPath, headers: request.headers, query },
+  );
+  if (!decision.allowed) {
+    if (decision.layer === "target") v.proxyScopeValid = true;
+    return {
+      denial: serviceResponse(403, {
+        code: "proxy-access-granted",
+        message: `Access denied by an access rule: ${decision.reason}`,
+      }),
+    };
+  }
+  v.proxyScopeValid = true;
+  v.targetScopeValid = true;
+
+  const targetCredential = runtime.targetCredential;
+  if (!targetCredential) {
+    v.requestConfigError = true;
+    return {
+      denial: serviceResponse(502, {
+        code: "proxy-access-granted",
+        message: "The proxy's target credential is not available",
+      }),
+    };
+  }
+  v.targetCredentialExists = true;
+  v.targetCredentialActive = true;
+  v.targetCredentialRelationship = targetCredential.item.credentialType === "target";
+  v.targetCredentialScopeValid = true;
+  return {
+    proxyCredential,
+    targetCredential,
+    authType,
+    credentialId: String(proxyCredential.item.credentialId),
+    // Data-plane rate limit (section 8): per proxy credential, by the client's plan.
+    limit: rateLimitForPlan({ planTier: runtime.planTier as never, planStatus: runtime.planStatus as never }),
+  };
+}
+
 export function createDataPlane(region: string) {
   async function writeLog(
     trace: Trace,
@@ -327,134 +435,54 @@ export function createDataPlane(region: string) {
       target: null,
       processed: false,
     };
-    const v = trace.validation;
     if (!match || !/^[A-Za-z0-9-]{1,64}$/.test(trace.proxyId))
       return reply(trace, request, denied("Unknown proxy"));
 
-    const runtime = await loadProxyRuntime(region, trace.proxyId);
-    if (!runtime) return reply(trace, request, denied("Unknown proxy"));
-    trace.runtime = runtime;
-    v.proxyExists = true;
+    // Admission is decided on the cached configuration; the rate-limit transaction then checks
+    // that the configuration version is still current (one round trip for both). A denial from a
+    // cached configuration is confirmed against the current version before it is answered.
+    let loaded = await loadProxyRuntime(region, trace.proxyId, { revalidate: false });
+    let admission: Admission | undefined;
+    for (let attempt = 1; ; attempt++) {
+      if (!loaded) return reply(trace, request, denied("Unknown proxy"));
+      trace.validation = {};
+      trace.runtime = loaded.runtime;
+      admission = await admit(trace, request, loaded.runtime);
+      if ("denial" in admission) {
+        if (loaded.fresh) return reply(trace, request, admission.denial);
+        const current = await loadProxyRuntime(region, trace.proxyId, { revalidate: true });
+        if (current && loaded && current.runtime === loaded.runtime)
+          return reply(trace, request, admission.denial);
+        loaded = current;
+        continue;
+      }
+      const rate = await consumeRateWindow(region, loaded.runtime, admission.credentialId, admission.limit);
+      if (rate === "stale" && attempt < 3) {
+        loaded = await loadProxyRuntime(region, trace.proxyId, { revalidate: true });
+        continue;
+      }
+      if (rate !== "stale" && !rate.allowed) {
+        const response = serviceResponse(
+          429,
+          {
+            code: "proxy-access-granted",
+            message: "Too many requests: the proxy credential's rate limit is exceeded",
+          },
+          {
+            "retry-after": String(rate.retryAfterSeconds),
+            "x-ratelimit-limit": String(admission.limit),
+            "x-ratelimit-remaining": "0",
+          },
+        );
+        return reply(trace, request, response);
+      }
+      break;
+    }
+    const v = trace.validation;
+    const runtime = trace.runtime!;
     const { proxy } = runtime;
-    if (proxy.proxyActive !== true || proxy.deletingAt)
-      return reply(trace, request, denied("The proxy is inactive"));
-    v.proxyActive = true;
-    if (runtime.billingStatus === "suspended") {
-      return reply(
-        trace,
-        request,
-        serviceResponse(402, {
-          code: "billing-suspended",
-          message: "Payment required: the account's billing is suspended",
-        }),
-      );
-    }
-
-    // Caller authentication by the proxy credential.
-    const proxyCredential = runtime.proxyCredential;
-    if (!proxyCredential) return reply(trace, request, denied("Invalid proxy credential"));
-    v.proxyCredentialExists = true;
-    v.proxyCredentialActive = true;
-    v.proxyCredentialRelationship = proxyCredential.item.credentialType === "proxy";
-    const authType = String(proxyCredential.item.credentialAuthType);
-    const query = parseQuery(request.rawQuery);
-    const auth = await authenticateCaller(
-      { headers: request.headers, query },
-      {
-        credentialId: String(proxyCredential.item.credentialId),
-        authType: authType as never,
-        secret: proxyCredential.secret as ProxySecret,
-      },
-    );
-    if (!auth.ok) return reply(trace, request, denied("Invalid proxy credential"));
-    v.proxyAuthenticated = true;
-    v.proxyCredentialScopeValid = true;
-
-    // Data-plane rate limit (section 8): per proxy credential, by the client's plan.
-    const limit = rateLimitForPlan({
-      planTier: runtime.planTier as never,
-      planStatus: runtime.planStatus as never,
-    });
-    const rate = await consumeRequest(`CRED#${proxyCredential.item.credentialId}`, limit, { region });
-    if (!rate.allowed) {
-      const response = serviceResponse(
-        429,
-        {
-          code: "proxy-access-granted",
-          message: "Too many requests: the proxy credential's rate limit is exceeded",
-        },
-        {
-          "retry-after": String(rate.retryAfterSeconds),
-          "x-ratelimit-limit": String(limit),
-          "x-ratelimit-remaining": "0",
-        },
-      );
-      return reply(trace, request, response);
-    }
-
-    // Access rules: credential, proxy, target.
-    const target = runtime.target;
-    if (!target)
-      return reply(
-        trace,
-        request,
-        serviceResponse(502, {
-          code: "proxy-access-granted",
-          message: "The proxy's target is not available",
-        }),
-      );
-    v.targetExists = true;
-    v.targetRelationship = true;
-    const decision = evaluateAccess(
-      [
-        {
-          name: "credential",
-          defaultEffect: (proxyCredential.item.credentialDefaultRuleEffect ?? "allow") as "allow" | "deny",
-          rules: runtime.rules.credential,
-        },
-        {
-          name: "proxy",
-          defaultEffect: (proxy.proxyDefaultRuleEffect ?? "allow") as "allow" | "deny",
-          rules: runtime.rules.proxy,
-        },
-        {
-          name: "target",
-          defaultEffect: (target.targetDefaultRuleEffect ?? "allow") as "allow" | "deny",
-          rules: runtime.rules.target,
-        },
-      ],
-      { method: request.method, path: trace.apiPath, headers: request.headers, query },
-    );
-    if (!decision.allowed) {
-      if (decision.layer === "target") v.proxyScopeValid = true;
-      return reply(
-        trace,
-        request,
-        serviceResponse(403, {
-          code: "proxy-access-granted",
-          message: `Access denied by an access rule: ${decision.reason}`,
-        }),
-      );
-    }
-    v.proxyScopeValid = true;
-    v.targetScopeValid = true;
-
-    const targetCredential = runtime.targetCredential;
-    if (!targetCredential) {
-      v.requestConfigError = true;
-      return reply(
-        trace,
-        request,
-        serviceResponse(502, {
-          code: "proxy-access-granted",
-          message: "The proxy's target credential is not available",
-        }),
-      );
-    }
-    v.targetCredentialExists = true;
-    v.targetCredentialActive = true;
-    v.targetCredentialRelationship = targetCredential.item.credentialType === "target";
-    v.targetCredentialScopeValid = true;
+    const { proxyCredential, targetCredential, authType } = admission;
+    const target = runtime.target!;
 
     const singleUse = proxyCredential.item.singleUse === true;
     const credentialId = String(proxyCredential.item.credentialId);

@@ -140,11 +140,25 @@ async function loadFull(region: string, proxyId: string, clientId: string, runti
   return runtime;
 }
 
+export interface LoadedRuntime {
+  runtime: ProxyRuntime;
+  /** True when read from the table during this call (its version is current, not assumed). */
+  fresh: boolean;
+}
+
 /**
- * The current configuration of a proxy in this region, or undefined when no such proxy exists.
- * One GetItem when warm and unchanged.
+ * The configuration of a proxy in this region, or undefined when no such proxy exists.
+ * `revalidate: false` returns a cached copy without any call (the caller then checks the version
+ * inside its rate-limit transaction); `revalidate: true` compares it with the current
+ * `configVersion` first (one GetItem) and reloads it when it changed.
  */
-export async function loadProxyRuntime(region: string, proxyId: string): Promise<ProxyRuntime | undefined> {
+export async function loadProxyRuntime(
+  region: string,
+  proxyId: string,
+  options: { revalidate: boolean } = { revalidate: true },
+): Promise<LoadedRuntime | undefined> {
+  const cached = runtimes.get(proxyId);
+  if (cached && !options.revalidate) return { runtime: cached, fresh: false };
   let clientId = locators.get(proxyId);
   if (!clientId) {
     const locator = await getItem(region, keys.proxyRuntime(proxyId));
@@ -155,8 +169,7 @@ export async function loadProxyRuntime(region: string, proxyId: string): Promise
   }
   const runtimeItem = await getItem(region, keys.clientRuntime(clientId));
   const version = Number(runtimeItem?.configVersion ?? 0);
-  const cached = runtimes.get(proxyId);
-  if (cached && cached.version === version && runtimeItem) return cached;
+  if (cached && cached.version === version && runtimeItem) return { runtime: cached, fresh: true };
   const loaded = await loadFull(region, proxyId, clientId, runtimeItem);
   if (!loaded) {
     // Deleted since it was located: forget it, so a new proxy never inherits a stale locator.
@@ -166,5 +179,5 @@ export async function loadProxyRuntime(region: string, proxyId: string): Promise
   }
   if (runtimes.size >= MAX_CACHED_PROXIES) runtimes.clear();
   runtimes.set(proxyId, loaded);
-  return loaded;
+  return { runtime: loaded, fresh: true };
 }
