@@ -58,6 +58,17 @@ const HOP_BY_HOP = new Set([
   "expect",
 ]);
 
+/** Spec 4.13: the methods the data plane forwards. */
+export const PROXY_METHODS: ReadonlySet<string> = new Set([
+  "GET",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+  "HEAD",
+]);
+
 export interface DataPlaneRequest {
   method: string;
   /** Path as received, e.g. /api/<proxyId>/v1/items */
@@ -437,6 +448,17 @@ export function createDataPlane(region: string) {
     };
     if (!match || !/^[A-Za-z0-9-]{1,64}$/.test(trace.proxyId))
       return reply(trace, request, denied("Unknown proxy"));
+    if (!PROXY_METHODS.has(request.method)) {
+      return reply(
+        trace,
+        request,
+        serviceResponse(
+          405,
+          { code: "proxy-access-denied", message: `Method ${request.method.slice(0, 20)} is not supported` },
+          { allow: [...PROXY_METHODS].join(", ") },
+        ),
+      );
+    }
 
     // Admission is decided on the cached configuration; the rate-limit transaction then checks
     // that the configuration version is still current (one round trip for both). A denial from a

@@ -3,7 +3,7 @@
  * URL handler) -> a real target server on loopback, with proxies configured through the Core API.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
@@ -383,6 +383,73 @@ describe("refusals and errors", () => {
     expect(received).toHaveLength(1);
     expect(await storedItem(keys.credential(clientId, s.proxyCredentialId), US)).toBeUndefined();
     expect((await call(`${s.url}/once`, { headers: withKey(s.key) })).status).toBe(403);
+  });
+});
+
+describe("odd input never gives a bare 500", () => {
+  it("answers every malformed path, method and header with the service headers", async () => {
+    const s = await setup();
+    const base = stack.regions[US]!;
+    const cases: [string, RequestInit, number][] = [
+      [`${base}/`, { headers: withKey(s.key) }, 403],
+      [`${base}/api`, { headers: withKey(s.key) }, 403],
+      [`${base}/api/`, { headers: withKey(s.key) }, 403],
+      [`${base}/api/${"x".repeat(300)}/a`, { headers: withKey(s.key) }, 403],
+      [`${base}/api/..%2F..%2Fetc/passwd`, { headers: withKey(s.key) }, 403],
+      [`${s.url}`, { headers: withKey(s.key) }, 200],
+      [`${s.url}/%E0%A4%A/bad-escape?x=%ZZ`, { headers: withKey(s.key) }, 200],
+      [`${s.url}/x`, { method: "PROPFIND", headers: withKey(s.key) }, 405],
+      [
+        `${s.url}/x`,
+        {
+          method: "POST",
+          headers: withKey(s.key, { "content-type": "application/json" }),
+          body: "{not json",
+        },
+        200,
+      ],
+      [`${s.url}/x`, { headers: { "x-api-key": "k".repeat(10_000) } }, 403],
+    ];
+    for (const [url, init, status] of cases) {
+      const response = await call(url, init);
+      expect(response.status, `${init.method ?? "GET"} ${url.slice(0, 80)}`).toBe(status);
+      expect(response.headers.get("service-proxy-code"), url.slice(0, 80)).toEqual(expect.any(String));
+      expect(response.headers.get("service-proxy-message")).toEqual(expect.any(String));
+    }
+  });
+
+  it("drops hop-by-hop headers and keeps Content-Length in step with the body", async () => {
+    const s = await setup();
+    const body = JSON.stringify({ a: "b".repeat(1000) });
+    // node:http, not fetch: fetch refuses to send hop-by-hop headers at all.
+    const status = await new Promise<number>((resolve, reject) => {
+      const outgoing = httpRequest(
+        `${s.url}/hop`,
+        {
+          method: "POST",
+          headers: withKey(s.key, {
+            "content-type": "application/json",
+            "content-length": String(Buffer.byteLength(body)),
+            "keep-alive": "timeout=5",
+            te: "trailers",
+            "proxy-authorization": "Basic c2VjcmV0",
+            "x-forwarded-host": "evil.example",
+          }),
+        },
+        (response) => {
+          response.resume();
+          response.on("end", () => resolve(response.statusCode ?? 0));
+        },
+      );
+      outgoing.on("error", reject);
+      outgoing.end(body);
+    });
+    expect(status).toBe(200);
+    const got = received.at(-1)!;
+    for (const name of ["keep-alive", "te", "proxy-authorization", "x-forwarded-host", "x-api-key"])
+      expect(got.headers[name], name).toBeUndefined();
+    expect(got.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
+    expect(got.body.toString()).toBe(body);
   });
 });
 
