@@ -342,36 +342,15 @@ export function createDataPlane(region: string) {
     outcome: Outcome,
   ) {
     const runtime = trace.runtime;
-    const proxyCredential = runtime?.proxyCredential;
-    const targetCredential = runtime?.targetCredential;
-    const redactHeaders = [
-      ...(proxyCredential
-        ? credentialHeaderNames(
-            String(proxyCredential.item.credentialAuthType) as AuthType,
-            proxyCredential.secret as never,
-          )
-        : []),
-      ...(targetCredential
-        ? credentialHeaderNames(
-            String(targetCredential.item.credentialAuthType) as AuthType,
-            targetCredential.secret as never,
-          )
-        : []),
-    ];
-    const redactQuery = [
-      ...(proxyCredential
-        ? credentialQueryParamNames(
-            String(proxyCredential.item.credentialAuthType) as AuthType,
-            proxyCredential.secret as never,
-          )
-        : []),
-      ...(targetCredential
-        ? credentialQueryParamNames(
-            String(targetCredential.item.credentialAuthType) as AuthType,
-            targetCredential.secret as never,
-          )
-        : []),
-    ];
+    const credentials = [runtime?.proxyCredential, runtime?.targetCredential].filter(
+      (credential): credential is LoadedCredential => credential !== undefined,
+    );
+    const namesOf = (pick: typeof credentialHeaderNames) =>
+      credentials.flatMap((credential) =>
+        pick(String(credential.item.credentialAuthType) as AuthType, credential.secret as never),
+      );
+    const redactHeaders = namesOf(credentialHeaderNames);
+    const redactQuery = namesOf(credentialQueryParamNames);
     const item = buildRequestLogItem({
       requestId: trace.requestId,
       proxy: runtime
