@@ -5,13 +5,20 @@
  * they expire (concurrent requests share one fetch). authorization_code / PKCE: the tokens
  * obtained at authorization are in the encrypted secret; an expiring access token is refreshed
  * with the refresh token and the new tokens are encrypted back onto the credential.
+ *
+ * Other warm functions refresh too, and the secret a function loaded with the proxy's
+ * configuration is not reloaded after a refresh (it does not change the client's configVersion).
+ * So before refreshing, the tokens stored on the credential are read again: another function may
+ * have refreshed them already, and a provider that rotates refresh tokens refuses the old one
+ * (oidc-provider, Auth0, Okta... even revoke the whole grant when a rotated one is used again).
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.ts";
 import { keys } from "../db/keys.ts";
 import { tableName } from "../db/store.ts";
 import type { StoredOAuth2Secret } from "../domain/oauth2-flow.ts";
-import { encryptSecret } from "../vault/envelope.ts";
+import { describeError, log } from "../log.ts";
+import { decryptSecretCached, encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import {
   fetchClientCredentialsToken,
   isExpiring,
@@ -41,6 +48,41 @@ function once(key: string, fetch: () => Promise<OAuthTokenSet>): Promise<OAuthTo
   return promise;
 }
 
+/** The access and refresh tokens of an authorization-code secret, if it has been authorized. */
+function tokensOf(secret: StoredOAuth2Secret): OAuthTokenSet | undefined {
+  return secret.accessToken
+    ? {
+        accessToken: secret.accessToken,
+        tokenType: "Bearer",
+        expiresAt: secret.expiresAt ?? null,
+        ...(secret.refreshToken ? { refreshToken: secret.refreshToken } : {}),
+      }
+    : undefined;
+}
+
+/** The secret as stored on the credential now (undefined when the credential is gone). */
+async function storedSecret(
+  region: string,
+  clientId: string,
+  credentialId: string,
+): Promise<StoredOAuth2Secret | undefined> {
+  const result = await dynamo(region).send(
+    new GetCommand({
+      TableName: tableName(),
+      Key: keys.credential(clientId, credentialId),
+      ProjectionExpression: "secretEnvelope",
+      ConsistentRead: true,
+    }),
+  );
+  const envelope = result.Item?.secretEnvelope as SecretEnvelope | undefined;
+  if (!envelope) return undefined;
+  return decryptSecretCached<StoredOAuth2Secret>(envelope, { region, clientId, credentialId });
+}
+
+/** The later of two token sets of one grant (a refresh only ever moves the expiry forward). */
+const later = (a: OAuthTokenSet, b: OAuthTokenSet) =>
+  (a.expiresAt ?? Infinity) >= (b.expiresAt ?? Infinity) ? a : b;
+
 export async function currentOAuthToken(region: string, credential: LoadedCredential): Promise<string> {
   const secret = credential.secret as StoredOAuth2Secret;
   const clientId = String(credential.item.clientId);
@@ -64,46 +106,54 @@ export async function currentOAuthToken(region: string, credential: LoadedCreden
     return set.accessToken;
   }
 
-  const stored: OAuthTokenSet | undefined = secret.accessToken
-    ? {
-        accessToken: secret.accessToken,
-        tokenType: "Bearer",
-        expiresAt: secret.expiresAt ?? null,
-        ...(secret.refreshToken ? { refreshToken: secret.refreshToken } : {}),
-      }
-    : undefined;
-  const current = cached ?? stored;
+  const current = cached ?? tokensOf(secret);
   if (!current) throw new Error("The OAuth2 credential has not been authorized");
   if (!isExpiring(current) || !current.refreshToken) {
     tokens.set(key, current);
     return current.accessToken;
   }
-  const refreshToken = current.refreshToken;
   const set = await once(key, async () => {
+    // Another warm function may have refreshed (and the provider rotated the refresh token) since
+    // this one loaded the credential: start from the newer of the stored and the known tokens.
+    const latest = (await storedSecret(region, clientId, credentialId)) ?? secret;
+    const latestTokens = tokensOf(latest);
+    const newest = latestTokens ? later(latestTokens, current) : current;
+    if (!isExpiring(newest) || !newest.refreshToken) return newest;
+    const refreshToken = newest.refreshToken;
     const refreshed = await refreshAccessToken({
-      tokenUrl: secret.tokenUrl,
-      clientId: secret.clientId,
-      clientSecret: secret.clientSecret,
-      tokenAuthMethod: secret.clientSecret ? secret.tokenAuthMethod : "none",
+      tokenUrl: latest.tokenUrl,
+      clientId: latest.clientId,
+      clientSecret: latest.clientSecret,
+      tokenAuthMethod: latest.clientSecret ? latest.tokenAuthMethod : "none",
       refreshToken,
     });
     // Keep the new tokens: encrypted onto the credential, for every other warm function too.
+    // The refresh has happened (a rotated refresh token is used up), so a failed write must not
+    // fail the request nor lose the new tokens: they stay in memory and the write is logged.
     const next: StoredOAuth2Secret = {
-      ...secret,
+      ...latest,
       accessToken: refreshed.accessToken,
       refreshToken: refreshed.refreshToken ?? refreshToken,
       expiresAt: refreshed.expiresAt,
     };
-    const envelope = await encryptSecret({ region, clientId, credentialId, secret: next });
-    await dynamo(region).send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: keys.credential(clientId, credentialId),
-        UpdateExpression: "SET secretEnvelope = :env, oauthRefreshedAt = :now",
-        ConditionExpression: "attribute_exists(pKey)",
-        ExpressionAttributeValues: { ":env": envelope, ":now": new Date().toISOString() },
-      }),
-    );
+    try {
+      const envelope = await encryptSecret({ region, clientId, credentialId, secret: next });
+      await dynamo(region).send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.credential(clientId, credentialId),
+          UpdateExpression: "SET secretEnvelope = :env, oauthRefreshedAt = :now",
+          ConditionExpression: "attribute_exists(pKey)",
+          ExpressionAttributeValues: { ":env": envelope, ":now": new Date().toISOString() },
+        }),
+      );
+    } catch (error) {
+      log.warn("Refreshed OAuth2 tokens could not be stored", {
+        ...describeError(error),
+        clientId,
+        credentialId,
+      });
+    }
     return refreshed;
   });
   return set.accessToken;
