@@ -13,6 +13,7 @@ import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
 import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "../domain/cascade.ts";
 import { rateLimitForPlan } from "../domain/plans.ts";
+import { consumeRequest } from "../domain/rate-limit.ts";
 import { evaluateAccess } from "../domain/rules/rule-evaluator.ts";
 import { describeError, log } from "../log.ts";
 import {
@@ -457,12 +458,15 @@ export function createDataPlane(region: string) {
         loaded = current;
         continue;
       }
-      const rate = await consumeRateWindow(region, loaded.runtime, admission.credentialId, admission.limit);
+      let rate = await consumeRateWindow(region, loaded.runtime, admission.credentialId, admission.limit);
       if (rate === "stale" && attempt < 3) {
         loaded = await loadProxyRuntime(region, trace.proxyId, { revalidate: true });
         continue;
       }
-      if (rate !== "stale" && !rate.allowed) {
+      // Configuration changing under every attempt: decide on the one just loaded, still counted.
+      if (rate === "stale")
+        rate = await consumeRequest(`CRED#${admission.credentialId}`, admission.limit, { region });
+      if (!rate.allowed) {
         const response = serviceResponse(
           429,
           {
