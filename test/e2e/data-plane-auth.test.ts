@@ -20,7 +20,9 @@ import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
 import {
+  callDataPlane,
   createClientFor,
+  created,
   startTestStack,
   storedItem,
   type TestStack,
@@ -127,12 +129,6 @@ beforeEach(async () => {
 
 const api = () => `/api/clients/${clientId}`;
 
-async function created(response: Promise<{ status: number; body: any }>, key: string) {
-  const result = await response;
-  expect(result.status, JSON.stringify(result.body)).toBe(201);
-  return result.body[key][0];
-}
-
 interface Auth {
   authType: string;
   secret: Record<string, unknown>;
@@ -206,11 +202,7 @@ async function setup(options: { caller?: Auth; upstream?: Auth } = {}): Promise<
   };
 }
 
-async function call(url: string, init: RequestInit = {}) {
-  const response = await fetch(url, init);
-  const body = Buffer.from(await response.arrayBuffer());
-  return { status: response.status, headers: response.headers, body, text: body.toString("utf8") };
-}
+const call = callDataPlane;
 
 /** Accepted, forwarded once, and the target saw the target credential, not the caller's. */
 async function expectAccepted(s: Setup, url: string, headers: Record<string, string>) {

@@ -28,6 +28,7 @@ import {
   type ApiClient,
   type ApiResult,
   createClientFor,
+  created,
   startTestStack,
   storedItem,
   type TestStack,
@@ -145,12 +146,6 @@ beforeEach(async () => {
 });
 
 const base = () => `/api/clients/${clientId}`;
-
-async function created(response: Promise<ApiResult<any>>, key: string) {
-  const result = await response;
-  expect(result.status, JSON.stringify(result.body)).toBe(201);
-  return result.body[key][0] as Record<string, any>;
-}
 
 /** oidc-provider grants offline_access (a refresh token) only with prompt=consent. */
 const webSecret = (provider: OAuthServer) => ({

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { setClientBillingStatus } from "../../cli/client-plan.ts";
 import {
+  callDataPlane,
   createClientFor,
+  created,
   startTestStack,
   storedItem,
   type TestStack,
@@ -86,12 +88,6 @@ beforeEach(async () => {
 
 const api = () => `/api/clients/${clientId}`;
 
-async function created(response: Promise<{ status: number; body: any }>, key: string) {
-  const result = await response;
-  expect(result.status, JSON.stringify(result.body)).toBe(201);
-  return result.body[key][0];
-}
-
 interface Setup {
   proxyId: string;
   url: string;
@@ -167,11 +163,7 @@ async function setup(
   };
 }
 
-async function call(url: string, init: RequestInit = {}) {
-  const response = await fetch(url, init);
-  const body = Buffer.from(await response.arrayBuffer());
-  return { status: response.status, headers: response.headers, body, text: body.toString("utf8") };
-}
+const call = callDataPlane;
 
 const withKey = (key: string, headers: Record<string, string> = {}) => ({ "x-api-key": key, ...headers });
 

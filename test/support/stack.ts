@@ -3,6 +3,7 @@
  * API Gateway, the real handlers) and a small HTTP client for it.
  */
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { expect } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import type { Key } from "#lib/db/keys.ts";
@@ -124,4 +125,18 @@ export async function createClientFor(user: TestUser, clientName = "Acme"): Prom
   if (response.status !== 201)
     throw new Error(`create client failed: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body.clients[0].clientId as string;
+}
+
+/** The one item of a 201 answer's wrapper array (`credentials`, `targets`, `proxies`, ...). */
+export async function created(response: Promise<ApiResult<any>>, key: string): Promise<Record<string, any>> {
+  const result = await response;
+  expect(result.status, JSON.stringify(result.body)).toBe(201);
+  return result.body[key][0];
+}
+
+/** A request to a data-plane address, with the body kept as bytes and as text. */
+export async function callDataPlane(url: string, init: RequestInit = {}) {
+  const response = await fetch(url, init);
+  const body = Buffer.from(await response.arrayBuffer());
+  return { status: response.status, headers: response.headers, body, text: body.toString("utf8") };
 }
