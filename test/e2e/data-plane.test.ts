@@ -378,6 +378,30 @@ describe("refusals and errors", () => {
   });
 });
 
+describe("client deletion", () => {
+  it("deleting the client immediately removes its regional resources in every region, and its proxies stop", async () => {
+    const us = await setup();
+    const eu = await setup({ region: EU });
+    expect((await call(`${us.url}/x`, { headers: withKey(us.key) })).status).toBe(200);
+    expect((await call(`${eu.url}/x`, { headers: withKey(eu.key) })).status).toBe(200);
+    const deleted = await owner.api.delete(api(), { immediatelyDelete: true });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    for (const [s, region] of [
+      [us, US],
+      [eu, EU],
+    ] as const) {
+      const response = await call(`${s.url}/x`, { headers: withKey(s.key) });
+      expect(response.status).toBe(403);
+      expect(response.headers.get("service-proxy-code")).toBe("proxy-access-denied");
+      expect(await storedItem(keys.proxy(clientId, s.proxyId), region)).toBeUndefined();
+      expect(await storedItem(keys.proxyRuntime(s.proxyId), region)).toBeUndefined();
+      expect(await storedItem(keys.credential(clientId, s.proxyCredentialId), region)).toBeUndefined();
+      expect(await storedItem(keys.target(clientId, s.targetId), region)).toBeUndefined();
+      expect(await storedItem(keys.clientRuntime(clientId), region)).toBeUndefined();
+    }
+  });
+});
+
 describe("odd input never gives a bare 500", () => {
   it("answers every malformed path, method and header with the service headers", async () => {
     const s = await setup();
