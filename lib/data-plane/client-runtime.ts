@@ -28,6 +28,8 @@ export interface ClientRuntimeSettings {
   billingStatus?: string;
   planTier?: string;
   planStatus?: string;
+  /** `pendingDeletion` while a client waits for its purge: its proxies serve no traffic. */
+  clientStatus?: string;
 }
 
 /** Copy billing and plan settings from the home region to every regional table (and bump versions). */

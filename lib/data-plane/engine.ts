@@ -247,6 +247,8 @@ async function admit(trace: Trace, request: DataPlaneRequest, runtime: ProxyRunt
   v.proxyExists = true;
   const { proxy } = runtime;
   if (proxy.proxyActive !== true || proxy.deletingAt) return { denial: denied("The proxy is inactive") };
+  if (runtime.clientStatus === "pendingDeletion")
+    return { denial: denied("The organisation is scheduled for deletion") };
   v.proxyActive = true;
   if (runtime.billingStatus === "suspended") {
     return {

@@ -31,6 +31,7 @@ export interface ProxyRuntime {
   billingStatus: string;
   planTier: string;
   planStatus: string;
+  clientStatus: string;
   proxy: Item;
   target?: Item;
   proxyCredential?: LoadedCredential;
@@ -131,6 +132,7 @@ async function loadFull(region: string, proxyId: string, clientId: string, runti
     billingStatus: String(runtimeItem?.billingStatus ?? "active"),
     planTier: String(runtimeItem?.planTier ?? "basic"),
     planStatus: String(runtimeItem?.planStatus ?? "active"),
+    clientStatus: String(runtimeItem?.clientStatus ?? "active"),
     proxy,
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,

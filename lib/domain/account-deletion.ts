@@ -13,8 +13,10 @@
  * tombstone (billing and legal records are kept), and the client item itself last. If it stops
  * half-way, running it again finishes the job; the client item is still there to say so.
  */
+
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
+import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import {
   clientOwnedRegionalPartitions,
   keys,
@@ -54,6 +56,8 @@ export async function deleteClientByMember(clientId: string, callerId: string, i
   }
   const due = new Date(Date.now() + getConfig().clientDeletionGraceDays * DAY_MS).toISOString();
   await queueDeletion("CLIENT", keys.client(clientId), due, callerId);
+  // The organisation's proxies stop serving traffic from the next request on (docs/accounts-api.md).
+  await syncClientRuntime(clientId, { clientStatus: "pendingDeletion" });
   return {
     message: `Client marked for deletion; it will be deleted on ${due}`,
     clientDeletionScheduledAt: due,

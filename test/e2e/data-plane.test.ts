@@ -379,6 +379,17 @@ describe("refusals and errors", () => {
 });
 
 describe("client deletion", () => {
+  it("a client marked for deletion stops serving traffic at once", async () => {
+    const s = await setup();
+    expect((await call(`${s.url}/x`, { headers: withKey(s.key) })).status).toBe(200);
+    const marked = await owner.api.delete(api());
+    expect(marked.status, JSON.stringify(marked.body)).toBe(200);
+    const response = await call(`${s.url}/x`, { headers: withKey(s.key) });
+    expect(response.status).toBe(403);
+    expect(response.headers.get("service-proxy-message")).toMatch(/scheduled for deletion/);
+    expect(received).toHaveLength(1);
+  });
+
   it("deleting the client immediately removes its regional resources in every region, and its proxies stop", async () => {
     const us = await setup();
     const eu = await setup({ region: EU });
