@@ -57,12 +57,25 @@ async function listen(server: Server, port: number, host: string): Promise<strin
  * A region's data plane: each HTTP request becomes the function URL event (payload 2.0) AWS would
  * send to the regional Lambda, and the same handler (lib/data-plane/function-url.ts) answers it.
  */
+/** Lambda's limit on a synchronous invocation's request payload. */
+const MAX_FUNCTION_URL_PAYLOAD = 6 * 1024 * 1024;
+
 function dataPlaneServer(region: string): Server {
   const handler = createFunctionUrlHandler(region);
   return createServer((req, res) => {
     const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_FUNCTION_URL_PAYLOAD) chunks.push(chunk);
+    });
     req.on("end", () => {
+      // As a function URL does: a request payload above Lambda's 6 MB never reaches the function.
+      if (size > MAX_FUNCTION_URL_PAYLOAD) {
+        res.writeHead(413, { "content-type": "application/json" });
+        res.end(JSON.stringify({ message: "Request Entity Too Large" }));
+        return;
+      }
       const url = new URL(req.url ?? "/", "http://local");
       const headers: Record<string, string> = {};
       const cookies: string[] = [];
