@@ -11,7 +11,7 @@ import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.ts";
 import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
-import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "../domain/cascade.ts";
+import { deleteWithDependants, usesCredential } from "../domain/cascade.ts";
 import { rateLimitForPlan } from "../domain/plans.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import { evaluateAccess } from "../domain/rules/rule-evaluator.ts";
@@ -216,15 +216,13 @@ async function releaseSingleUse(region: string, clientId: string, credentialId: 
 
 /** After its first successful use a single-use credential is deleted, with the proxies using it. */
 async function consumeSingleUse(region: string, clientId: string, credentialId: string): Promise<void> {
-  const key = keys.credential(clientId, credentialId);
-  await markDeleting(region, key);
-  await deleteProxiesWhere(
+  await deleteWithDependants(
     region,
     clientId,
-    (proxy) =>
-      proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId,
+    credentialId,
+    keys.credential(clientId, credentialId),
+    usesCredential(credentialId),
   );
-  await deleteResourceWithRules(region, clientId, credentialId, key);
 }
 
 type Admission =

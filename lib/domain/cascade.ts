@@ -125,3 +125,26 @@ export async function deleteResourceWithRules(
   );
   await batchDelete([key], { region });
 }
+
+/** Which proxies depend on a credential (as either credential) or on a target. */
+export const usesCredential = (credentialId: string) => (proxy: Item) =>
+  proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId;
+export const usesTarget = (targetId: string) => (proxy: Item) => proxy.proxyTargetId === targetId;
+
+/**
+ * Delete a credential or target with the proxies that use it and its rules, in the resumable
+ * order (mark, dependants, the item last), then tell the data plane. Returns the proxies deleted.
+ */
+export async function deleteWithDependants(
+  region: string,
+  clientId: string,
+  parentId: string,
+  key: { pKey: string; sKey: string },
+  uses: (proxy: Item) => boolean,
+): Promise<number> {
+  await markDeleting(region, key);
+  const deleted = await deleteProxiesWhere(region, clientId, uses);
+  await deleteResourceWithRules(region, clientId, parentId, key);
+  await bumpConfigVersion(region, clientId);
+  return deleted;
+}

@@ -13,7 +13,7 @@ import type { CreateCredentialInput } from "../http/resource-schemas.ts";
 import { credentialHeaderNames } from "../vault/apply-credential.ts";
 import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import { parseCredentialSecret } from "../vault/secret-schemas.ts";
-import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
+import { deleteWithDependants, usesCredential } from "./cascade.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,
@@ -150,15 +150,12 @@ export async function updateCredential(
 export async function deleteCredential(clientId: string, userId: string, credentialId: string) {
   await authorizeClient(clientId, userId, "manage");
   const { region } = await requireCredential(clientId, credentialId);
-  const key = keys.credential(clientId, credentialId);
-  await markDeleting(region, key);
-  const deletedProxies = await deleteProxiesWhere(
+  const deletedProxies = await deleteWithDependants(
     region,
     clientId,
-    (proxy) =>
-      proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId,
+    credentialId,
+    keys.credential(clientId, credentialId),
+    usesCredential(credentialId),
   );
-  await deleteResourceWithRules(region, clientId, credentialId, key);
-  await bumpConfigVersion(region, clientId);
   return { deletedProxies };
 }

@@ -6,7 +6,7 @@ import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, tableName, withoutInternals } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
-import { deleteProxiesWhere, deleteResourceWithRules, markDeleting } from "./cascade.ts";
+import { deleteWithDependants, usesTarget } from "./cascade.ts";
 import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,
@@ -106,10 +106,12 @@ export async function updateTarget(
 export async function deleteTarget(clientId: string, userId: string, targetId: string) {
   await authorizeClient(clientId, userId, "manage");
   const { region } = await requireTarget(clientId, targetId);
-  const key = keys.target(clientId, targetId);
-  await markDeleting(region, key);
-  const proxies = await deleteProxiesWhere(region, clientId, (proxy) => proxy.proxyTargetId === targetId);
-  await deleteResourceWithRules(region, clientId, targetId, key);
-  await bumpConfigVersion(region, clientId);
-  return { deletedProxies: proxies };
+  const deletedProxies = await deleteWithDependants(
+    region,
+    clientId,
+    targetId,
+    keys.target(clientId, targetId),
+    usesTarget(targetId),
+  );
+  return { deletedProxies };
 }
