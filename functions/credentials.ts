@@ -3,21 +3,17 @@
 import { z } from "zod";
 import { testCredential, testCredentialToken } from "#lib/domain/credential-test.ts";
 import {
+  createCredential,
   deleteCredential,
   getCredential,
   listCredentials,
-  prepareCredential,
-  storeCredential,
-  toApiCredential,
   updateCredential,
 } from "#lib/domain/credentials.ts";
-import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "#lib/domain/oauth2-flow.ts";
 import { createApiHandler } from "#lib/http/api-handler.ts";
 import { paginate, parsePageRequest } from "#lib/http/pagination.ts";
 import { bodyOf, pathParam } from "#lib/http/request.ts";
 import { CreateCredentialBody, UpdateCredentialBody } from "#lib/http/resource-schemas.ts";
 import { parseInput, queryBoolean } from "#lib/http/validation.ts";
-import type { OAuth2Secret } from "#lib/vault/secret-schemas.ts";
 
 const ListQuery = z.object({ includeTemporary: queryBoolean.optional() });
 
@@ -38,35 +34,21 @@ export const handler = createApiHandler({
     return { body: { message: "Credentials retrieved", credentials: items, pagination } };
   },
   "POST /api/clients/{clientId}/credentials": async (req) => {
-    const clientId = pathParam(req, "clientId");
-    const input = bodyOf(req, CreateCredentialBody);
-    const prepared = await prepareCredential(clientId, req.caller.userId, input);
-    if (needsAuthorization(input.authType, prepared.secret)) {
-      // authorization_code / PKCE: temporary until the provider redirects back with a code.
-      const flow = prepareAuthorization(prepared.secret as OAuth2Secret, req.baseUrl);
-      const item = await storeCredential({
-        clientId,
-        userId: req.caller.userId,
-        input,
-        ...prepared,
-        secret: flow.storedSecret,
-        temporary: true,
-      });
-      await saveAuthorizationState(flow.state, {
-        clientId,
-        credentialId: prepared.credentialId,
-        region: prepared.region,
-      });
-      return {
-        status: 201,
-        body: {
-          message: "Credential created; open authorizationUrl to authorize it",
-          credentials: [{ ...toApiCredential(item), authorizationUrl: flow.authorizationUrl }],
-        },
-      };
-    }
-    const item = await storeCredential({ clientId, userId: req.caller.userId, input, ...prepared });
-    return { status: 201, body: { message: "Credential created", credentials: [toApiCredential(item)] } };
+    const { credential, authorizationUrl } = await createCredential(
+      pathParam(req, "clientId"),
+      req.caller.userId,
+      bodyOf(req, CreateCredentialBody),
+      req.baseUrl,
+    );
+    return {
+      status: 201,
+      body: {
+        message: authorizationUrl
+          ? "Credential created; open authorizationUrl to authorize it"
+          : "Credential created",
+        credentials: [authorizationUrl ? { ...credential, authorizationUrl } : credential],
+      },
+    };
   },
   "GET /api/clients/{clientId}/credentials/{credentialId}": async (req) => {
     const credential = await getCredential(

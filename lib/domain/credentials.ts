@@ -12,9 +12,11 @@ import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateCredentialInput } from "../http/resource-schemas.ts";
 import { credentialHeaderNames } from "../vault/apply-credential.ts";
 import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import type { OAuth2Secret } from "../vault/secret-schemas.ts";
 import { parseCredentialSecret } from "../vault/secret-schemas.ts";
 import { deleteWithDependants, usesCredential } from "./cascade.ts";
 import { authorizeClient } from "./clients.ts";
+import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
 import {
   byCreatedDesc,
   findInRegions,
@@ -107,6 +109,38 @@ export async function prepareCredential(clientId: string, userId: string, input:
   if (existing.length >= MAX_RESOURCES_PER_REGION)
     throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} credentials per region`);
   return { region, secret, credentialId: randomUUID() };
+}
+
+/**
+ * Create a credential. An OAuth2 authorization_code / PKCE credential is stored as temporary
+ * until the provider redirects back (lib/domain/oauth2-flow.ts) and comes with the URL to open.
+ */
+export async function createCredential(
+  clientId: string,
+  userId: string,
+  input: CreateCredentialInput,
+  baseUrl: string,
+): Promise<{ credential: ReturnType<typeof toApiCredential>; authorizationUrl?: string }> {
+  const prepared = await prepareCredential(clientId, userId, input);
+  if (!needsAuthorization(input.authType, prepared.secret)) {
+    const item = await storeCredential({ clientId, userId, input, ...prepared });
+    return { credential: toApiCredential(item) };
+  }
+  const flow = prepareAuthorization(prepared.secret as OAuth2Secret, baseUrl);
+  const item = await storeCredential({
+    clientId,
+    userId,
+    input,
+    ...prepared,
+    secret: flow.storedSecret,
+    temporary: true,
+  });
+  await saveAuthorizationState(flow.state, {
+    clientId,
+    credentialId: prepared.credentialId,
+    region: prepared.region,
+  });
+  return { credential: toApiCredential(item), authorizationUrl: flow.authorizationUrl };
 }
 
 export async function listCredentials(clientId: string, userId: string, includeTemporary: boolean) {
