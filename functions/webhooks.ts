@@ -6,22 +6,10 @@ import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { toApiCredential } from "#lib/domain/credentials.ts";
 import { completeAuthorization } from "#lib/domain/oauth2-flow.ts";
-import { json } from "#lib/http/api-handler.ts";
-import { HttpError } from "#lib/http/errors.ts";
-import { describeError, log } from "#lib/log.ts";
+import { errorResponses, json } from "#lib/http/api-handler.ts";
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult>()
-  .onError(async (request) => {
-    const error = request.error;
-    if (error instanceof HttpError && error.expose) {
-      request.response = json(error.status, error.body);
-      return;
-    }
-    log.error("OAuth2 callback failed", describeError(error));
-    request.response = json(error instanceof HttpError ? error.status : 500, {
-      message: error instanceof HttpError ? error.message : "Internal server error",
-    });
-  })
+  .use(errorResponses())
   .handler(async (event) => {
     const query = event.queryStringParameters ?? {};
     const credential = await completeAuthorization({

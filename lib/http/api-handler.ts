@@ -100,7 +100,7 @@ const rateLimit = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyR
 });
 
 /** Turn thrown errors into responses: exposed 4xx as `{message, ...}`, everything else a bare 500. */
-const errorResponses = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
+export const errorResponses = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   onError: async (request) => {
     const error = request.error;
     if (error instanceof HttpError && error.expose) {
