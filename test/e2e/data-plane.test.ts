@@ -228,6 +228,17 @@ describe("forwarding", () => {
     expect(Buffer.compare(received.at(-1)!.body, payload)).toBe(0);
     expect(Buffer.compare(response.body, payload)).toBe(0);
 
+    // Large: 5 MB up and the same 5 MB back (under the 6 MB limits of both directions).
+    const large = randomBytes(5 * 1024 * 1024);
+    const echoed = await call(`${s.url}/binary`, {
+      method: "POST",
+      headers: withKey(s.key, { "content-type": "application/octet-stream" }),
+      body: large,
+    });
+    expect(echoed.status).toBe(200);
+    expect(Buffer.compare(received.at(-1)!.body, large)).toBe(0);
+    expect(Buffer.compare(echoed.body, large)).toBe(0);
+
     const teapot = await call(`${s.url}/status/418`, { headers: withKey(s.key) });
     expect(teapot.status).toBe(418);
     expect(teapot.text).toBe("teapot");
