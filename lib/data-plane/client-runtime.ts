@@ -11,7 +11,7 @@ import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import { keys } from "../db/keys.ts";
-import { nowIso, tableName } from "../db/store.ts";
+import { nowIso, setExpression, tableName } from "../db/store.ts";
 
 export async function bumpConfigVersion(region: string, clientId: string): Promise<void> {
   await dynamo(region).send(
@@ -34,29 +34,19 @@ export interface ClientRuntimeSettings {
 
 /** Copy billing and plan settings from the home region to every regional table (and bump versions). */
 export async function syncClientRuntime(clientId: string, settings: ClientRuntimeSettings): Promise<void> {
-  const entries = Object.entries(settings).filter(([, value]) => value !== undefined);
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {
-    ":one": 1,
-    ":c": clientId,
-    ":e": "clientRuntime",
-    ":now": nowIso(),
-  };
-  const sets = ["clientId = :c", "entity = :e", "runtimeUpdated = :now"];
-  entries.forEach(([field, value], index) => {
-    names[`#f${index}`] = field;
-    values[`:v${index}`] = value;
-    sets.push(`#f${index} = :v${index}`);
-  });
+  const update = setExpression(
+    { ...settings, clientId, entity: "clientRuntime", runtimeUpdated: nowIso() },
+    [],
+    { ":one": 1 },
+  );
   await Promise.all(
     getConfig().regions.map((region) =>
       dynamo(region).send(
         new UpdateCommand({
           TableName: tableName(),
           Key: keys.clientRuntime(clientId),
-          UpdateExpression: `ADD configVersion :one SET ${sets.join(", ")}`,
-          ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
-          ExpressionAttributeValues: values,
+          ...update,
+          UpdateExpression: `${update.UpdateExpression} ADD configVersion :one`,
         }),
       ),
     ),

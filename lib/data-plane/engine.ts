@@ -23,6 +23,7 @@ import {
   OutboundTimeoutError,
   sendOutbound,
 } from "../net/outbound.ts";
+import { removeQueryPairs } from "../net/query-pairs.ts";
 import {
   applyTargetCredential,
   credentialHeaderNames,
@@ -143,27 +144,6 @@ function targetUrl(base: string, apiPath: string, rawQuery: string): URL {
   url.pathname = `${basePath}${apiPath.startsWith("/") ? apiPath : `/${apiPath}`}`;
   url.search = rawQuery ? `?${rawQuery}` : "";
   return url;
-}
-
-/**
- * Removes the pairs named `names` (the caller's query key) from the target URL. Every other pair
- * keeps its exact encoding: `url.searchParams.delete` would re-serialize the whole query
- * (`%20` -> `+`), and the caller's query is passed to the target unchanged (spec 4.13).
- */
-function removeQueryParams(url: URL, names: string[]): void {
-  if (names.length === 0 || url.search.length <= 1) return;
-  const drop = new Set(names);
-  const nameOf = (pair: string) => {
-    const raw = pair.split("=", 1)[0] ?? "";
-    try {
-      return decodeURIComponent(raw.replaceAll("+", " "));
-    } catch {
-      return raw;
-    }
-  };
-  const pairs = url.search.slice(1).split("&");
-  const kept = pairs.filter((pair) => !drop.has(nameOf(pair)));
-  if (kept.length !== pairs.length) url.search = kept.join("&");
 }
 
 /** The target credential's current dynamic token (customToken, oauth2), when it needs one. */
@@ -519,7 +499,7 @@ export function createDataPlane(region: string) {
         serviceResponse(502, { code: "proxy-access-granted", message: "The target URL is invalid" }),
       );
     }
-    removeQueryParams(url, credentialQueryParamNames(authType as AuthType, proxyCredential.secret as never));
+    removeQueryPairs(url, credentialQueryParamNames(authType as AuthType, proxyCredential.secret as never));
     let outgoing: OutgoingRequest = {
       method: request.method,
       url,

@@ -9,10 +9,11 @@
  * Warm: one GetItem of the client runtime item; an unchanged `configVersion` means the cached
  * configuration is current (lib/data-plane/client-runtime.ts bumps it on every change).
  */
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { dynamo } from "../aws/clients.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { batchGet, type Item, queryPartition, tableName } from "../db/store.ts";
+import { getInRegion } from "../domain/regional.ts";
 import type { EvaluableRule } from "../domain/rules/rule-evaluator.ts";
 import { decryptSecretCached, type SecretEnvelope } from "../vault/envelope.ts";
 import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
@@ -67,13 +68,6 @@ export function clearRuntimeCache(): void {
   runtimes.clear();
 }
 
-async function getItem(region: string, key: { pKey: string; sKey: string }): Promise<Item | undefined> {
-  const result = await dynamo(region).send(
-    new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }),
-  );
-  return result.Item;
-}
-
 async function loadCredential(region: string, item: Item | undefined): Promise<LoadedCredential | undefined> {
   if (!item || item.deletingAt) return undefined;
   const credentialId = String(item.credentialId);
@@ -99,7 +93,7 @@ const rulesOf = (region: string, clientId: string, parentId: string | undefined)
     : Promise.resolve([] as EvaluableRule[]);
 
 async function loadFull(region: string, proxyId: string, clientId: string, runtimeItem: Item | undefined) {
-  const proxy = await getItem(region, keys.proxy(clientId, proxyId));
+  const proxy = await getInRegion(region, keys.proxy(clientId, proxyId));
   if (!proxy) return undefined;
   const credentialId = String(proxy.proxyProxyCredentialId);
   const targetCredentialId = String(proxy.proxyTargetCredentialId);
@@ -163,13 +157,13 @@ export async function loadProxyRuntime(
   if (cached && !options.revalidate) return { runtime: cached, fresh: false };
   let clientId = locators.get(proxyId);
   if (!clientId) {
-    const locator = await getItem(region, keys.proxyRuntime(proxyId));
+    const locator = await getInRegion(region, keys.proxyRuntime(proxyId));
     if (!locator) return undefined;
     clientId = String(locator.clientId);
     if (locators.size >= MAX_CACHED_PROXIES) locators.clear();
     locators.set(proxyId, clientId);
   }
-  const runtimeItem = await getItem(region, keys.clientRuntime(clientId));
+  const runtimeItem = await getInRegion(region, keys.clientRuntime(clientId));
   const version = Number(runtimeItem?.configVersion ?? 0);
   if (cached && cached.version === version && runtimeItem) return { runtime: cached, fresh: true };
   const loaded = await loadFull(region, proxyId, clientId, runtimeItem);

@@ -92,8 +92,8 @@ export async function listRules(clientId: string, userId: string, kind: RulePare
 
 /**
  * Create a rule. Every pattern is compiled now (400 naming the field if invalid). The write is one
- * transaction with a check that the parent still exists and is not being deleted; for a proxy its
- * version is bumped so a warm data plane sees the rule on the next request.
+ * transaction with a check that the parent still exists and is not being deleted; the client's
+ * configuration version then moves, so a warm data plane applies the rule on the next request.
  */
 export async function createRule(
   clientId: string,
@@ -122,24 +122,13 @@ export async function createRule(
     createdAt: now,
     updatedAt: now,
   };
-  const parentCheck =
-    kind === "proxy"
-      ? {
-          Update: {
-            TableName: tableName(),
-            Key: key,
-            UpdateExpression: "ADD proxyVersion :one",
-            ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
-            ExpressionAttributeValues: { ":one": 1 },
-          },
-        }
-      : {
-          ConditionCheck: {
-            TableName: tableName(),
-            Key: key,
-            ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
-          },
-        };
+  const parentCheck = {
+    ConditionCheck: {
+      TableName: tableName(),
+      Key: key,
+      ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+    },
+  };
   try {
     await regionalDb(region).send(
       new TransactWriteCommand({
@@ -168,41 +157,18 @@ export async function deleteRule(
   ruleId: string,
 ) {
   await authorizeClient(clientId, userId, "manage");
-  const { region, key } = await locateParent(clientId, kind, parentId);
-  const remove = {
-    TableName: tableName(),
-    Key: keys.rule(clientId, parentId, ruleId),
-    ConditionExpression: "attribute_exists(pKey)",
-  };
+  const { region } = await locateParent(clientId, kind, parentId);
   try {
-    if (kind === "proxy") {
-      // The proxy's version moves with its rules: a warm data plane revalidates by version.
-      await regionalDb(region).send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Delete: remove },
-            {
-              Update: {
-                TableName: tableName(),
-                Key: key,
-                UpdateExpression: "ADD proxyVersion :one",
-                ConditionExpression: "attribute_exists(pKey)",
-                ExpressionAttributeValues: { ":one": 1 },
-              },
-            },
-          ],
-        }),
-      );
-    } else {
-      await regionalDb(region).send(new DeleteCommand(remove));
-    }
+    await regionalDb(region).send(
+      new DeleteCommand({
+        TableName: tableName(),
+        Key: keys.rule(clientId, parentId, ruleId),
+        ConditionExpression: "attribute_exists(pKey)",
+      }),
+    );
     await bumpConfigVersion(region, clientId);
   } catch (error) {
-    if (
-      isConditionalCheckFailure(error) ||
-      transactionCancellationCodes(error)?.[0] === "ConditionalCheckFailed"
-    )
-      throw notFound(RULE_NOT_FOUND);
+    if (isConditionalCheckFailure(error)) throw notFound(RULE_NOT_FOUND);
     throw error;
   }
 }

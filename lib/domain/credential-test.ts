@@ -17,6 +17,7 @@ import {
   OutboundTimeoutError,
   sendOutbound,
 } from "../net/outbound.ts";
+import { redactQueryPairs, setQueryPairs } from "../net/query-pairs.ts";
 import {
   applyTargetCredential,
   credentialQueryParamNames,
@@ -95,44 +96,6 @@ function joinUrl(base: string, path: string): URL {
   return url;
 }
 
-function decodeQueryName(pair: string): string {
-  const raw = pair.split("=", 1)[0] ?? "";
-  try {
-    return decodeURIComponent(raw.replaceAll("+", " "));
-  } catch {
-    return raw;
-  }
-}
-
-/**
- * Edit the query string pair by pair: pairs named in `params` are removed and `params` appended;
- * every other pair keeps its exact encoding (URLSearchParams would re-encode all of them).
- */
-function setQueryParams(url: URL, params: Record<string, string>): void {
-  const entries = Object.entries(params);
-  if (entries.length === 0) return;
-  const names = new Set(entries.map(([name]) => name));
-  const kept = url.search
-    .slice(1)
-    .split("&")
-    .filter((pair) => pair !== "" && !names.has(decodeQueryName(pair)));
-  for (const [name, value] of entries) kept.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
-  url.search = kept.join("&");
-}
-
-/** The URL with the value of every pair named in `names` replaced by `[redacted]`. */
-function redactedUrl(raw: string, names: readonly string[]): string {
-  const url = new URL(raw);
-  if (names.length === 0 || url.search === "") return url.toString();
-  const secret = new Set(names);
-  url.search = url.search
-    .slice(1)
-    .split("&")
-    .map((pair) => (secret.has(decodeQueryName(pair)) ? `${pair.split("=", 1)[0]}=[redacted]` : pair))
-    .join("&");
-  return url.toString();
-}
-
 async function loadSecret(clientId: string, credentialId: string) {
   const { region, item } = await requireCredential(clientId, credentialId);
   if (item.credentialTemporary === true)
@@ -169,7 +132,7 @@ export async function testCredential(clientId: string, userId: string, credentia
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(body.headers ?? {})) headers[name.toLowerCase()] = value;
-  setQueryParams(url, body.query ?? {});
+  setQueryPairs(url, body.query);
   let payload: Buffer | undefined;
   if (body.method === "POST" && body.body !== undefined) {
     payload = Buffer.from(typeof body.body === "string" ? body.body : JSON.stringify(body.body));
@@ -195,7 +158,9 @@ export async function testCredential(clientId: string, userId: string, credentia
     });
     const contentType = String(response.headers["content-type"] ?? "");
     const isText = TEXT_TYPES.test(contentType) || contentType === "";
-    const shownUrl = redactedUrl(response.url, credentialQueryParamNames(authType, secret as never));
+    const shown = new URL(response.url);
+    redactQueryPairs(shown, credentialQueryParamNames(authType, secret as never));
+    const shownUrl = shown.toString();
     // A cut body may end inside a UTF-8 sequence: drop that partial character rather than show a
     // replacement character (which would also take the text over TEST_BODY_LIMIT bytes).
     const text = isText

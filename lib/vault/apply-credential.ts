@@ -11,6 +11,8 @@
  * Query strings are edited pair by pair: pairs that are not replaced keep their exact original
  * encoding (the spec passes query parameters through unchanged).
  */
+
+import { setQueryPairs } from "../net/query-pairs.ts";
 import type {
   ApiKeySecret,
   AuthType,
@@ -63,31 +65,6 @@ function setHeader(request: OutgoingRequest, name: string, value: string): void 
 
 function setHeaders(request: OutgoingRequest, headers: Record<string, string> | undefined): void {
   for (const [name, value] of Object.entries(headers ?? {})) setHeader(request, name, value);
-}
-
-function decodeQueryName(pair: string): string {
-  const raw = pair.split("=", 1)[0] ?? "";
-  try {
-    return decodeURIComponent(raw.replaceAll("+", " "));
-  } catch {
-    return raw;
-  }
-}
-
-/**
- * Set query parameters: every existing pair with one of the names is removed and the new pairs are
- * appended; all other pairs are kept byte for byte.
- */
-function setQueryParams(request: OutgoingRequest, params: Record<string, string> | undefined): void {
-  const entries = Object.entries(params ?? {});
-  if (entries.length === 0) return;
-  const names = new Set(entries.map(([name]) => name));
-  const kept = request.url.search
-    .slice(1)
-    .split("&")
-    .filter((pair) => pair !== "" && !names.has(decodeQueryName(pair)));
-  for (const [name, value] of entries) kept.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
-  request.url.search = kept.join("&");
 }
 
 /** application/json or any +json media type, UTF-8 (or no charset). */
@@ -154,7 +131,7 @@ export function mergeProxyAdditions(
 ): OutgoingRequest {
   const next = cloneRequest(request);
   setHeaders(next, additions.headers);
-  setQueryParams(next, additions.queryParams);
+  setQueryPairs(next.url, additions.queryParams);
   mergeBodyData(next, additions.data);
   return next;
 }
@@ -180,12 +157,12 @@ export function applyTargetCredential(
 ): OutgoingRequest {
   const next = cloneRequest(request);
   setHeaders(next, secret.additionalHeaders);
-  setQueryParams(next, secret.additionalQueryParams);
+  setQueryPairs(next.url, secret.additionalQueryParams);
 
   switch (authType) {
     case "apiKey": {
       const { keyName, keyValue, placement, prefix } = secret as ApiKeySecret;
-      if (placement === "query") setQueryParams(next, { [keyName]: keyValue });
+      if (placement === "query") setQueryPairs(next.url, { [keyName]: keyValue });
       else setHeader(next, keyName, withPrefix(prefix, keyValue));
       break;
     }
@@ -217,7 +194,7 @@ export function applyTargetCredential(
       const { keyName, placement, prefix, additionalData } = secret as CustomTokenSecret;
       const token = requireToken(authType, options);
       mergeBodyData(next, additionalData);
-      if (placement === "query") setQueryParams(next, { [keyName ?? "Authorization"]: token });
+      if (placement === "query") setQueryPairs(next.url, { [keyName ?? "Authorization"]: token });
       else setHeader(next, keyName ?? "Authorization", withPrefix(prefix, token));
       break;
     }
