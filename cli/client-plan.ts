@@ -3,8 +3,9 @@
  * configuration record (spec 2.14). The rate limit of the client's members follows on their next
  * authorizer evaluation (lib/domain/plans.ts).
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { syncClientRuntime } from "#lib/data-plane/client-runtime.ts";
+import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
 import { CLIENT_NOT_FOUND } from "#lib/domain/clients.ts";

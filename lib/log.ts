@@ -45,3 +45,32 @@ export function describeError(error: unknown): Record<string, unknown> {
     return { errorName: error.name, errorMessage: error.message, stack: error.stack };
   return { errorMessage: String(error) };
 }
+
+/** Namespace of the service's own CloudWatch metrics, written as embedded metric format (EMF). */
+export const METRIC_NAMESPACE = "ProxyGateway";
+/** Metrics with an alarm on them (cdk/stacks/regional-stack.ts). */
+export const ALARMED_METRICS = {
+  /** A proxied request was answered but its request log could not be written. */
+  requestLogWriteFailures: "RequestLogWriteFailures",
+} as const;
+
+/**
+ * Fields that make a log line also count `value` in a CloudWatch metric (EMF): CloudWatch Logs
+ * extracts the metric from the line itself, no API call is made. Spread them into a log call.
+ */
+export function metricFields(metricName: string, service: string, value = 1): Record<string, unknown> {
+  return {
+    _aws: {
+      Timestamp: Date.now(),
+      CloudWatchMetrics: [
+        {
+          Namespace: METRIC_NAMESPACE,
+          Dimensions: [["Service"]],
+          Metrics: [{ Name: metricName, Unit: "Count" }],
+        },
+      ],
+    },
+    Service: service,
+    [metricName]: value,
+  };
+}

@@ -77,12 +77,15 @@ function dataPlaneServer(region: string): Server {
         return;
       }
       const url = new URL(req.url ?? "/", "http://local");
-      const headers: Record<string, string> = {};
+      // From rawHeaders into a null-prototype map, as a function URL passes them: Node's
+      // req.headers drops a header named `__proto__`, and `{}` would turn it into a prototype.
+      const headers: Record<string, string> = Object.create(null);
       const cookies: string[] = [];
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (value === undefined) continue;
-        if (name === "cookie") cookies.push(...String(value).split(/;\s*/));
-        else headers[name] = Array.isArray(value) ? value.join(",") : value;
+      for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+        const name = (req.rawHeaders[i] as string).toLowerCase();
+        const value = req.rawHeaders[i + 1] as string;
+        if (name === "cookie") cookies.push(...value.split(/;\s*/));
+        else headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
       }
       const body = Buffer.concat(chunks);
       const rawQuery = (req.url ?? "").includes("?")

@@ -4,11 +4,13 @@
  * their deterministic ARN (same table name everywhere), so no cross-region export ties the stacks.
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import type { Construct } from "constructs";
+import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { DataTable } from "../constructs/data-table.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
@@ -34,6 +36,8 @@ export class RegionalStack extends Stack {
   readonly table: dynamodb.Table;
   readonly dataPlane: GatewayFunction;
   readonly dataPlaneUrl: lambda.FunctionUrl;
+  /** Raised when a proxied request's log could not be written (a lost record is an incident). */
+  readonly requestLogAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: RegionalStackProps) {
     super(scope, id, props);
@@ -103,6 +107,21 @@ export class RegionalStack extends Stack {
     this.dataPlaneUrl = this.dataPlane.function.addFunctionUrl({
       authType: lambda.FunctionUrlAuthType.NONE,
       invokeMode: lambda.InvokeMode.BUFFERED,
+    });
+    // The data plane counts every request log it could not write (EMF, lib/log.ts metricFields).
+    this.requestLogAlarm = new cloudwatch.Alarm(this, "RequestLogWriteFailures", {
+      alarmDescription: `${settings.appName} (${this.region}): request logs could not be written`,
+      metric: new cloudwatch.Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName: ALARMED_METRICS.requestLogWriteFailures,
+        dimensionsMap: { Service: "data-plane" },
+        statistic: cloudwatch.Stats.SUM,
+        period: Duration.minutes(5),
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     new CfnOutput(this, "DataPlaneUrl", {
       description: `{region_base_url} of ${this.region}`,

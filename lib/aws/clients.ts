@@ -6,18 +6,17 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { KMSClient } from "@aws-sdk/client-kms";
 import { SESv2Client } from "@aws-sdk/client-sesv2";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { type DocumentClient, documentClient } from "../db/document-client.ts";
 
-const documentClients = new Map<string, DynamoDBDocumentClient>();
+const documentClients = new Map<string, DocumentClient>();
 const kmsClients = new Map<string, KMSClient>();
 const sesClients = new Map<string, SESv2Client>();
 
-export function dynamo(region: string): DynamoDBDocumentClient {
+export function dynamo(region: string): DocumentClient {
   let client = documentClients.get(region);
   if (!client) {
-    client = DynamoDBDocumentClient.from(new DynamoDBClient({ region }), {
-      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-    });
+    // Our document client: any key name of a stored map is data (see lib/db/document-client.ts).
+    client = documentClient(new DynamoDBClient({ region }));
     documentClients.set(region, client);
   }
   return client;

@@ -7,9 +7,10 @@
  * warm data plane compares it with the version its cached configuration was loaded at (one
  * GetItem per request), so a rule created or a proxy deactivated takes effect on the next request.
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { nowIso, setExpression, tableName } from "../db/store.ts";
 

@@ -7,15 +7,16 @@
  * limit of that credential -> access rules (credential, proxy, target) -> single use claimed ->
  * target called with the target credential applied.
  */
-import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
+import { PutCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
 import { deleteWithDependants, usesCredential } from "../domain/cascade.ts";
 import { rateLimitForPlan } from "../domain/plans.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import { evaluateAccess } from "../domain/rules/rule-evaluator.ts";
-import { describeError, log } from "../log.ts";
+import { ALARMED_METRICS, describeError, log, metricFields } from "../log.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
@@ -369,7 +370,12 @@ export function createDataPlane(region: string) {
     try {
       await dynamo(region).send(new PutCommand({ TableName: tableName(), Item: item }));
     } catch (error) {
-      log.error("Request log could not be written", { ...describeError(error), requestId: trace.requestId });
+      // Never a silent loss: the error line also counts in a metric that raises an alarm.
+      log.error("Request log could not be written", {
+        ...describeError(error),
+        requestId: trace.requestId,
+        ...metricFields(ALARMED_METRICS.requestLogWriteFailures, "data-plane"),
+      });
     }
   }
 

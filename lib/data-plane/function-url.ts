@@ -9,7 +9,8 @@ import { createDataPlane } from "./engine.ts";
 export function createFunctionUrlHandler(region: string) {
   const plane = createDataPlane(region);
   return async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
-    const headers: Record<string, string> = {};
+    // Null prototype: a header of any name (`__proto__`, `constructor`) is an own entry.
+    const headers: Record<string, string> = Object.create(null);
     for (const [name, value] of Object.entries(event.headers ?? {})) {
       if (value !== undefined) headers[name.toLowerCase()] = value;
     }

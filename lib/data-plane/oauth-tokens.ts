@@ -12,8 +12,9 @@
  * have refreshed them already, and a provider that rotates refresh tokens refuses the old one
  * (oidc-provider, Auth0, Okta... even revoke the whole grant when a rotated one is used again).
  */
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
+import { GetCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { tableName } from "../db/store.ts";
 import type { StoredOAuth2Secret } from "../domain/oauth2-flow.ts";

@@ -5,8 +5,9 @@
  * the one the request was admitted with. Either failing cancels both: no count is kept for a
  * request decided on stale configuration.
  */
-import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
+import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { tableName, transactionCancellationCodes } from "../db/store.ts";
 import { type RateDecision, rateWindowAt, retryAfterSeconds } from "../domain/rate-limit.ts";

@@ -9,8 +9,9 @@
  * Warm: one GetItem of the client runtime item; an unchanged `configVersion` means the cached
  * configuration is current (lib/data-plane/client-runtime.ts bumps it on every change).
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { batchGet, type Item, queryPartition, tableName } from "../db/store.ts";
 import { getInRegion } from "../domain/regional.ts";

@@ -3,15 +3,16 @@
  * retry of unprocessed items, and recognition of conditional failures. Every read here is a
  * GetItem/BatchGetItem or a Query on a key or index; there is no Scan.
  */
+
+import { dynamo } from "../aws/clients.ts";
+import { getConfig } from "../config.ts";
 import {
   BatchGetCommand,
   BatchWriteCommand,
   type NativeAttributeValue,
   QueryCommand,
   type QueryCommandInput,
-} from "@aws-sdk/lib-dynamodb";
-import { dynamo } from "../aws/clients.ts";
-import { getConfig } from "../config.ts";
+} from "./document-client.ts";
 import type { Key } from "./keys.ts";
 
 export type Item = Record<string, NativeAttributeValue>;

@@ -4,8 +4,8 @@
  * client partition). Validation and the evaluation semantics are in lib/domain/rules/.
  */
 import { randomUUID } from "node:crypto";
-import { DeleteCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { DeleteCommand, TransactWriteCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import {
   type Item,

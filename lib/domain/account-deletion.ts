@@ -14,9 +14,9 @@
  * half-way, running it again finishes the job; the client item is still there to say so.
  */
 
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
 import { syncClientRuntime } from "../data-plane/client-runtime.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import {
   clientOwnedRegionalPartitions,
   keys,

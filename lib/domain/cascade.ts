@@ -8,8 +8,9 @@
  * parent goes last. An interruption therefore never leaves a proxy pointing at something deleted,
  * and repeating the DELETE finishes the job.
  */
-import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import {
   batchDelete,

@@ -4,9 +4,9 @@
  * members, and its pending invites.
  */
 import { randomUUID } from "node:crypto";
-import { GetCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
 import { syncClientRuntime } from "../data-plane/client-runtime.ts";
+import { GetCommand, TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import { CLIENT_SK, keys } from "../db/keys.ts";
 import {
   homeDb,

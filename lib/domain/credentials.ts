@@ -4,8 +4,8 @@
  * the credential's region; no response ever carries it and only metadata can change afterwards.
  */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { PutCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, nowSeconds, tableName, withoutInternals } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";

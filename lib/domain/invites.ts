@@ -9,8 +9,8 @@
  * (client DELETE) | expired (TTL).
  */
 import { randomUUID } from "node:crypto";
-import { DeleteCommand, GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
+import { DeleteCommand, GetCommand, TransactWriteCommand } from "../db/document-client.ts";
 import { CLIENT_SK, keys } from "../db/keys.ts";
 import {
   homeDb,

@@ -4,7 +4,7 @@
  * conditioned on the values the decision was made from; on a concurrent change it re-reads and
  * decides again.
  */
-import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { batchGet, homeDb, type Item, nowIso, tableName, transactionCancellationCodes } from "../db/store.ts";
 import { forbidden, HttpError, notFound } from "../http/errors.ts";

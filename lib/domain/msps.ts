@@ -6,8 +6,8 @@
  * Today operators create MSPs with the admin CLI (`msps create`); the MSP API extends this module.
  */
 import { randomUUID } from "node:crypto";
-import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { z } from "zod";
+import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import {
   batchGet,

@@ -4,8 +4,9 @@
  * anything read; getting one notification by id marks it read. System notifications are shared by
  * every user, so their read state is a per-user receipt item rather than a flag on the shared item.
  */
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { v7 as uuidv7 } from "uuid";
+import { GetCommand, PutCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import {
   batchGet,

@@ -11,8 +11,8 @@
  * permanent. The data plane refreshes the access token with the refresh token when it expires.
  */
 import { randomBytes } from "node:crypto";
-import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { DeleteCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { homeDb, type Item, isConditionalCheckFailure, nowIso, nowSeconds, tableName } from "../db/store.ts";
 import { badRequest, HttpError } from "../http/errors.ts";

@@ -6,9 +6,9 @@
  * two proxies cannot claim one alias.
  */
 import { randomUUID } from "node:crypto";
-import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { getConfig } from "../config.ts";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, tableName, transactionCancellationCodes, withoutInternals } from "../db/store.ts";
 import { badRequest, conflict, HttpError, notFound, validationFailed } from "../http/errors.ts";

@@ -3,9 +3,10 @@
  * on the window's counter item, so DynamoDB serialises racing requests and the (limit+1)th fails
  * its condition. The window counter expires through TTL shortly after its window ends.
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure } from "../db/store.ts";
 

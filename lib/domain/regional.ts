@@ -7,10 +7,11 @@
  * once (one GetItem each, in parallel) and a list queries each region's client partition. That
  * keeps no cross-region index to drift out of step (DynamoDB transactions are single-region).
  */
-import { GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { GetCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import {
   type Item,

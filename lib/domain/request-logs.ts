@@ -4,12 +4,13 @@
  * Query newest first, and processedAfter / processedBefore become sort-key bounds (the lowest and
  * highest UUIDv7 of their millisecond) instead of a filter over the whole partition.
  */
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+
 import {
   highestRequestIdAt,
   lowestRequestIdAt,
   REQUEST_LOG_DETAIL_FIELDS,
 } from "../data-plane/request-log.ts";
+import { GetCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { type Item, isExpired, nowSeconds, queryAll, tableName } from "../db/store.ts";
 import { notFound, validationFailed } from "../http/errors.ts";

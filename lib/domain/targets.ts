@@ -1,7 +1,7 @@
 /** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { PutCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, tableName, withoutInternals } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";

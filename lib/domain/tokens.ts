@@ -4,7 +4,7 @@
  * form for display (`userTokens`), which deliberately hardens the spec: it never returns raw tokens.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, TransactWriteCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { homeDb, nowIso, tableName, transactionConditionFailedAt } from "../db/store.ts";
 import { badRequest, notFound } from "../http/errors.ts";

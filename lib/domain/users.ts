@@ -3,8 +3,8 @@
  * addresses unique and lets invites find the account by address.
  */
 import { randomUUID } from "node:crypto";
-import { GetCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { z } from "zod";
+import { GetCommand, TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import {
   homeDb,

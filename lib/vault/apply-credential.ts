@@ -48,7 +48,8 @@ export class CredentialApplicationError extends Error {
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 
 function cloneRequest(request: OutgoingRequest): OutgoingRequest {
-  const headers: Record<string, string> = {};
+  // Null prototype: a header of any name (`__proto__`, `constructor`) is an own entry.
+  const headers: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value;
   return {
     method: request.method,

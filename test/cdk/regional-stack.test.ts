@@ -8,6 +8,7 @@ import {
   STREAM_VIEW_TYPE,
   TTL_ATTRIBUTE,
 } from "../../lib/infra/table-definition.ts";
+import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
 import { buildTestApp, CDK_CONTEXT, logicalId, statementsOf, Template } from "./helpers.ts";
 
 const built = buildTestApp();
@@ -175,6 +176,18 @@ describe.each(regions)("RegionalStack %s", (region) => {
           for (const other of regions.filter((r) => r !== region)) expect(resource).not.toContain(other);
         }
       }
+    });
+
+    it("raises an alarm when a request log could not be written (the data plane's EMF metric)", () => {
+      template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        Namespace: METRIC_NAMESPACE,
+        MetricName: ALARMED_METRICS.requestLogWriteFailures,
+        Dimensions: [{ Name: "Service", Value: "data-plane" }],
+        Statistic: "Sum",
+        Threshold: 1,
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
+        TreatMissingData: "notBreaching",
+      });
     });
   });
 });

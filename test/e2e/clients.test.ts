@@ -1,8 +1,9 @@
 /** Clients (spec 4.1) over real HTTP against the local stack. */
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { purgeDueAccounts } from "#lib/domain/account-deletion.ts";
 import { joinClient, startTestStack, storedItem, type TestStack, type TestUser } from "../support/stack.ts";

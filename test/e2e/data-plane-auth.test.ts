@@ -9,13 +9,13 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { base64url, type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { jwtVerifyStats } from "#lib/data-plane/caller-auth.ts";
 import { DEFAULT_JWKS_COOLDOWN_MS } from "#lib/data-plane/jwks-cache.ts";
+import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";

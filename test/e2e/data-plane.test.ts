@@ -523,3 +523,70 @@ describe("request logs", () => {
     for (const value of secrets) expect(JSON.stringify(list.body)).not.toContain(value);
   });
 });
+
+describe("user-named keys (issue 7: a `Constructor` header stopped the log)", () => {
+  it("logs a request whose headers and query are named constructor, __proto__, toString, hasOwnProperty", async () => {
+    const s = await setup();
+    // Pairs, not an object literal: `{ __proto__: "2" }` would set a prototype, not a header.
+    const hostile: [string, string][] = [
+      ["Constructor", "1"],
+      ["__proto__", "2"],
+      ["toString", "3"],
+      ["hasOwnProperty", "4"],
+    ];
+    // node:http sends any header name (fetch silently drops a `__proto__` header).
+    const grantedStatus = await new Promise<number>((resolve, reject) => {
+      const outgoing = httpRequest(
+        `${s.url}/named?constructor=1&__proto__=2&toString=3&hasOwnProperty=4&valueOf=5`,
+        (response) => {
+          response.resume();
+          response.on("end", () => resolve(response.statusCode ?? 0));
+        },
+      );
+      outgoing.setHeader("x-api-key", s.key);
+      for (const [name, value] of hostile) outgoing.setHeader(name, value);
+      outgoing.on("error", reject);
+      outgoing.end();
+    });
+    expect(grantedStatus).toBe(200);
+    const denied = await call(`${s.url}/named`, { headers: { constructor: "1" } });
+    expect(denied.status).toBe(403);
+
+    const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
+    expect(list.status).toBe(200);
+    // Both requests, the refused one and the forwarded one, were logged.
+    expect(list.body.totalRequests).toBe(2);
+    const forwarded = (list.body.requests as any[]).find((r) => r.proxyData.status === 200);
+    const detail = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests/${forwarded.sKey}`);
+    expect(detail.status).toBe(200);
+    const record = detail.body.requests[0];
+    const loggedHeaders = Object.fromEntries(
+      Object.entries(record.requestHeaders as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
+    );
+    expect(loggedHeaders).toMatchObject({ constructor: "1", tostring: "3", hasownproperty: "4" });
+    expect(Object.hasOwn(loggedHeaders, "__proto__")).toBe(true);
+    expect(JSON.stringify(record)).toContain('"__proto__"');
+  });
+
+  it("stores and answers a proxy's additions keyed constructor, toString and hasOwnProperty", async () => {
+    const additions = {
+      proxyAdditionalHeaders: { constructor: "h1", toString: "h2", hasOwnProperty: "h3" },
+      proxyAdditionalQueryParams: { constructor: "q1", toString: "q2", valueOf: "q3" },
+      proxyAdditionalData: { constructor: { name: "Set" }, toString: "d2", nested: { constructor: 1 } },
+    };
+    const s = await setup({ proxy: additions });
+    const read = await owner.api.get(`${api()}/proxies/${s.proxyId}`);
+    expect(read.status).toBe(200);
+    expect(read.body.proxies[0]).toMatchObject(additions);
+    const response = await call(`${s.url}/named`, {
+      method: "POST",
+      headers: withKey(s.key, { "content-type": "application/json" }),
+      body: JSON.stringify({ caller: true }),
+    });
+    expect(response.status, response.text).toBe(200);
+    const got = received.at(-1)!;
+    expect(got.headers).toMatchObject({ constructor: "h1", tostring: "h2", hasownproperty: "h3" });
+    expect(got.url).toBe("/base/named?constructor=q1&toString=q2&valueOf=q3");
+    expect(JSON.parse(got.body.toString())).toEqual({ caller: true, ...additions.proxyAdditionalData });
+  });
+});

@@ -1,8 +1,9 @@
 /** Client invites (spec 2.3, 3, 4.3) over real HTTP against the local stack. */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { sentEmails } from "../support/emulator.ts";
 import {

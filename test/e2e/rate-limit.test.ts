@@ -1,8 +1,9 @@
 /** Core API rate limit per user token (section 8) over real HTTP against the local stack. */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { hashToken, issueToken } from "#lib/domain/tokens.ts";
 import {

@@ -4,11 +4,11 @@
  * Core API: order, limit, time range, expiry, the detail projection, roles and tenant isolation.
  */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId, type RequestLogInput } from "#lib/data-plane/request-log.ts";
+import { PutCommand } from "#lib/db/document-client.ts";
 import {
   createClientFor,
   joinClient,

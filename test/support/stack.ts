@@ -2,10 +2,11 @@
  * End-to-end support: the real local stack (this file's tables in the shared emulator, the local
  * API Gateway, the real handlers) and a small HTTP client for it.
  */
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+
 import { expect } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { GetCommand } from "#lib/db/document-client.ts";
 import type { Key } from "#lib/db/keys.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";

@@ -1,6 +1,6 @@
 /** Structured logging: one JSON line per entry, secrets redacted at any depth. */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { describeError, log } from "#lib/log.ts";
+import { ALARMED_METRICS, describeError, log, METRIC_NAMESPACE, metricFields } from "#lib/log.ts";
 
 let stdout: string[];
 let stderr: string[];
@@ -131,5 +131,25 @@ describe("describeError", () => {
       stack: error.stack,
     });
     expect(describeError("plain")).toEqual({ errorMessage: "plain" });
+  });
+});
+
+describe("metricFields", () => {
+  it("makes a log line an embedded-metric-format record of one count", () => {
+    const fields = metricFields(ALARMED_METRICS.requestLogWriteFailures, "data-plane");
+    expect(fields).toMatchObject({
+      _aws: {
+        Timestamp: expect.any(Number),
+        CloudWatchMetrics: [
+          {
+            Namespace: METRIC_NAMESPACE,
+            Dimensions: [["Service"]],
+            Metrics: [{ Name: "RequestLogWriteFailures", Unit: "Count" }],
+          },
+        ],
+      },
+      Service: "data-plane",
+      RequestLogWriteFailures: 1,
+    });
   });
 });
