@@ -54,7 +54,9 @@ describe("document client", () => {
     const nested = item?.data.nested;
     expect(Object.getOwnPropertyNames(nested)).toEqual(["__proto__", "list"]);
     // A map that names its "constructor" Set is still a map.
-    expect(nested.__proto__).toEqual({ constructor: { name: "Set" } });
+    expect(Object.getOwnPropertyDescriptor(nested, "__proto__")?.value).toEqual({
+      constructor: { name: "Set" },
+    });
   });
 
   it("writes hostile keys through updates, transactions and batches", async () => {
@@ -95,7 +97,7 @@ describe("document client", () => {
       new BatchGetCommand({ RequestItems: { [table()]: { Keys: [{ pKey: other, sKey: "A" }] } } }),
     );
     expect(Object.hasOwn(batch.Responses?.[table()]?.[0]?.m, "__proto__")).toBe(true);
-    expect(batch.Responses?.[table()]?.[0]?.m.__proto__).toBe("x");
+    expect(Object.getOwnPropertyDescriptor(batch.Responses?.[table()]?.[0]?.m, "__proto__")?.value).toBe("x");
     const query = await db().send(
       new QueryCommand({
         TableName: table(),
