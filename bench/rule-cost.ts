@@ -8,6 +8,8 @@
  * as the data plane caches them). `tsx bench/rule-cost.ts` runs this section alone.
  */
 import { randomBytes } from "node:crypto";
+import { MAX_RULES_PER_PARENT } from "#lib/domain/regional.ts";
+import { compileRulePattern, patternCost } from "#lib/domain/rules/regex.ts";
 import {
   compileRules,
   type EvaluableRule,
@@ -17,14 +19,12 @@ import {
   type RuleLayer,
   type RuleRequest,
 } from "#lib/domain/rules/rule-evaluator.ts";
-import { MAX_RULES_PER_PARENT } from "#lib/domain/regional.ts";
 import {
   MAX_HEADER_CHECKS,
   MAX_QUERY_CHECKS,
   MAX_RULE_PATTERN_COST,
   parseCreateRule,
 } from "#lib/domain/rules/rule-schema.ts";
-import { compileRulePattern, patternCost } from "#lib/domain/rules/regex.ts";
 
 export interface RuleCostRow {
   name: string;
@@ -98,7 +98,12 @@ function worstRequest(alphabet: string): RuleRequest {
   return { method: "GET", path: `/${value(alphabet).slice(1)}`, headers, query };
 }
 
-function measure(name: string, layers: RuleLayer[], makeRequest: () => RuleRequest, rounds: number): RuleCostRow {
+function measure(
+  name: string,
+  layers: RuleLayer[],
+  makeRequest: () => RuleRequest,
+  rounds: number,
+): RuleCostRow {
   const requests = Array.from({ length: rounds + 2 }, makeRequest);
   for (const request of requests.slice(0, 2)) evaluateAccess(layers, request); // warm up
   const stats = newEvaluationStats();
@@ -119,7 +124,9 @@ export function ruleCostRows(rounds = Number(process.env.BENCH_RULE_ROUNDS ?? 20
     {
       name: "proxy",
       defaultEffect: "allow",
-      rules: compileRules([{ ruleId: "one", ...parseCreateRule({ effect: "deny", priority: 1, pathPattern: "^/admin" }) }]),
+      rules: compileRules([
+        { ruleId: "one", ...parseCreateRule({ effect: "deny", priority: 1, pathPattern: "^/admin" }) },
+      ]),
     },
   ];
   const typicalRequest = (): RuleRequest => ({

@@ -274,7 +274,11 @@ async function admit(trace: Trace, request: DataPlaneRequest, runtime: ProxyRunt
         defaultEffect: effect(proxyCredential.item.credentialDefaultRuleEffect),
         rules: runtime.compiledRules.credential,
       },
-      { name: "proxy", defaultEffect: effect(proxy.proxyDefaultRuleEffect), rules: runtime.compiledRules.proxy },
+      {
+        name: "proxy",
+        defaultEffect: effect(proxy.proxyDefaultRuleEffect),
+        rules: runtime.compiledRules.proxy,
+      },
       {
         name: "target",
         defaultEffect: effect(target.targetDefaultRuleEffect),

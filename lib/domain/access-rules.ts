@@ -86,7 +86,9 @@ const listRuleItems = (region: string, clientId: string, parentId: string) =>
 
 /** The pattern cost of a stored rule (stored since the cost cap; computed for older rules). */
 const costOf = (item: Item) =>
-  typeof item.patternCost === "number" ? item.patternCost : compileRules([item as unknown as EvaluableRule]).cost;
+  typeof item.patternCost === "number"
+    ? item.patternCost
+    : compileRules([item as unknown as EvaluableRule]).cost;
 
 /**
  * The parent's current rule count and pattern cost, with the condition that they are unchanged.
@@ -209,7 +211,9 @@ export async function createRule(
           TransactItems: [
             parentCheck,
             counterUpdate(clientId, parentId, seen, seen.count + 1, seen.cost + patternCost),
-            { Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" } },
+            {
+              Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" },
+            },
           ],
         }),
       );
@@ -241,7 +245,7 @@ export async function deleteRule(
   const ruleKey = keys.rule(clientId, parentId, ruleId);
   for (let attempt = 0; ; attempt++) {
     const rule = await getInRegion(region, ruleKey);
-    if (!rule || rule.entity !== "rule") throw notFound(RULE_NOT_FOUND);
+    if (rule?.entity !== "rule") throw notFound(RULE_NOT_FOUND);
     const seen = await readCounter(region, clientId, parentId);
     try {
       await regionalDb(region).send(

@@ -7,7 +7,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { compileRulePattern, MAX_PATTERN_INSTRUCTIONS, patternCost } from "#lib/domain/rules/regex.ts";
 import { MAX_HEADER_CHECKS, MAX_RULE_PATTERN_COST } from "#lib/domain/rules/rule-schema.ts";
-import { createClientFor, startTestStack, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
+import {
+  createClientFor,
+  startTestStack,
+  storedItem,
+  type TestStack,
+  type TestUser,
+} from "../support/stack.ts";
 
 const US = "us-east-1";
 let stack: TestStack;
@@ -51,9 +57,9 @@ describe("rule caps per parent", () => {
     );
     const statuses = answers.map((answer) => answer.status);
     expect(statuses.filter((status) => status === 201)).toHaveLength(fits);
-    expect(statuses.filter((status) => status !== 201).every((status) => status === 400 || status === 409)).toBe(
-      true,
-    );
+    expect(
+      statuses.filter((status) => status !== 201).every((status) => status === 400 || status === 409),
+    ).toBe(true);
     const listed = await owner.api.get(rules);
     expect(listed.body.rules).toHaveLength(fits);
     const counter = await storedItem(keys.rule(clientId, parent, "#COUNTER"), US);

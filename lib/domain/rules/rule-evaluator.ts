@@ -145,7 +145,11 @@ export function compileRules(rules: readonly EvaluableRule[]): CompiledRules {
         ...(path ? [{ field: "path", pattern: compile(path.pattern, flags), presence: path.presence }] : []),
         ...named
           .filter((c) => typeof c.pattern === "string")
-          .map((c) => ({ field: c.field, pattern: compile(c.pattern as string, flags), presence: c.presence })),
+          .map((c) => ({
+            field: c.field,
+            pattern: compile(c.pattern as string, flags),
+            presence: c.presence,
+          })),
       ];
       return { ruleId: rule.ruleId, effect: rule.effect, methods, checks, invalid: null };
     } catch (error) {
@@ -277,7 +281,11 @@ function evaluatePrepared(layer: RuleLayer, request: PreparedRequest): LayerDeci
     const outcome = ruleOutcome(rule, request);
     if (outcome === true) {
       const verb = rule.effect === "deny" ? "denied" : "allowed";
-      return { effect: rule.effect, ruleId: rule.ruleId, reason: `${verb} by rule ${rule.ruleId} of ${text.of}` };
+      return {
+        effect: rule.effect,
+        ruleId: rule.ruleId,
+        reason: `${verb} by rule ${rule.ruleId} of ${text.of}`,
+      };
     }
     if (outcome === undefined && rule.effect === "deny") {
       // Undecided because a tested value is too long: settled against the caller.
