@@ -7,7 +7,8 @@
  * with apiKey caller auth, two rules and a bearer target credential; through the gateway with
  * jwtVerify. Prints requests/s, p50 and p99, the gateway's added latency over the minimal proxy,
  * the DynamoDB and KMS calls per warm proxied request (counted with an SDK middleware), and the
- * size of the data-plane bundle. A benchmark, not a test: it asserts nothing.
+ * size of the data-plane bundle, and the CPU per access-rule decision (bench/rule-cost.ts: a
+ * baseline beside the worst case the rule caps allow). A benchmark, not a test: it asserts nothing.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, request as httpRequest, type Server } from "node:http";
@@ -22,6 +23,7 @@ import { createUser } from "#lib/domain/users.ts";
 import { startEmulator } from "#local/emulator.ts";
 import { startLocalStack } from "#local/runner.ts";
 import { setClientPlan } from "../cli/client-plan.ts";
+import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
 
 const REGION = "us-east-1";
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -321,6 +323,8 @@ async function main() {
     console.log(
       `\nData-plane bundle (functions/data-plane.ts, esbuild minified ESM): ${(size / 1024).toFixed(0)} KiB`,
     );
+    // In-process, after the load runs (the stack is idle): CPU per access-rule decision.
+    printRuleCost(ruleCostRows());
     console.log(
       "Note: the emulator (moto, about 3.5 ms per DynamoDB call here) dominates the gateway's added latency; in AWS a DynamoDB call takes a few ms in-region.",
     );

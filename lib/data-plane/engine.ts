@@ -273,10 +273,18 @@ async function admit(trace: Trace, request: DataPlaneRequest, runtime: ProxyRunt
       {
         name: "credential",
         defaultEffect: effect(proxyCredential.item.credentialDefaultRuleEffect),
-        rules: runtime.rules.credential,
+        rules: runtime.compiledRules.credential,
       },
-      { name: "proxy", defaultEffect: effect(proxy.proxyDefaultRuleEffect), rules: runtime.rules.proxy },
-      { name: "target", defaultEffect: effect(target.targetDefaultRuleEffect), rules: runtime.rules.target },
+      {
+        name: "proxy",
+        defaultEffect: effect(proxy.proxyDefaultRuleEffect),
+        rules: runtime.compiledRules.proxy,
+      },
+      {
+        name: "target",
+        defaultEffect: effect(target.targetDefaultRuleEffect),
+        rules: runtime.compiledRules.target,
+      },
     ],
     { method: request.method, path: trace.apiPath, headers: request.headers, query },
   );

@@ -5,7 +5,8 @@
  * Cold (or after any change of the client's regional resources): GetItem of the proxy locator
  * (proxy id -> client id, cached for good: it never changes), then in parallel the client runtime
  * item (version, billing, plan) and the proxy; then one BatchGetItem of both credentials and the
- * target and one Query per rule parent; secrets are decrypted with cached data keys.
+ * target and one Query per rule parent; secrets are decrypted with cached data keys; the rules are
+ * compiled (patterns and order) once here, not per request.
  * Warm: one GetItem of the client runtime item; an unchanged `configVersion` means the cached
  * configuration is current (lib/data-plane/client-runtime.ts bumps it on every change).
  */
@@ -15,7 +16,7 @@ import { UpdateCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { batchGet, type Item, queryPartition, tableName } from "../db/store.ts";
 import { getInRegion } from "../domain/regional.ts";
-import type { EvaluableRule } from "../domain/rules/rule-evaluator.ts";
+import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";
 import { decryptSecretCached, type SecretEnvelope } from "../vault/envelope.ts";
 import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
 
@@ -39,6 +40,8 @@ export interface ProxyRuntime {
   proxyCredential?: LoadedCredential;
   targetCredential?: LoadedCredential;
   rules: { credential: EvaluableRule[]; proxy: EvaluableRule[]; target: EvaluableRule[] };
+  /** The same rules sorted and compiled once per load: the data plane evaluates these. */
+  compiledRules: { credential: CompiledRules; proxy: CompiledRules; target: CompiledRules };
 }
 
 const locators = new Map<string, string>();
@@ -90,7 +93,7 @@ const rulesOf = (region: string, clientId: string, parentId: string | undefined)
         region,
         sKeyPrefix: `${REGIONAL_SK.rulePrefix}${parentId}#`,
         max: 200,
-      }).then((items) => items as unknown as EvaluableRule[])
+      }).then((items) => items.filter((item) => item.entity === "rule") as unknown as EvaluableRule[])
     : Promise.resolve([] as EvaluableRule[]);
 
 async function loadFull(region: string, proxyId: string, clientId: string, runtimeItem: Item | undefined) {
@@ -133,6 +136,11 @@ async function loadFull(region: string, proxyId: string, clientId: string, runti
     proxyCredential,
     targetCredential,
     rules: { credential: credentialRules, proxy: proxyRules, target: targetRules },
+    compiledRules: {
+      credential: compileRules(credentialRules),
+      proxy: compileRules(proxyRules),
+      target: compileRules(targetRules),
+    },
   };
   return runtime;
 }

@@ -1,14 +1,25 @@
 /** The data plane's access decision (spec 4.8): order, tie-breaking, defaults, conditions, denial reports. */
 import { describe, expect, it } from "vitest";
+import { MAX_RULES_PER_PARENT } from "#lib/domain/regional.ts";
+import { compileRulePattern, patternCost } from "#lib/domain/rules/regex.ts";
 import {
+  compileRules,
   type EvaluableRule,
   evaluateAccess,
   evaluateLayer,
+  MAX_MATCHED_VALUE_LENGTH,
+  MAX_MATCHED_VALUES,
+  newEvaluationStats,
   type RuleLayer,
   type RuleRequest,
   ruleMatches,
 } from "#lib/domain/rules/rule-evaluator.ts";
-import { parseCreateRule } from "#lib/domain/rules/rule-schema.ts";
+import {
+  MAX_HEADER_CHECKS,
+  MAX_QUERY_CHECKS,
+  MAX_RULE_PATTERN_COST,
+  parseCreateRule,
+} from "#lib/domain/rules/rule-schema.ts";
 
 /** A rule as the API would store it (validated and normalised). */
 function rule(ruleId: string, body: Record<string, unknown>): EvaluableRule {
@@ -172,7 +183,7 @@ describe("ruleMatches: conditions", () => {
   it("matching is linear time on hostile input", () => {
     const r = rule("redos", { effect: "deny", priority: 1, pathPattern: "(a+)+$", headerChecks: [] });
     const started = performance.now();
-    expect(ruleMatches(r, request({ path: `/${"a".repeat(50_000)}!` }))).toBe(false);
+    expect(ruleMatches(r, request({ path: `/${"a".repeat(MAX_MATCHED_VALUE_LENGTH - 3)}!` }))).toBe(false);
     expect(performance.now() - started).toBeLessThan(1000);
   });
 });
@@ -352,5 +363,152 @@ describe("evaluateAccess", () => {
 
   it("with no layers nothing denies", () => {
     expect(evaluateAccess([], request()).allowed).toBe(true);
+  });
+});
+
+describe("bounded work (issue 7: rules could cost seconds of CPU per request)", () => {
+  const padded = (tail: string) => `${"x".repeat(MAX_MATCHED_VALUE_LENGTH)}${tail}`;
+
+  it("the issue's repro: 100 rules x header checks against a 15 KB header scan nothing", () => {
+    const rules = Array.from({ length: MAX_RULES_PER_PARENT }, (_, r) =>
+      rule(`r${r}`, {
+        effect: "allow",
+        priority: 1,
+        headerChecks: Array.from({ length: MAX_HEADER_CHECKS }, (_, h) => ({
+          name: "x-big",
+          pattern: `^value-${r}-${h}$`,
+        })),
+      }),
+    );
+    const stats = newEvaluationStats();
+    const decision = evaluateAccess(
+      [layer("proxy", "deny", rules)],
+      request({ headers: { "x-big": "v".repeat(15_000) } }),
+      stats,
+    );
+    expect(decision.allowed).toBe(false); // no allow rule can be shown to hold: the default denies
+    expect(stats.executions).toBe(0);
+    expect(stats.scannedChars).toBe(0);
+  });
+
+  it("padding a value past the bound never bypasses a deny rule, nor satisfies an allow rule", () => {
+    const denyEvil = rule("deny-evil", {
+      effect: "deny",
+      priority: 10,
+      headerChecks: [{ name: "x-q", pattern: "evil" }],
+    });
+    const denyUnlessGood = rule("deny-unless-good", {
+      effect: "deny",
+      priority: 10,
+      queryChecks: [{ name: "q", pattern: "^good$", presence: "absent" }],
+    });
+    const allowNotEvil = rule("allow-not-evil", {
+      effect: "allow",
+      priority: 10,
+      path: { pattern: "evil", presence: "absent" },
+    });
+    for (const [deny, overLong] of [
+      [denyEvil, request({ headers: { "x-q": padded("evil") } })],
+      [denyUnlessGood, request({ query: { q: padded("!") } })],
+      [denyUnlessGood, request({ query: { q: Array(MAX_MATCHED_VALUES + 1).fill("good") } })],
+    ] as const) {
+      const decision = evaluateAccess([layer("proxy", "allow", [deny])], overLong);
+      expect(decision).toMatchObject({ allowed: false, ruleId: deny.ruleId });
+      expect(decision.reason).toContain(`longer than ${MAX_MATCHED_VALUE_LENGTH}`);
+    }
+    // Within the bound the same rules decide on the values.
+    expect(
+      evaluateAccess([layer("proxy", "allow", [denyEvil])], request({ headers: { "x-q": "fine" } })).allowed,
+    ).toBe(true);
+    expect(
+      evaluateAccess([layer("proxy", "allow", [denyUnlessGood])], request({ query: { q: "good" } })).allowed,
+    ).toBe(true);
+    // An allow rule on an over-long path does not apply: the default effect decides.
+    const allowLayer = layer("proxy", "deny", [allowNotEvil]);
+    expect(evaluateAccess([allowLayer], request({ path: "/fine" })).allowed).toBe(true);
+    expect(evaluateAccess([allowLayer], request({ path: `/${padded("!")}` })).allowed).toBe(false);
+    // A check that fails on another condition is not undecided: the rule simply does not hold.
+    const both = rule("both", {
+      effect: "deny",
+      priority: 1,
+      methods: ["POST"],
+      headerChecks: [{ name: "x-q", pattern: "evil" }],
+    });
+    expect(
+      evaluateAccess([layer("proxy", "allow", [both])], request({ headers: { "x-q": padded("evil") } }))
+        .allowed,
+    ).toBe(true);
+  });
+
+  it("a pattern shared by rules runs once per field per request", () => {
+    const rules = Array.from({ length: 50 }, (_, r) =>
+      rule(`r${r}`, { effect: "allow", priority: r, headerChecks: [{ name: "x-role", pattern: "^admin$" }] }),
+    );
+    const stats = newEvaluationStats();
+    evaluateAccess(
+      [layer("credential", "allow", rules), layer("proxy", "allow", rules)],
+      request({ headers: { "X-Role": "user" } }),
+      stats,
+    );
+    expect(stats.executions).toBe(1);
+  });
+
+  it("the worst configuration the caps allow is bounded in matches, characters and work", () => {
+    // Per parent: the most rules and checks, every pattern distinct, all run (each rule's last
+    // check fails), every value at the bound, until the parent's pattern cost budget is spent.
+    let n = 0;
+    const layers = (["credential", "proxy", "target"] as const).map((name) => {
+      let budget = MAX_RULE_PATTERN_COST;
+      const next = () => {
+        const pattern = `^/${n++}[a-z]+$`;
+        const cost = patternCost(compileRulePattern(pattern, ""));
+        if (cost > budget) return undefined;
+        budget -= cost;
+        return pattern;
+      };
+      const rules = Array.from({ length: MAX_RULES_PER_PARENT }, (_, r) => {
+        const path = next();
+        const headerChecks = Array.from({ length: MAX_HEADER_CHECKS - 1 }, (_, h) => ({
+          name: `x-h${h}`,
+          pattern: next(),
+        }))
+          .filter((check) => check.pattern)
+          .map((check) => ({ ...check, presence: "absent" }));
+        const queryChecks = Array.from({ length: MAX_QUERY_CHECKS }, (_, q) => ({
+          name: `q${q}`,
+          pattern: next(),
+        }))
+          .filter((check) => check.pattern)
+          .map((check) => ({ ...check, presence: "absent" }));
+        return rule(`${name}-${r}`, {
+          effect: "allow",
+          priority: 1,
+          ...(path ? { pathPattern: path, pathPresence: "absent" } : {}),
+          headerChecks: [...headerChecks, { name: "x-last", pattern: "^never$" }],
+          queryChecks,
+        });
+      });
+      return { name, defaultEffect: "allow" as const, rules: compileRules(rules) };
+    });
+    const value = "/".padEnd(MAX_MATCHED_VALUE_LENGTH, "a");
+    const headers: Record<string, string> = { "x-last": "value" };
+    for (let h = 0; h < MAX_HEADER_CHECKS; h++) headers[`x-h${h}`] = value;
+    const query: Record<string, string> = {};
+    for (let q = 0; q < MAX_QUERY_CHECKS; q++) query[`q${q}`] = value;
+    const stats = newEvaluationStats();
+    expect(evaluateAccess(layers, request({ path: value, headers, query }), stats).allowed).toBe(true);
+
+    const patterns = layers.reduce(
+      (sum, l) => sum + l.rules.rules.reduce((s, r) => s + r.checks.length, 0),
+      0,
+    );
+    expect(stats.executions).toBeGreaterThan(100); // the configuration really is heavy
+    expect(stats.executions).toBeLessThanOrEqual(patterns);
+    expect(stats.scannedChars).toBeLessThanOrEqual(stats.executions * MAX_MATCHED_VALUE_LENGTH);
+    // The bound the caps give: every parent's pattern cost x the matched length (plus the shared
+    // ^never$ check of each layer, counted once per layer).
+    const never = patternCost(compileRulePattern("^never$", ""));
+    expect(stats.work).toBeLessThanOrEqual(3 * (MAX_RULE_PATTERN_COST + never) * MAX_MATCHED_VALUE_LENGTH);
+    expect(stats.scannedChars).toBeLessThanOrEqual(3 * MAX_RULE_PATTERN_COST * MAX_MATCHED_VALUE_LENGTH);
   });
 });

@@ -2,13 +2,20 @@
 import { describe, expect, it } from "vitest";
 import {
   compileRulePattern,
+  MAX_PATTERN_INSTRUCTIONS,
   MAX_PATTERN_LENGTH,
   RulePatternError,
   regexFlagsProblem,
   rulePatternMemoSize,
   testPattern,
 } from "#lib/domain/rules/regex.ts";
-import { CreateRuleBody, normaliseRule, parseCreateRule } from "#lib/domain/rules/rule-schema.ts";
+import {
+  CreateRuleBody,
+  MAX_HEADER_CHECKS,
+  MAX_QUERY_CHECKS,
+  normaliseRule,
+  parseCreateRule,
+} from "#lib/domain/rules/rule-schema.ts";
 import { HttpError } from "#lib/http/errors.ts";
 
 function errorOf(fn: () => unknown): HttpError {
@@ -65,7 +72,12 @@ describe("regex", () => {
     ] as const) {
       expect(() => compileRulePattern(pattern, flags)).toThrow(RulePatternError);
     }
-    expect(() => compileRulePattern("a".repeat(MAX_PATTERN_LENGTH), "")).not.toThrow();
+    // Within the length but too costly to match: refused by its instruction count.
+    expect(() => compileRulePattern("a".repeat(MAX_PATTERN_LENGTH), "")).toThrow(/too complex/);
+    expect(() => compileRulePattern(`[a-z]{${MAX_PATTERN_INSTRUCTIONS}}`, "")).toThrow(/too complex/);
+    expect(() =>
+      compileRulePattern("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", ""),
+    ).not.toThrow();
     expect(regexFlagsProblem("imsguy")).toBeNull();
     expect(regexFlagsProblem("i m")).not.toBeNull();
   });
@@ -237,10 +249,18 @@ describe("CreateRuleBody", () => {
     expect(failingFields({ ...base, queryChecks: [{ name: "q", presence: "yes" }] })).toEqual([
       "queryChecks.0.presence",
     ]);
-    expect(failingFields({ ...base, headerChecks: Array(21).fill({ name: "a" }) })).toEqual(["headerChecks"]);
     expect(
-      parseCreateRule({ ...base, queryChecks: Array(20).fill({ name: "a b" }) }).queryChecks,
-    ).toHaveLength(20);
+      failingFields({ ...base, headerChecks: Array(MAX_HEADER_CHECKS + 1).fill({ name: "a" }) }),
+    ).toEqual(["headerChecks"]);
+    expect(failingFields({ ...base, queryChecks: Array(MAX_QUERY_CHECKS + 1).fill({ name: "a" }) })).toEqual([
+      "queryChecks",
+    ]);
+    expect(
+      parseCreateRule({ ...base, queryChecks: Array(MAX_QUERY_CHECKS).fill({ name: "a b" }) }).queryChecks,
+    ).toHaveLength(MAX_QUERY_CHECKS);
+    expect(failingFields({ ...base, headerChecks: [{ name: "x", pattern: "[a-z]{500}" }] })).toEqual([
+      "headerChecks.0.pattern",
+    ]);
   });
 
   it("validates regexFlags and compiles patterns with them", () => {

@@ -9,6 +9,13 @@ import { RE2JS, RE2JSException } from "re2js";
 /** Longest pattern accepted, in characters. */
 export const MAX_PATTERN_LENGTH = 1024;
 
+/**
+ * Most instructions a compiled pattern may have. Matching costs at worst (instructions x input
+ * characters), so this bounds each pattern's cost per character: a counted repetition such as
+ * `[a-z]{1000}` (1002 instructions) is refused, `^[0-9a-f]{8}-[0-9a-f]{4}$` (16) is fine.
+ */
+export const MAX_PATTERN_INSTRUCTIONS = 200;
+
 /** Flags a rule may carry; `g`, `u` and `y` are accepted and have no effect (matching is a find-anywhere test). */
 export const RULE_REGEX_FLAGS = ["i", "m", "s", "g", "u", "y"] as const;
 
@@ -76,6 +83,14 @@ export function compileRulePattern(pattern: string, flags: string): RE2JS {
     }
     throw error;
   }
+  const size = compiled.programSize();
+  if (size > MAX_PATTERN_INSTRUCTIONS) {
+    throw new RulePatternError(
+      pattern,
+      flags,
+      `too complex: compiles to ${size} instructions, at most ${MAX_PATTERN_INSTRUCTIONS} (use fewer or smaller counted repetitions such as {n})`,
+    );
+  }
   if (memo.size >= PATTERN_MEMO_LIMIT) {
     // Simple eviction: drop the oldest insertion (Map iterates in insertion order).
     const oldest = memo.keys().next();
@@ -94,6 +109,14 @@ export function rulePatternProblem(pattern: string, flags: string): string | nul
     if (error instanceof RulePatternError) return error.reason;
     throw error;
   }
+}
+
+/**
+ * The cost of a compiled pattern, in instructions: matching it against n characters costs at most
+ * about cost x n steps. Summed per parent to bound the work of its rules (see MAX_RULE_PATTERN_COST).
+ */
+export function patternCost(compiled: RE2JS): number {
+  return compiled.programSize();
 }
 
 /** True if the pattern is found anywhere in the input (not anchored unless the pattern uses ^ or $). */

@@ -6,9 +6,22 @@
  * ruleId); the first rule whose conditions all hold decides, else the layer's default effect. The
  * request is allowed only if every layer allows, in the order credential, proxy, target.
  * See docs/access-rules.md.
+ *
+ * Bounded work (docs/access-rules.md, "Limits"): rules are compiled once per configuration load
+ * (compileRules; the data plane caches the result with the proxy's configuration), each distinct
+ * (pattern, header/parameter/path) pair is matched at most once per request, and only values of at
+ * most MAX_MATCHED_VALUE_LENGTH characters (MAX_MATCHED_VALUES values per name) are matched. A
+ * longer value is never scanned: a check on it is undecided and is settled against the caller
+ * (a `deny` rule holds, an `allow` rule does not), so padding a value can never bypass a rule.
  */
-import { compileRulePattern, RulePatternError, testPattern } from "./regex.ts";
-import type { RuleCheck, StoredRuleConditions } from "./rule-schema.ts";
+import type { RE2JS } from "re2js";
+import { compileRulePattern, patternCost, RulePatternError, testPattern } from "./regex.ts";
+import type { RulePresence, StoredRuleConditions } from "./rule-schema.ts";
+
+/** Longest header value, query value or path (in characters, all values of a name together) that is matched. */
+export const MAX_MATCHED_VALUE_LENGTH = 4096;
+/** Most values of one header or query parameter that are matched. */
+export const MAX_MATCHED_VALUES = 16;
 
 export interface RuleRequest {
   method: string;
@@ -24,10 +37,47 @@ export interface EvaluableRule extends StoredRuleConditions {
 
 export type RuleLayerName = "credential" | "proxy" | "target";
 
+/** A compiled pattern (the same RE2JS object for the same pattern and flags: results are shared). */
+interface CompiledPattern {
+  regex: RE2JS;
+  cost: number;
+}
+
+interface CompiledCheck {
+  /** `path`, `h:<lower-case header name>` or `q:<parameter name>`. */
+  field: string;
+  pattern: CompiledPattern | null;
+  presence: RulePresence;
+}
+
+interface CompiledRule {
+  ruleId: string;
+  effect: "allow" | "deny";
+  /** Upper case; null when every method matches. */
+  methods: ReadonlySet<string> | null;
+  /** Checks without a pattern (cheap) first, then the path, then pattern checks. */
+  checks: CompiledCheck[];
+  /** Set when a stored pattern no longer compiles: the rule then denies (fail closed). */
+  invalid: string | null;
+}
+
+/** One parent's rules, sorted and compiled: build once per configuration load with compileRules. */
+export class CompiledRules {
+  readonly rules: readonly CompiledRule[];
+  /** Sum of the pattern costs (instructions) of these rules. */
+  readonly cost: number;
+
+  constructor(rules: readonly CompiledRule[], cost: number) {
+    this.rules = rules;
+    this.cost = cost;
+  }
+}
+
 export interface RuleLayer {
   name: RuleLayerName;
   defaultEffect: "allow" | "deny";
-  rules: readonly EvaluableRule[];
+  /** Stored rules (compiled on each call) or, on the data plane's hot path, compiled ones. */
+  rules: readonly EvaluableRule[] | CompiledRules;
 }
 
 export interface LayerDecision {
@@ -47,87 +97,18 @@ export interface AccessDecision {
   reason: string;
 }
 
+/** What one evaluation cost: pattern executions, characters scanned, and cost x characters. */
+export interface EvaluationStats {
+  executions: number;
+  scannedChars: number;
+  /** Sum over executions of (pattern instructions x characters scanned): the bound on matching steps. */
+  work: number;
+}
+
+export const newEvaluationStats = (): EvaluationStats => ({ executions: 0, scannedChars: 0, work: 0 });
+
 /** The order in which layers are evaluated. */
 export const RULE_LAYER_ORDER: readonly RuleLayerName[] = ["credential", "proxy", "target"];
-
-function valuesOf(value: string | string[] | undefined): string[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [value];
-}
-
-/** Values by name; header names are folded to lower case, query names are kept as they are. */
-function indexValues(
-  record: Record<string, string | string[] | undefined>,
-  foldCase: boolean,
-): Map<string, string[]> {
-  const index = new Map<string, string[]>();
-  for (const [name, value] of Object.entries(record)) {
-    const values = valuesOf(value);
-    if (values.length === 0) continue; // undefined or [] : the header/parameter is missing
-    const key = foldCase ? name.toLowerCase() : name;
-    const existing = index.get(key);
-    if (existing) existing.push(...values);
-    else index.set(key, values);
-  }
-  return index;
-}
-
-interface PreparedRequest {
-  method: string;
-  path: string;
-  headers: Map<string, string[]>;
-  query: Map<string, string[]>;
-}
-
-function prepare(request: RuleRequest): PreparedRequest {
-  const queryStart = request.path.indexOf("?");
-  const path = queryStart === -1 ? request.path : request.path.slice(0, queryStart);
-  return {
-    method: request.method.toUpperCase(),
-    path,
-    headers: indexValues(request.headers ?? {}, true),
-    query: indexValues(request.query ?? {}, false),
-  };
-}
-
-function checkHolds(check: RuleCheck, values: string[] | undefined, flags: string): boolean {
-  const present = values !== undefined;
-  if (check.pattern === null || check.pattern === undefined) {
-    return check.presence === "present" ? present : !present;
-  }
-  const compiled = compileRulePattern(check.pattern, flags);
-  const matched = (values ?? []).some((value) => testPattern(compiled, value));
-  return check.presence === "present" ? matched : !matched;
-}
-
-function matchesPrepared(rule: StoredRuleConditions, request: PreparedRequest): boolean {
-  const flags = rule.regexFlags ?? "";
-  if (rule.methods && rule.methods.length > 0) {
-    if (!rule.methods.some((method) => method.toUpperCase() === request.method)) return false;
-  }
-  const path =
-    rule.path ??
-    (rule.pathPattern ? { pattern: rule.pathPattern, presence: rule.pathPresence ?? "present" } : null);
-  if (path) {
-    const found = testPattern(compileRulePattern(path.pattern, flags), request.path);
-    if (found !== (path.presence === "present")) return false;
-  }
-  for (const check of rule.headerChecks ?? []) {
-    if (!checkHolds(check, request.headers.get(check.name.toLowerCase()), flags)) return false;
-  }
-  for (const check of rule.queryChecks ?? []) {
-    if (!checkHolds(check, request.query.get(check.name), flags)) return false;
-  }
-  return true;
-}
-
-/**
- * True if every condition of the rule holds for the request (a rule without conditions matches
- * every request). Throws RulePatternError if a stored pattern does not compile.
- */
-export function ruleMatches(rule: StoredRuleConditions, request: RuleRequest): boolean {
-  return matchesPrepared(rule, prepare(request));
-}
 
 /** Highest priority first; on a tie deny before allow; then by ruleId (code-unit order). */
 export function compareRules(a: EvaluableRule, b: EvaluableRule): number {
@@ -136,30 +117,169 @@ export function compareRules(a: EvaluableRule, b: EvaluableRule): number {
   return a.ruleId < b.ruleId ? -1 : a.ruleId > b.ruleId ? 1 : 0;
 }
 
+/** Compile one parent's rules (sorted, every pattern compiled once). Never throws. */
+export function compileRules(rules: readonly EvaluableRule[]): CompiledRules {
+  let total = 0;
+  const compile = (pattern: string, flags: string): CompiledPattern => {
+    const regex = compileRulePattern(pattern, flags);
+    const cost = patternCost(regex);
+    total += cost;
+    return { regex, cost };
+  };
+  const compiled = [...rules].sort(compareRules).map((rule): CompiledRule => {
+    const flags = rule.regexFlags ?? "";
+    const methods =
+      rule.methods && rule.methods.length > 0 ? new Set(rule.methods.map((m) => m.toUpperCase())) : null;
+    try {
+      const path =
+        rule.path ??
+        (rule.pathPattern ? { pattern: rule.pathPattern, presence: rule.pathPresence ?? "present" } : null);
+      const named = [
+        ...(rule.headerChecks ?? []).map((c) => ({ ...c, field: `h:${c.name.toLowerCase()}` })),
+        ...(rule.queryChecks ?? []).map((c) => ({ ...c, field: `q:${c.name}` })),
+      ];
+      const checks: CompiledCheck[] = [
+        ...named
+          .filter((c) => c.pattern === null || c.pattern === undefined)
+          .map((c) => ({ field: c.field, pattern: null, presence: c.presence })),
+        ...(path ? [{ field: "path", pattern: compile(path.pattern, flags), presence: path.presence }] : []),
+        ...named
+          .filter((c) => typeof c.pattern === "string")
+          .map((c) => ({
+            field: c.field,
+            pattern: compile(c.pattern as string, flags),
+            presence: c.presence,
+          })),
+      ];
+      return { ruleId: rule.ruleId, effect: rule.effect, methods, checks, invalid: null };
+    } catch (error) {
+      if (!(error instanceof RulePatternError)) throw error;
+      // A stored pattern that no longer compiles: the rule fails closed when reached.
+      return { ruleId: rule.ruleId, effect: rule.effect, methods, checks: [], invalid: error.reason };
+    }
+  });
+  return new CompiledRules(compiled, total);
+}
+
+/** The values of one field of a request; `overLong` when they exceed the matched bounds. */
+interface FieldValues {
+  values: string[];
+  overLong: boolean;
+}
+
+function valuesOf(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [value];
+}
+
+/** A request indexed for evaluation, with the per-request memo of pattern results. */
+class PreparedRequest {
+  readonly method: string;
+  private readonly fields = new Map<string, FieldValues>();
+  /** pattern -> field -> matched: one execution per (pattern, field) pair per request. */
+  private readonly results = new Map<RE2JS, Map<string, boolean>>();
+  readonly stats: EvaluationStats;
+
+  constructor(request: RuleRequest, stats: EvaluationStats) {
+    this.stats = stats;
+    this.method = request.method.toUpperCase();
+    const queryStart = request.path.indexOf("?");
+    this.add("path", [queryStart === -1 ? request.path : request.path.slice(0, queryStart)]);
+    // Header names are folded to lower case, query names are kept as they are.
+    for (const [name, value] of Object.entries(request.headers ?? {}))
+      this.add(`h:${name.toLowerCase()}`, valuesOf(value));
+    for (const [name, value] of Object.entries(request.query ?? {})) this.add(`q:${name}`, valuesOf(value));
+    for (const entry of this.fields.values()) {
+      let length = 0;
+      for (const value of entry.values) length += value.length;
+      entry.overLong = length > MAX_MATCHED_VALUE_LENGTH || entry.values.length > MAX_MATCHED_VALUES;
+    }
+  }
+
+  private add(field: string, values: string[]): void {
+    if (values.length === 0) return; // undefined or [] : the header/parameter is missing
+    const existing = this.fields.get(field);
+    if (existing) existing.values.push(...values);
+    else this.fields.set(field, { values, overLong: false });
+  }
+
+  field(field: string): FieldValues | undefined {
+    return this.fields.get(field);
+  }
+
+  /** Whether any value of the field matches; each (pattern, field) pair runs once per request. */
+  matches(pattern: CompiledPattern, field: string, entry: FieldValues): boolean {
+    let byField = this.results.get(pattern.regex);
+    if (!byField) {
+      byField = new Map();
+      this.results.set(pattern.regex, byField);
+    }
+    const known = byField.get(field);
+    if (known !== undefined) return known;
+    let matched = false;
+    for (const value of entry.values) {
+      this.stats.executions += 1;
+      this.stats.scannedChars += value.length;
+      this.stats.work += pattern.cost * Math.max(1, value.length);
+      if (testPattern(pattern.regex, value)) {
+        matched = true;
+        break;
+      }
+    }
+    byField.set(field, matched);
+    return matched;
+  }
+}
+
+/** true / false, or undefined when a value it tests is too long to be matched. */
+type Outcome = boolean | undefined;
+
+function checkOutcome(check: CompiledCheck, request: PreparedRequest): Outcome {
+  const entry = request.field(check.field);
+  if (check.pattern === null) {
+    const present = entry !== undefined;
+    return check.presence === "present" ? present : !present;
+  }
+  if (entry === undefined) return check.presence !== "present";
+  if (entry.overLong) return undefined;
+  const matched = request.matches(check.pattern, check.field, entry);
+  return check.presence === "present" ? matched : !matched;
+}
+
+/** Whether every condition holds; undefined if none fails but one could not be decided. */
+function ruleOutcome(rule: CompiledRule, request: PreparedRequest): Outcome {
+  if (rule.methods && !rule.methods.has(request.method)) return false;
+  let outcome: Outcome = true;
+  for (const check of rule.checks) {
+    const result = checkOutcome(check, request);
+    if (result === false) return false;
+    if (result === undefined) outcome = undefined;
+  }
+  return outcome;
+}
+
 const LAYER_TEXT: Record<RuleLayerName, { of: string; owner: string }> = {
   credential: { of: "the proxy credential", owner: "the proxy credential's" },
   proxy: { of: "the proxy", owner: "the proxy's" },
   target: { of: "the target", owner: "the target's" },
 };
 
+const compiledOf = (rules: RuleLayer["rules"]): CompiledRules =>
+  rules instanceof CompiledRules ? rules : compileRules(rules);
+
 function evaluatePrepared(layer: RuleLayer, request: PreparedRequest): LayerDecision {
   const text = LAYER_TEXT[layer.name];
-  for (const rule of [...layer.rules].sort(compareRules)) {
-    let matched: boolean;
-    try {
-      matched = matchesPrepared(rule, request);
-    } catch (error) {
-      // A stored pattern that no longer compiles: fail closed.
-      if (error instanceof RulePatternError) {
-        return {
-          effect: "deny",
-          ruleId: rule.ruleId,
-          reason: `denied: rule ${rule.ruleId} of ${text.of} has an invalid pattern (${error.reason})`,
-        };
-      }
-      throw error;
+  for (const rule of compiledOf(layer.rules).rules) {
+    if (rule.invalid !== null) {
+      if (rule.methods && !rule.methods.has(request.method)) continue;
+      return {
+        effect: "deny",
+        ruleId: rule.ruleId,
+        reason: `denied: rule ${rule.ruleId} of ${text.of} has an invalid pattern (${rule.invalid})`,
+      };
     }
-    if (matched) {
+    const outcome = ruleOutcome(rule, request);
+    if (outcome === true) {
       const verb = rule.effect === "deny" ? "denied" : "allowed";
       return {
         effect: rule.effect,
@@ -167,22 +287,50 @@ function evaluatePrepared(layer: RuleLayer, request: PreparedRequest): LayerDeci
         reason: `${verb} by rule ${rule.ruleId} of ${text.of}`,
       };
     }
+    if (outcome === undefined && rule.effect === "deny") {
+      // Undecided because a tested value is too long: settled against the caller.
+      return {
+        effect: "deny",
+        ruleId: rule.ruleId,
+        reason: `denied by rule ${rule.ruleId} of ${text.of} (a value it tests is longer than ${MAX_MATCHED_VALUE_LENGTH} characters or has more than ${MAX_MATCHED_VALUES} values)`,
+      };
+    }
+    // false, or undecided for an allow rule: the rule does not apply.
   }
   const verb = layer.defaultEffect === "deny" ? "denied" : "allowed";
   return { effect: layer.defaultEffect, ruleId: null, reason: `${verb} by ${text.owner} default effect` };
 }
 
+/**
+ * True if every condition of the rule holds for the request (a rule without conditions matches
+ * every request). Throws RulePatternError if a stored pattern does not compile. A condition on a
+ * value too long to be matched counts as holding for a deny rule and not holding for an allow rule.
+ */
+export function ruleMatches(rule: EvaluableRule | StoredRuleConditions, request: RuleRequest): boolean {
+  const evaluable = { ruleId: "ruleId" in rule ? rule.ruleId : "", ...rule } as EvaluableRule;
+  const [compiled] = compileRules([evaluable]).rules;
+  if (!compiled) return false;
+  if (compiled.invalid !== null) throw new RulePatternError("", evaluable.regexFlags ?? "", compiled.invalid);
+  const outcome = ruleOutcome(compiled, new PreparedRequest(request, newEvaluationStats()));
+  return outcome === undefined ? compiled.effect === "deny" : outcome;
+}
+
 /** The decision of one layer: the first matching rule, else the layer's default effect. */
 export function evaluateLayer(layer: RuleLayer, request: RuleRequest): LayerDecision {
-  return evaluatePrepared(layer, prepare(request));
+  return evaluatePrepared(layer, new PreparedRequest(request, newEvaluationStats()));
 }
 
 /**
  * Allowed only if every layer allows. Layers are evaluated in the order credential, proxy, target
- * (whatever their order in the array); the first layer that denies is reported.
+ * (whatever their order in the array); the first layer that denies is reported. `stats`, when
+ * given, accumulates the matching work done.
  */
-export function evaluateAccess(layers: readonly RuleLayer[], request: RuleRequest): AccessDecision {
-  const prepared = prepare(request);
+export function evaluateAccess(
+  layers: readonly RuleLayer[],
+  request: RuleRequest,
+  stats: EvaluationStats = newEvaluationStats(),
+): AccessDecision {
+  const prepared = new PreparedRequest(request, stats);
   const ordered = [...layers].sort(
     (a, b) => RULE_LAYER_ORDER.indexOf(a.name) - RULE_LAYER_ORDER.indexOf(b.name),
   );

@@ -15,7 +15,14 @@ export const RULE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
 export const RULE_PRESENCES = ["present", "absent"] as const;
 export const MIN_RULE_PRIORITY = 0;
 export const MAX_RULE_PRIORITY = 1000;
-export const MAX_RULE_CHECKS = 20;
+/** Most header checks, and most query checks, of one rule. */
+export const MAX_HEADER_CHECKS = 10;
+export const MAX_QUERY_CHECKS = 10;
+/**
+ * Most pattern cost (compiled instructions, regex.ts patternCost) of all the rules of one parent:
+ * with the matched value bound, this bounds the matching work a parent's rules cost per request.
+ */
+export const MAX_RULE_PATTERN_COST = 2000;
 export const MAX_CHECK_NAME_LENGTH = 256;
 export const MAX_RULE_NOTES_LENGTH = 1000;
 
@@ -84,8 +91,8 @@ const QueryCheck = z
   )
   .strict();
 
-const checks = <T extends z.ZodType>(check: T) =>
-  z.array(check, { error: "must be an array" }).max(MAX_RULE_CHECKS, `at most ${MAX_RULE_CHECKS} checks`);
+const checks = <T extends z.ZodType>(check: T, max: number) =>
+  z.array(check, { error: "must be an array" }).max(max, `at most ${max} checks`);
 
 const RegexFlags = z.string({ error: "must be a string" }).superRefine((flags, ctx) => {
   const problem = regexFlagsProblem(flags);
@@ -147,8 +154,8 @@ export const CreateRuleBody = z
     pathPattern: Pattern.optional(),
     pathPresence: Presence.optional(),
     path: PathCheck.optional(),
-    headerChecks: checks(HeaderCheck).optional(),
-    queryChecks: checks(QueryCheck).optional(),
+    headerChecks: checks(HeaderCheck, MAX_HEADER_CHECKS).optional(),
+    queryChecks: checks(QueryCheck, MAX_QUERY_CHECKS).optional(),
     regexFlags: RegexFlags.optional(),
     notes: z
       .string({ error: "must be a string" })
