@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
-import { DeleteCommand, TransactWriteCommand } from "../db/document-client.ts";
+import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, queryPartition, tableName, transactionCancellationCodes } from "../db/store.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
