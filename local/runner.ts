@@ -77,13 +77,16 @@ function dataPlaneServer(region: string): Server {
         return;
       }
       const url = new URL(req.url ?? "/", "http://local");
-      const headers: Record<string, string> = {};
+      // A Map, then an object of own properties: a header named `__proto__` or `constructor` is
+      // data, as in the JSON Lambda receives (an assignment to `__proto__` would drop it).
+      const headerMap = new Map<string, string>();
       const cookies: string[] = [];
       for (const [name, value] of Object.entries(req.headers)) {
         if (value === undefined) continue;
         if (name === "cookie") cookies.push(...String(value).split(/;\s*/));
-        else headers[name] = Array.isArray(value) ? value.join(",") : value;
+        else headerMap.set(name, Array.isArray(value) ? value.join(",") : value);
       }
+      const headers: Record<string, string> = Object.fromEntries(headerMap);
       const body = Buffer.concat(chunks);
       const rawQuery = (req.url ?? "").includes("?")
         ? (req.url ?? "").slice((req.url ?? "").indexOf("?") + 1)
