@@ -50,6 +50,40 @@ function compile(route: RouteDefinition): CompiledRoute {
   return { ...route, pattern: new RegExp(`^${source}/?$`), paramNames };
 }
 
+/**
+ * The request target split into its raw path and raw query. API Gateway matches routes on the path
+ * as sent: no dot-segment normalisation (`/proxies/%2e%2e` and `/proxies/..` are the proxy id `..`,
+ * never the parent resource) and no decoding (path parameters reach the handler still
+ * percent-encoded; lib/http/request.ts decodes them).
+ */
+export function splitTarget(target: string): { path: string; query: string } {
+  const withoutFragment = target.split("#", 1)[0] ?? "";
+  const mark = withoutFragment.indexOf("?");
+  return mark === -1
+    ? { path: withoutFragment, query: "" }
+    : { path: withoutFragment.slice(0, mark), query: withoutFragment.slice(mark + 1) };
+}
+
+/**
+ * The single-value map (last value wins) and the multi-value map of name/value pairs, as API
+ * Gateway builds them. Built from Maps so that every name, `constructor` and `__proto__` included,
+ * is an own data property (as in the JSON API Gateway sends) and never reads the prototype.
+ */
+export function valueMaps(pairs: Iterable<[string, string]>): {
+  single: Record<string, string>;
+  multi: Record<string, string[]>;
+} {
+  const single = new Map<string, string>();
+  const multi = new Map<string, string[]>();
+  for (const [name, value] of pairs) {
+    single.set(name, value);
+    const values = multi.get(name);
+    if (values) values.push(value);
+    else multi.set(name, [value]);
+  }
+  return { single: Object.fromEntries(single), multi: Object.fromEntries(multi) };
+}
+
 const JSON_TYPE = { "Content-Type": "application/json" };
 
 function send(
@@ -120,11 +154,11 @@ export function createRestApi(options: RestApiOptions) {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://local");
+    const { path, query: rawQuery } = splitTarget(req.url ?? "/");
     const method = (req.method ?? "GET").toUpperCase();
     const match = routes
       .filter((r) => r.method === method)
-      .map((r) => ({ route: r, found: r.pattern.exec(url.pathname) }))
+      .map((r) => ({ route: r, found: r.pattern.exec(path) }))
       .find((m) => m.found);
     if (!match?.found) return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
     const { route, found } = match;
@@ -146,20 +180,11 @@ export function createRestApi(options: RestApiOptions) {
     if (raw === "too-large") {
       return send(res, 413, JSON.stringify({ message: "Request Entity Too Large" }), JSON_TYPE);
     }
-    const headers: Record<string, string> = {};
-    const multiValueHeaders: Record<string, string[]> = {};
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      const name = req.rawHeaders[i] as string;
-      const value = req.rawHeaders[i + 1] as string;
-      headers[name] = value;
-      multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
-    }
-    const query: Record<string, string> = {};
-    const multiQuery: Record<string, string[]> = {};
-    for (const [name, value] of url.searchParams) {
-      query[name] = value;
-      multiQuery[name] = [...(multiQuery[name] ?? []), value];
-    }
+    const headerPairs: [string, string][] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2)
+      headerPairs.push([req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string]);
+    const { single: headers, multi: multiValueHeaders } = valueMaps(headerPairs);
+    const { single: query, multi: multiQuery } = valueMaps(new URLSearchParams(rawQuery));
     const pathParameters = Object.fromEntries(
       route.paramNames.map((name, i) => [name, found[i + 1] as string]),
     );
@@ -170,7 +195,7 @@ export function createRestApi(options: RestApiOptions) {
     );
     const event: APIGatewayProxyEvent = {
       resource: route.path,
-      path: url.pathname,
+      path,
       httpMethod: method,
       headers,
       multiValueHeaders,
@@ -191,7 +216,7 @@ export function createRestApi(options: RestApiOptions) {
           sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
           userAgent: req.headers["user-agent"] ?? null,
         } as APIGatewayProxyEvent["requestContext"]["identity"],
-        path: `/${stage}${url.pathname}`,
+        path: `/${stage}${path}`,
         stage,
         requestId,
         requestTimeEpoch: Date.now(),

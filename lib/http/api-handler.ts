@@ -9,6 +9,7 @@ import { consumeRequest } from "../domain/rate-limit.ts";
 import type { RouteKey } from "../infra/api-manifest.ts";
 import { describeError, log } from "../log.ts";
 import { HttpError, methodNotAllowed, tooManyRequests, validationFailed } from "./errors.ts";
+import { parseJsonInput, queryIssues } from "./input-checks.ts";
 
 /** Who is calling, as established by the authorizer (API Gateway passes its context through). */
 export interface Caller {
@@ -66,14 +67,17 @@ export function callerFromEvent(event: APIGatewayProxyEvent): Caller {
   };
 }
 
+/**
+ * The JSON body, parsed and checked (depth, well-formed strings and keys, finite numbers) before
+ * any handler reads it; the query parameters are checked for well-formed Unicode here too, as they
+ * come in the same event (lib/http/input-checks.ts).
+ */
 function parseBody(event: APIGatewayProxyEvent): unknown {
+  const queryProblems = queryIssues(event.queryStringParameters, event.multiValueQueryStringParameters);
+  if (queryProblems.length > 0) throw validationFailed(queryProblems);
   if (event.body === null || event.body === undefined || event.body === "") return undefined;
   const raw = event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    throw validationFailed([{ field: "body", problem: "is not valid JSON" }]);
-  }
+  return parseJsonInput(raw);
 }
 
 /** Rate limit per user token (section 8): one conditional counter update per request. */

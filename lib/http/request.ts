@@ -1,14 +1,13 @@
 /** Helpers handlers share to read a request's parts. */
 import type { z } from "zod";
 import type { ApiRequest } from "./api-handler.ts";
-import { badRequest } from "./errors.ts";
+import { decodePathParameter } from "./input-checks.ts";
 import { DeleteBody, DeleteQuery } from "./schemas.ts";
 import { parseInput } from "./validation.ts";
 
+/** A path parameter, decoded (API Gateway passes it still percent-encoded); malformed ones are a 400 naming it. */
 export function pathParam(request: ApiRequest, name: string): string {
-  const value = request.params[name];
-  if (!value) throw badRequest(`Missing path parameter ${name}`);
-  return decodeURIComponent(value);
+  return decodePathParameter(name, request.params[name]);
 }
 
 export const bodyOf = <S extends z.ZodType>(request: ApiRequest, schema: S): z.infer<S> =>

@@ -4,6 +4,7 @@
  * lib/domain/rules/rule-schema.ts.
  */
 import { z } from "zod";
+import { storedDocumentIssues } from "./input-checks.ts";
 import { text } from "./validation.ts";
 
 export const Effect = z.enum(["allow", "deny"]);
@@ -27,9 +28,17 @@ const boundedRecord = <V extends z.ZodType>(keySchema: z.ZodType<string>, value:
 
 export const AdditionalHeaders = boundedRecord(HeaderName, HeaderValue, 50);
 export const AdditionalQueryParams = boundedRecord(z.string().min(1).max(256), z.string().max(2048), 50);
-/** Merged into JSON bodies of POST/PUT/PATCH target requests; at most 16 KB as JSON. */
+/**
+ * Merged into JSON bodies of POST/PUT/PATCH target requests; at most 16 KB as JSON. Stored as a
+ * DynamoDB map, so it must be a document DynamoDB stores and gives back: no empty keys, numbers
+ * in range (lib/http/input-checks.ts; nesting is bounded for every body there).
+ */
 export const AdditionalData = z
   .record(z.string(), z.unknown())
+  .superRefine((data, ctx) => {
+    for (const issue of storedDocumentIssues(data))
+      ctx.addIssue({ code: "custom", path: issue.path, message: issue.problem });
+  })
   .refine((data) => JSON.stringify(data).length <= 16_384, "at most 16 KB as JSON");
 
 /** Absolute http(s) URL without user information (credentials belong in a credential). */
