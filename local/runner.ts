@@ -121,7 +121,10 @@ function dataPlaneServer(region: string): Server {
           const responseBody = result.body
             ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8")
             : Buffer.alloc(0);
-          res.writeHead(result.statusCode ?? 200, result.headers as Record<string, string>);
+          // As a function URL does: each of `cookies` becomes its own Set-Cookie header.
+          const headers: Record<string, string | string[]> = { ...(result.headers as Record<string, string>) };
+          if (result.cookies?.length) headers["set-cookie"] = result.cookies;
+          res.writeHead(result.statusCode ?? 200, headers);
           res.end(req.method === "HEAD" ? undefined : responseBody);
         })
         .catch((error: unknown) => {

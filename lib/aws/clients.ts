@@ -2,11 +2,91 @@
  * AWS SDK clients, one per service and region, created once per process (module scope) and reused
  * by every invocation. The endpoint comes from the SDK's own AWS_ENDPOINT_URL support, so the same
  * code talks to AWS, moto or LocalStack.
+ *
+ * Every call is bounded (docs/architecture.md, "Store timeouts"): a store that stalls fails the
+ * call after `attempts x requestTimeout` (plus a short back-off) instead of holding the request
+ * until the Lambda timeout. The defaults fit the data plane's budget: a 60 s target plus the calls
+ * after it (single-use deletion, the request log) inside the 75 s Lambda timeout, and a Core API
+ * answer well inside API Gateway's 29 s.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { KMSClient } from "@aws-sdk/client-kms";
 import { SESv2Client } from "@aws-sdk/client-sesv2";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+
+/** Defaults of the bounds; each can be overridden by the environment variable named beside it. */
+export const SDK_TIMEOUT_DEFAULTS = {
+  /** TCP connect (SDK_CONNECT_TIMEOUT_MS). In-region connects take milliseconds. */
+  connectTimeoutMs: 1000,
+  /** Request sent to response head, and the longest silence while reading the body (SDK_REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: 2000,
+  /** Attempts per call, the first included (SDK_MAX_ATTEMPTS): one retry after a timeout or throttle. */
+  maxAttempts: 2,
+} as const;
+
+function envNumber(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new Error(`Invalid configuration: ${name} must be a whole number from ${min} to ${max}`);
+  return value;
+}
+
+/** The client options that bound every call (read when a client is created). */
+export function sdkCallBounds() {
+  const requestTimeout = envNumber("SDK_REQUEST_TIMEOUT_MS", SDK_TIMEOUT_DEFAULTS.requestTimeoutMs, 50, 60_000);
+  return {
+    maxAttempts: envNumber("SDK_MAX_ATTEMPTS", SDK_TIMEOUT_DEFAULTS.maxAttempts, 1, 5),
+    requestHandler: {
+      connectionTimeout: envNumber("SDK_CONNECT_TIMEOUT_MS", SDK_TIMEOUT_DEFAULTS.connectTimeoutMs, 50, 60_000),
+      // Without throwOnRequestTimeout the SDK only warns when requestTimeout passes.
+      requestTimeout,
+      throwOnRequestTimeout: true,
+      // A response whose body stops arriving (the request timeout ends at the response head).
+      socketTimeout: requestTimeout,
+    },
+  };
+}
+
+const NETWORK_ERROR_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+]);
+/** Error names of AWS services meaning "busy or failing, try again", not "your request is wrong". */
+const UNAVAILABLE_ERROR_NAMES = new Set([
+  "TimeoutError",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+  "ThrottlingException",
+  "TooManyRequestsException",
+  "InternalServerError",
+  "ServiceUnavailable",
+  "LimitExceededException",
+  "KMSInternalException",
+  "DependencyTimeoutException",
+  "KeyUnavailableException",
+]);
+
+/**
+ * Whether an error means an AWS service (the store, KMS, SES) could not be reached or answered in
+ * time, after the client's retries: the caller gets a 503 (try again), not a 500 (a defect).
+ */
+export function isServiceUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (UNAVAILABLE_ERROR_NAMES.has(error.name)) return true;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== undefined && NETWORK_ERROR_CODES.has(code)) return true;
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return status !== undefined && (status >= 500 || status === 429);
+}
 
 const documentClients = new Map<string, DynamoDBDocumentClient>();
 const kmsClients = new Map<string, KMSClient>();
@@ -15,7 +95,7 @@ const sesClients = new Map<string, SESv2Client>();
 export function dynamo(region: string): DynamoDBDocumentClient {
   let client = documentClients.get(region);
   if (!client) {
-    client = DynamoDBDocumentClient.from(new DynamoDBClient({ region }), {
+    client = DynamoDBDocumentClient.from(new DynamoDBClient({ region, ...sdkCallBounds() }), {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });
     documentClients.set(region, client);
@@ -26,7 +106,7 @@ export function dynamo(region: string): DynamoDBDocumentClient {
 export function kms(region: string): KMSClient {
   let client = kmsClients.get(region);
   if (!client) {
-    client = new KMSClient({ region });
+    client = new KMSClient({ region, ...sdkCallBounds() });
     kmsClients.set(region, client);
   }
   return client;
@@ -35,7 +115,7 @@ export function kms(region: string): KMSClient {
 export function ses(region: string): SESv2Client {
   let client = sesClients.get(region);
   if (!client) {
-    client = new SESv2Client({ region });
+    client = new SESv2Client({ region, ...sdkCallBounds() });
     sesClients.set(region, client);
   }
   return client;
