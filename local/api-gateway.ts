@@ -143,7 +143,9 @@ export function createRestApi(options: RestApiOptions) {
       } catch (error) {
         // An authorizer that fails (its store stalled, say) is a 503, as the deployed API's
         // AUTHORIZER_FAILURE / AUTHORIZER_CONFIGURATION_ERROR gateway responses answer it.
-        process.stderr.write(`local authorizer error: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.stderr.write(
+          `local authorizer error: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
         return send(res, 503, JSON.stringify({ message: SERVICE_UNAVAILABLE_MESSAGE }), JSON_TYPE);
       }
       if (decision === "deny") return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);

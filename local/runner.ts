@@ -122,7 +122,9 @@ function dataPlaneServer(region: string): Server {
             ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8")
             : Buffer.alloc(0);
           // As a function URL does: each of `cookies` becomes its own Set-Cookie header.
-          const headers: Record<string, string | string[]> = { ...(result.headers as Record<string, string>) };
+          const headers: Record<string, string | string[]> = {
+            ...(result.headers as Record<string, string>),
+          };
           if (result.cookies?.length) headers["set-cookie"] = result.cookies;
           res.writeHead(result.statusCode ?? 200, headers);
           res.end(req.method === "HEAD" ? undefined : responseBody);

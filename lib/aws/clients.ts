@@ -35,11 +35,21 @@ function envNumber(name: string, fallback: number, min: number, max: number): nu
 
 /** The client options that bound every call (read when a client is created). */
 export function sdkCallBounds() {
-  const requestTimeout = envNumber("SDK_REQUEST_TIMEOUT_MS", SDK_TIMEOUT_DEFAULTS.requestTimeoutMs, 50, 60_000);
+  const requestTimeout = envNumber(
+    "SDK_REQUEST_TIMEOUT_MS",
+    SDK_TIMEOUT_DEFAULTS.requestTimeoutMs,
+    50,
+    60_000,
+  );
   return {
     maxAttempts: envNumber("SDK_MAX_ATTEMPTS", SDK_TIMEOUT_DEFAULTS.maxAttempts, 1, 5),
     requestHandler: {
-      connectionTimeout: envNumber("SDK_CONNECT_TIMEOUT_MS", SDK_TIMEOUT_DEFAULTS.connectTimeoutMs, 50, 60_000),
+      connectionTimeout: envNumber(
+        "SDK_CONNECT_TIMEOUT_MS",
+        SDK_TIMEOUT_DEFAULTS.connectTimeoutMs,
+        50,
+        60_000,
+      ),
       // Without throwOnRequestTimeout the SDK only warns when requestTimeout passes.
       requestTimeout,
       throwOnRequestTimeout: true,

@@ -618,7 +618,12 @@ export function createDataPlane(region: string) {
     return finish(
       trace,
       request,
-      { status: response.status, headers: forwarded.headers, cookies: forwarded.cookies, body: response.body },
+      {
+        status: response.status,
+        headers: forwarded.headers,
+        cookies: forwarded.cookies,
+        body: response.body,
+      },
       { code: "proxy-access-granted", message: "Request forwarded to the target", warning },
     );
   }

@@ -102,7 +102,11 @@ describe("proxy additional headers and query parameters", () => {
     [{ Host: "evil.example" }, "proxyAdditionalHeaders.Host", /managed by the gateway/],
     [{ connection: "close" }, "proxyAdditionalHeaders.connection", /managed by the gateway/],
     [{ "Content-Length": "5" }, "proxyAdditionalHeaders.Content-Length", /managed by the gateway/],
-    [{ "Transfer-Encoding": "chunked" }, "proxyAdditionalHeaders.Transfer-Encoding", /managed by the gateway/],
+    [
+      { "Transfer-Encoding": "chunked" },
+      "proxyAdditionalHeaders.Transfer-Encoding",
+      /managed by the gateway/,
+    ],
     [{ Upgrade: "websocket" }, "proxyAdditionalHeaders.Upgrade", /managed by the gateway/],
     [{ "bad name": "x" }, "proxyAdditionalHeaders.bad name", /valid HTTP header name/],
     [{ "X-Ctl": "a\u0001b" }, "proxyAdditionalHeaders.X-Ctl", /control characters/],
@@ -117,7 +121,9 @@ describe("proxy additional headers and query parameters", () => {
     expect(refused.body.errors[0]).toMatch(problem);
 
     const proxy = await created(owner.api.post(`${api()}/proxies`, body), "proxies");
-    const update = await owner.api.put(`${api()}/proxies/${proxy.proxyId}`, { proxyAdditionalHeaders: headers });
+    const update = await owner.api.put(`${api()}/proxies/${proxy.proxyId}`, {
+      proxyAdditionalHeaders: headers,
+    });
     expect(update.status, JSON.stringify(update.body)).toBe(400);
     expect(update.body.fields).toEqual([field]);
   });
