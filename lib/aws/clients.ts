@@ -24,6 +24,21 @@ export const SDK_TIMEOUT_DEFAULTS = {
   maxAttempts: 2,
 } as const;
 
+/**
+ * The connect and request timeouts the local stack and the tests use unless SDK_CONNECT_TIMEOUT_MS
+ * / SDK_REQUEST_TIMEOUT_MS are set. Locally one process serves every request at once and the
+ * emulator answers one call at a time, so a burst queues for seconds (for a pooled socket, which
+ * the SDK counts in the connect timeout, then in the emulator), which in AWS would be a stall but
+ * locally is only a queue.
+ */
+export const EMULATOR_TIMEOUT_MS = 10_000;
+
+/** The environment overrides of the local stack and the tests (the runner and test setup apply them). */
+export const EMULATOR_TIMEOUT_ENV = {
+  SDK_CONNECT_TIMEOUT_MS: String(EMULATOR_TIMEOUT_MS),
+  SDK_REQUEST_TIMEOUT_MS: String(EMULATOR_TIMEOUT_MS),
+} as const;
+
 function envNumber(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;

@@ -31,6 +31,10 @@ let front: Server;
 let target: Server;
 let targetBase: string;
 const emulator = process.env.AWS_ENDPOINT_URL!;
+const timeoutsBefore = {
+  SDK_REQUEST_TIMEOUT_MS: process.env.SDK_REQUEST_TIMEOUT_MS ?? "",
+  SDK_CONNECT_TIMEOUT_MS: process.env.SDK_CONNECT_TIMEOUT_MS ?? "",
+};
 /** Operations (X-Amz-Target, e.g. DynamoDB_20120810.PutItem) that get no answer; all when true. */
 let stalled: ((operation: string) => boolean) | true | undefined;
 const stalledCalls: string[] = [];
@@ -57,6 +61,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
   process.env.AWS_ENDPOINT_URL = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  // The deployed bounds, not the relaxed ones the other tests use against the queueing emulator.
+  process.env.SDK_REQUEST_TIMEOUT_MS = String(SDK_TIMEOUT_DEFAULTS.requestTimeoutMs);
+  process.env.SDK_CONNECT_TIMEOUT_MS = String(SDK_TIMEOUT_DEFAULTS.connectTimeoutMs);
   resetClients();
 
   target = createServer((req, res) => {
@@ -86,6 +93,7 @@ afterAll(async () => {
   target?.closeAllConnections();
   await Promise.all([front, target].map((server) => new Promise((resolve) => server?.close(resolve))));
   process.env.AWS_ENDPOINT_URL = emulator;
+  Object.assign(process.env, timeoutsBefore);
   resetClients();
 });
 
