@@ -14,7 +14,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from "aws-lambda";
-import type { RouteDefinition } from "#lib/infra/api-manifest.ts";
+import { type RouteDefinition, SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/api-manifest.ts";
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 export type TokenAuthorizer = (event: APIGatewayTokenAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
@@ -172,7 +172,16 @@ export function createRestApi(options: RestApiOptions) {
     if (!route.public) {
       const token = req.headers.authorization;
       if (!token) return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
-      decision = await authorize(token, methodArn);
+      try {
+        decision = await authorize(token, methodArn);
+      } catch (error) {
+        // An authorizer that fails (its store stalled, say) is a 503, as the deployed API's
+        // AUTHORIZER_FAILURE / AUTHORIZER_CONFIGURATION_ERROR gateway responses answer it.
+        process.stderr.write(
+          `local authorizer error: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
+        return send(res, 503, JSON.stringify({ message: SERVICE_UNAVAILABLE_MESSAGE }), JSON_TYPE);
+      }
       if (decision === "deny") return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
     }
 

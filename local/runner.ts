@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
-import { resetClients } from "#lib/aws/clients.ts";
+import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createFunctionUrlHandler } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, CORE_API_ROUTES, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
@@ -124,7 +124,12 @@ function dataPlaneServer(region: string): Server {
           const responseBody = result.body
             ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8")
             : Buffer.alloc(0);
-          res.writeHead(result.statusCode ?? 200, result.headers as Record<string, string>);
+          // As a function URL does: each of `cookies` becomes its own Set-Cookie header.
+          const headers: Record<string, string | string[]> = {
+            ...(result.headers as Record<string, string>),
+          };
+          if (result.cookies?.length) headers["set-cookie"] = result.cookies;
+          res.writeHead(result.statusCode ?? 200, headers);
           res.end(req.method === "HEAD" ? undefined : responseBody);
         })
         .catch((error: unknown) => {
@@ -151,6 +156,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   // Locally, targets and token endpoints usually run on this machine: allow loopback unless told
   // otherwise. Link-local and metadata addresses stay blocked whatever the setting.
   process.env.OUTBOUND_ALLOW_LOOPBACK ??= "true";
+  for (const [name, value] of Object.entries(EMULATOR_TIMEOUT_ENV)) process.env[name] ??= value;
   const config = getConfig();
   const host = options.host ?? "127.0.0.1";
   await provisionStack(config);

@@ -20,6 +20,7 @@ import {
   type FunctionGroup,
   type FunctionGroupName,
   SCHEDULED_FUNCTIONS,
+  SERVICE_UNAVAILABLE_MESSAGE,
 } from "../../lib/infra/api-manifest.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
@@ -197,6 +198,15 @@ export class HomeStack extends Stack {
     const errorBody = { "application/json": '{"message":$context.error.messageString}' };
     api.addGatewayResponse("Default4xx", { type: apigateway.ResponseType.DEFAULT_4XX, templates: errorBody });
     api.addGatewayResponse("Default5xx", { type: apigateway.ResponseType.DEFAULT_5XX, templates: errorBody });
+    // An authorizer that throws (its store stalled past the SDK's bounded retries) is a 503 the
+    // caller may retry, as the handlers answer the same failure (docs/architecture.md).
+    const unavailable = { "application/json": JSON.stringify({ message: SERVICE_UNAVAILABLE_MESSAGE }) };
+    for (const [id, type] of [
+      ["AuthorizerFailure", apigateway.ResponseType.AUTHORIZER_FAILURE],
+      ["AuthorizerConfigurationError", apigateway.ResponseType.AUTHORIZER_CONFIGURATION_ERROR],
+    ] as const) {
+      api.addGatewayResponse(id, { type, statusCode: "503", templates: unavailable });
+    }
     api.addGatewayResponse("RouteNotFound", {
       type: apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
       statusCode: "404",

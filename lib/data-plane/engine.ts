@@ -8,7 +8,7 @@
  * target called with the target credential applied.
  */
 
-import { dynamo } from "../aws/clients.ts";
+import { dynamo, isServiceUnavailable } from "../aws/clients.ts";
 import { PutCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
@@ -39,6 +39,7 @@ import { currentOAuthToken } from "./oauth-tokens.ts";
 import { consumeRateWindow } from "./rate-window.ts";
 import { buildRequestLogItem, newRequestId, type ValidationData } from "./request-log.ts";
 import { type LoadedCredential, loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
+import { forwardedResponseHeaders } from "./target-response.ts";
 
 /** Spec 8: responses above 6 MB are refused with 413 response-too-large. */
 export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
@@ -88,6 +89,8 @@ export interface DataPlaneRequest {
 export interface DataPlaneResponse {
   status: number;
   headers: Record<string, string>;
+  /** `Set-Cookie` values, one each (a function URL answers them in `cookies`). */
+  cookies?: string[];
   body: Buffer;
 }
 
@@ -324,6 +327,9 @@ async function admit(trace: Trace, request: DataPlaneRequest, runtime: ProxyRunt
   };
 }
 
+/** `/api/{proxyId}` and the path after it. */
+const PROXY_PATH = /^\/api\/([^/]+)(\/.*)?$/;
+
 export function createDataPlane(region: string) {
   async function writeLog(
     trace: Trace,
@@ -408,18 +414,8 @@ export function createDataPlane(region: string) {
       warning: response.headers["service-proxy-warning"],
     });
 
-  async function handle(request: DataPlaneRequest): Promise<DataPlaneResponse> {
-    const receivedAt = Date.now();
-    const match = /^\/api\/([^/]+)(\/.*)?$/.exec(request.path);
-    const trace: Trace = {
-      requestId: newRequestId(receivedAt),
-      receivedAt,
-      proxyId: match?.[1] ?? "",
-      apiPath: match?.[2] ?? "/",
-      validation: {},
-      target: null,
-      processed: false,
-    };
+  async function handle(request: DataPlaneRequest, trace: Trace): Promise<DataPlaneResponse> {
+    const match = PROXY_PATH.exec(request.path);
     if (!match || !/^[A-Za-z0-9-]{1,64}$/.test(trace.proxyId))
       return reply(trace, request, denied("Unknown proxy"));
     if (!PROXY_METHODS.has(request.method)) {
@@ -614,17 +610,16 @@ export function createDataPlane(region: string) {
         serviceResponse(413, { code: "response-too-large", message: "The target's response exceeds 6 MB" }),
       );
     }
-    const responseHeaders: Record<string, string> = {};
-    for (const [name, value] of Object.entries(response.headers)) {
-      const lower = name.toLowerCase();
-      if (HOP_BY_HOP.has(lower) || lower === "content-encoding") continue;
-      responseHeaders[lower] = Array.isArray(value) ? value.join(", ") : value;
-    }
+    // Hop-by-hop and service-proxy-* headers dropped, cookies confined to this proxy.
+    const forwarded = forwardedResponseHeaders(response.headers, trace.proxyId);
     trace.processed = true;
     const success = response.status < 400;
-    let warning: string | undefined;
+    const warnings: string[] = [];
     if (response.status === 401 || response.status === 403)
-      warning = "The target refused the request: check the target credential";
+      warnings.push("The target refused the request: check the target credential");
+    if (forwarded.droppedCookies.length > 0)
+      warnings.push(`__Host- cookies of the target were dropped: ${forwarded.droppedCookies.join(", ")}`);
+    const warning = warnings.length > 0 ? warnings.join("; ") : undefined;
     if (singleUse) {
       if (success) {
         await consumeSingleUse(region, runtime.clientId, credentialId).catch((error) =>
@@ -637,19 +632,58 @@ export function createDataPlane(region: string) {
     return finish(
       trace,
       request,
-      { status: response.status, headers: responseHeaders, body: response.body },
+      {
+        status: response.status,
+        headers: forwarded.headers,
+        cookies: forwarded.cookies,
+        body: response.body,
+      },
       { code: "proxy-access-granted", message: "Request forwarded to the target", warning },
     );
   }
 
   return {
     async handle(request: DataPlaneRequest): Promise<DataPlaneResponse> {
+      const receivedAt = Date.now();
+      const match = PROXY_PATH.exec(request.path);
+      const trace: Trace = {
+        requestId: newRequestId(receivedAt),
+        receivedAt,
+        proxyId: match?.[1] ?? "",
+        apiPath: match?.[2] ?? "/",
+        validation: {},
+        target: null,
+        processed: false,
+      };
       try {
-        return await handle(request);
+        return await handle(request, trace);
       } catch (error) {
-        // Never a bare 500: the caller still gets the service headers and a message.
-        log.error("Data plane failure", { ...describeError(error), path: request.path });
-        return serviceResponse(500, { code: "proxy-error", message: "Internal error of the gateway" });
+        // Never a bare 500: the caller gets the service headers and the request id, and the
+        // request is logged when the log can be written. A store that stalls or fails (timeouts
+        // bound every call, lib/aws/clients.ts) is a 503 the caller may retry.
+        const unavailable = isServiceUnavailable(error);
+        log.error(unavailable ? "Data plane: store unavailable" : "Data plane failure", {
+          ...describeError(error),
+          path: request.path,
+          requestId: trace.requestId,
+        });
+        trace.validation.systemError = true;
+        const response = unavailable
+          ? serviceResponse(503, {
+              code: "proxy-error",
+              message: "The gateway's store is unavailable; try again shortly",
+            })
+          : serviceResponse(500, { code: "proxy-error", message: "Internal error of the gateway" });
+        try {
+          return await reply(trace, request, response);
+        } catch (logError) {
+          log.error("Request log could not be written", {
+            ...describeError(logError),
+            requestId: trace.requestId,
+          });
+          response.headers["x-request-id"] = trace.requestId;
+          return response;
+        }
       }
     },
   };

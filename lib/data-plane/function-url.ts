@@ -31,6 +31,8 @@ export function createFunctionUrlHandler(region: string) {
     return {
       statusCode: response.status,
       headers: response.headers,
+      // One Set-Cookie each (joined into one header they would be unreadable).
+      ...(response.cookies?.length ? { cookies: response.cookies } : {}),
       body: response.body.toString("base64"),
       isBase64Encoded: true,
     };

@@ -5,6 +5,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type Stripe from "stripe";
+import { sdkCallBounds } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import { describeError, log } from "../log.ts";
 
@@ -23,7 +24,7 @@ async function resolveSecretKey(): Promise<string | undefined> {
   const { stripe } = getConfig();
   if (stripe.secretKey) return stripe.secretKey;
   if (!stripe.secretArn) return undefined;
-  const secret = await new SecretsManagerClient({}).send(
+  const secret = await new SecretsManagerClient(sdkCallBounds()).send(
     new GetSecretValueCommand({ SecretId: stripe.secretArn }),
   );
   return secret.SecretString?.trim() || undefined;

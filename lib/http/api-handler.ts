@@ -5,8 +5,9 @@
  */
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
+import { isServiceUnavailable } from "../aws/clients.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
-import type { RouteKey } from "../infra/api-manifest.ts";
+import { type RouteKey, SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
 import { describeError, log } from "../log.ts";
 import { HttpError, methodNotAllowed, tooManyRequests, validationFailed } from "./errors.ts";
 import { parseJsonInput, queryIssues } from "./input-checks.ts";
@@ -103,7 +104,10 @@ const rateLimit = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyR
   },
 });
 
-/** Turn thrown errors into responses: exposed 4xx as `{message, ...}`, everything else a bare 500. */
+/**
+ * Turn thrown errors into responses: exposed 4xx as `{message, ...}`, an AWS service that is
+ * unavailable a 503, everything else a bare 500.
+ */
 export const errorResponses = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   onError: async (request) => {
     const error = request.error;
@@ -111,12 +115,19 @@ export const errorResponses = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIG
       request.response = json(error.status, error.body, error.headers);
       return;
     }
-    log.error("Unhandled error", {
+    // A store (or KMS, SES) that stalled or failed after the client's bounded retries
+    // (lib/aws/clients.ts): 503, a generic message, nothing of the error shown.
+    const unavailable = isServiceUnavailable(error);
+    log.error(unavailable ? "Service unavailable" : "Unhandled error", {
       ...describeError(error),
       resource: request.event.resource,
       method: request.event.httpMethod,
       requestId: request.event.requestContext?.requestId,
     });
+    if (unavailable) {
+      request.response = json(503, { message: SERVICE_UNAVAILABLE_MESSAGE });
+      return;
+    }
     const status = error instanceof HttpError ? error.status : 500;
     request.response = json(status, {
       message: status === 500 ? "Internal server error" : String(error?.message),

@@ -4,6 +4,7 @@
  * lib/domain/rules/rule-schema.ts.
  */
 import { z } from "zod";
+import { HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
 import { storedDocumentIssues } from "./input-checks.ts";
 import { text } from "./validation.ts";
 
@@ -12,22 +13,13 @@ const Id = z.string().trim().min(1, "must not be empty").max(64);
 const Region = z.string().trim().min(1, "must not be empty").max(32);
 const Notes = z.string().max(2000, "at most 2000 characters");
 
-/** An HTTP header name (RFC 9110 token). */
-export const HeaderName = z
-  .string()
-  .min(1)
-  .max(256)
-  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a valid HTTP header name");
-const HeaderValue = z
-  .string()
-  .max(8192)
-  .refine((value) => !/[\r\n\0]/.test(value), "must not contain line breaks");
-
-const boundedRecord = <V extends z.ZodType>(keySchema: z.ZodType<string>, value: V, max: number) =>
-  z.record(keySchema, value).refine((record) => Object.keys(record).length <= max, `at most ${max} entries`);
-
-export const AdditionalHeaders = boundedRecord(HeaderName, HeaderValue, 50);
-export const AdditionalQueryParams = boundedRecord(z.string().min(1).max(256), z.string().max(2048), 50);
+/**
+ * A proxy's additional headers and query parameters follow the credential secrets' rules (one
+ * declaration, lib/vault/secret-schemas.ts): RFC 9110 header names, no gateway-managed names
+ * (`Host`, framing and hop-by-hop headers), no control characters in values.
+ */
+export const AdditionalHeaders = HeaderRecord;
+export const AdditionalQueryParams = QueryParamRecord;
 /**
  * Merged into JSON bodies of POST/PUT/PATCH target requests; at most 16 KB as JSON. Stored as a
  * DynamoDB map, so it must be a document DynamoDB stores and gives back: no empty keys, numbers

@@ -13,6 +13,12 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, root 
           problem: "is not a field that can be set here",
         }));
       }
+      // A record key that fails its schema (a header name, say): show why, not "Invalid key".
+      if (issue.code === "invalid_key") {
+        return [
+          { field: issue.path.join(".") || root, problem: issue.issues[0]?.message ?? "is not a valid name" },
+        ];
+      }
       return [{ field: issue.path.join(".") || root, problem: issue.message }];
     }),
   );

@@ -36,6 +36,13 @@ export const FUNCTION_GROUPS = {
 
 export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;
 
+/**
+ * The body message of every Core API 503: the store (or another AWS service) did not answer in
+ * time. The handlers answer it (lib/http/api-handler.ts), and so does the API itself when the
+ * authorizer fails (a gateway response, cdk/stacks/home-stack.ts; locally local/api-gateway.ts).
+ */
+export const SERVICE_UNAVAILABLE_MESSAGE = "The service is temporarily unavailable; try again shortly";
+
 /** Functions that are not behind a route. */
 export const AUTHORIZER_FUNCTION = {
   name: "authorizer",

@@ -396,6 +396,9 @@ describe("HomeStack", () => {
           ResponseTemplates: { "application/json": '{"message":$context.error.messageString}' },
         });
       }
+      for (const type of ["AUTHORIZER_FAILURE", "AUTHORIZER_CONFIGURATION_ERROR"]) {
+        expect(byType(type)).toMatchObject({ StatusCode: "503" });
+      }
       expect(byType("MISSING_AUTHENTICATION_TOKEN")).toMatchObject({
         StatusCode: "404",
         ResponseTemplates: { "application/json": '{"message":"Route not found"}' },

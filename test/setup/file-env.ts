@@ -1,7 +1,7 @@
 /** Per test file: the shared emulator's endpoint and this file's own table, key alias and settings. */
 import { randomBytes } from "node:crypto";
 import { inject } from "vitest";
-import { resetClients } from "#lib/aws/clients.ts";
+import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { resetConfig } from "#lib/config.ts";
 
 const suffix = randomBytes(4).toString("hex");
@@ -18,6 +18,8 @@ Object.assign(process.env, {
   EMAIL_SENDER: "no-reply@gateway.test",
   APP_URL: "http://app.gateway.test",
   LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+  // The emulator queues concurrent requests (lib/aws/clients.ts); the stall tests set their own.
+  ...EMULATOR_TIMEOUT_ENV,
 });
 delete process.env.STRIPE_SECRET_KEY;
 delete process.env.STRIPE_API_BASE;
