@@ -16,9 +16,10 @@
  * - the plaintext (UTF-8; and Latin-1 bytes, as Node sends a header with such characters);
  * - percent-encoded (encodeURIComponent, form encoding with `+`, lower-case hex too);
  * - JSON-escaped (standard, with `\/`, and with `\uXXXX` for non-ASCII as Python's json does);
- * - base64 and base64url, whole, and the three "aligned cores": the characters fully determined by
- *   the secret's bytes whatever precedes or follows it, so the secret is found inside any base64
- *   text that contains it (a `Basic` header's `user:password`, an encoded JSON document...);
+ * - base64 and base64url of each form above, whole, and the three "aligned cores": the characters
+ *   fully determined by the form's bytes whatever precedes or follows it, so the secret is found
+ *   inside any base64 text that contains it (a `Basic` header's `user:password`, an encoded JSON
+ *   document or URL...); and the percent-encoded base64;
  * - `username:password` and its base64 (`Basic`) for basicAuth.
  *
  * Matching is one Aho-Corasick pass over the bytes (linear in the text, whatever the number of
@@ -153,18 +154,21 @@ export function secretForms(secret: string): Buffer[] {
   texts.add(ascii);
   texts.add(ascii.replace(/\\u([0-9a-f]{4})/g, (_match, hex: string) => `\\u${hex.toUpperCase()}`));
 
-  const bytes = Buffer.from(secret, "utf8");
-  const base64 = bytes.toString("base64");
-  texts.add(base64);
-  texts.add(toUrlAlphabet(base64));
-  texts.add(encodeURIComponent(base64));
-  for (let shift = 0; shift < 3; shift++) {
-    const core = alignedCore(bytes, shift);
-    if (core.length >= MIN_SECRET_LENGTH) {
-      texts.add(core);
-      texts.add(toUrlAlphabet(core));
+  // Base64 of each text form (an echo may base64 a URL or a JSON document holding the secret).
+  for (const text of [...texts]) {
+    const bytes = Buffer.from(text, "utf8");
+    const base64 = bytes.toString("base64");
+    texts.add(base64);
+    texts.add(toUrlAlphabet(base64));
+    for (let shift = 0; shift < 3; shift++) {
+      const core = alignedCore(bytes, shift);
+      if (core.length >= MIN_SECRET_LENGTH) {
+        texts.add(core);
+        texts.add(toUrlAlphabet(core));
+      }
     }
   }
+  texts.add(encodeURIComponent(Buffer.from(secret, "utf8").toString("base64")));
   const forms = [...texts].map((text) => Buffer.from(text, "utf8"));
   // Characters beyond ASCII but within Latin-1 go out as single bytes in a header (Node's rule).
   const codes = [...secret].map((char) => char.codePointAt(0) ?? 0);
