@@ -39,10 +39,10 @@ export const REDACTED = "[redacted]";
  */
 export const MIN_SECRET_LENGTH = 4;
 /** Upper bound of the pattern bytes of one redactor; beyond it the redactor withholds everything. */
-export const MAX_PATTERN_BYTES = 4 * 1024 * 1024;
+export const MAX_PATTERN_BYTES = 2 * 1024 * 1024;
 /** Automatons kept (LRU), and the pattern bytes they may hold together. */
 const CACHE_MAX_ENTRIES = 256;
-const CACHE_MAX_PATTERN_BYTES = 16 * 1024 * 1024;
+const CACHE_MAX_PATTERN_BYTES = 8 * 1024 * 1024;
 /** Nested values deeper than this (in `value`) are replaced whole by the marker. */
 const MAX_VALUE_DEPTH = 64;
 
