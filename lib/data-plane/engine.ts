@@ -33,6 +33,7 @@ import {
   type OutgoingRequest,
 } from "../vault/apply-credential.ts";
 import { getCustomToken } from "../vault/custom-token.ts";
+import { secretValues } from "../vault/secret-redaction.ts";
 import type { AuthType, CustomTokenSecret, ProxySecret, TargetSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import { currentOAuthToken } from "./oauth-tokens.ts";
@@ -112,6 +113,8 @@ interface Trace {
     body?: Buffer;
   };
   processed: boolean;
+  /** The token fetched for the target credential (customToken, oauth2): redacted from the log. */
+  dynamicToken?: string;
 }
 
 function serviceResponse(
@@ -347,6 +350,13 @@ export function createDataPlane(region: string) {
       );
     const redactHeaders = namesOf(credentialHeaderNames);
     const redactQuery = namesOf(credentialQueryParamNames);
+    // Every secret the request used, wherever a target echoes it (issue 7).
+    const usedSecrets = [
+      ...credentials.flatMap((credential) =>
+        secretValues(String(credential.item.credentialAuthType), credential.secret),
+      ),
+      ...(trace.dynamicToken ? [trace.dynamicToken] : []),
+    ];
     const item = buildRequestLogItem({
       requestId: trace.requestId,
       proxy: runtime
@@ -378,6 +388,7 @@ export function createDataPlane(region: string) {
       processed: trace.processed,
       redactHeaders,
       redactQuery,
+      secretValues: usedSecrets,
     });
     // A request to an unknown proxy id has no proxy to file it under: it is not stored.
     if (!runtime) return;
@@ -523,6 +534,7 @@ export function createDataPlane(region: string) {
     });
     try {
       const dynamicToken = await dynamicTokenFor(runtime);
+      trace.dynamicToken = dynamicToken;
       outgoing = applyTargetCredential(
         outgoing,
         String(targetCredential.item.credentialAuthType) as AuthType,

@@ -4,14 +4,24 @@
  * clock (every time comes from the input), so the data plane decides when to write it.
  *
  * What leaves the caller's hands is made safe here, once: secret-looking headers and query
- * parameters are replaced by a redaction marker, bodies and header maps are capped so the item
- * stays far below DynamoDB's 400 KB item limit whatever the request carried (see docs/request-logs.md).
+ * parameters are replaced by a redaction marker, the plaintext of every secret the request used
+ * (in any of its forms, anywhere: headers, query, path, bodies, Location) is replaced by the marker
+ * (lib/vault/secret-redaction.ts), and bodies and header maps are capped AFTER redaction so the
+ * item stays far below DynamoDB's 400 KB item limit whatever the request carried (see
+ * docs/request-logs.md).
  */
 import { v7 as uuidv7 } from "uuid";
 import { keys } from "../db/keys.ts";
+import {
+  NO_REDACTION,
+  REDACTED,
+  redactedPrefix,
+  type SecretRedactor,
+  secretRedactor,
+} from "../vault/secret-redaction.ts";
 
-/** The marker that replaces the value of a sensitive header or query parameter. */
-export const REDACTED = "[redacted]";
+/** The marker that replaces the value of a sensitive header or query parameter, and any secret. */
+export { REDACTED };
 /** Each stored body (request, response) is at most this many bytes of stored text. */
 export const REQUEST_LOG_BODY_CAP_BYTES = 32 * 1024;
 /** Each stored header map (and the query parameter map) is at most this many bytes (names + values). */
@@ -108,6 +118,12 @@ export interface RequestLogInput {
   redactHeaders: string[];
   /** Extra query parameter names to redact, e.g. the credential's key parameter. */
   redactQuery: string[];
+  /**
+   * The plaintext of every secret the request used: the secret strings of the proxy and target
+   * credentials (`secretValues`) and the token fetched for the target. Each, in each of its forms,
+   * is replaced by the marker wherever it appears in the record.
+   */
+  secretValues?: readonly string[];
   /** Overrides REQUEST_LOG_RETENTION_DAYS. */
   retentionDays?: number;
 }
@@ -219,6 +235,7 @@ type HeaderValue = string | string[];
 function safeMap<V extends HeaderValue>(
   source: Record<string, V> | undefined,
   sensitive: (name: string) => boolean,
+  redactor: SecretRedactor,
   rewrite: (name: string, value: string) => string = (_name, value) => value,
 ): { map: Record<string, HeaderValue>; truncated: boolean } {
   // Collected in a Map and turned into own properties at the end: a "__proto__" name stays data.
@@ -244,7 +261,7 @@ function safeMap<V extends HeaderValue>(
     const kept: string[] = [];
     for (const one of values) {
       if (budget <= 0) break;
-      const safe = rewrite(rawName, one);
+      const safe = redactor.text(rewrite(rawName, one));
       const cut = truncateUtf8(safe, budget);
       if (cut !== safe) truncated = true;
       kept.push(cut);
@@ -256,9 +273,14 @@ function safeMap<V extends HeaderValue>(
   return { map: Object.fromEntries(entries), truncated };
 }
 
-/** A URL (the target's Location) with its sensitive query parameters redacted, capped. */
-function safeLocation(location: string | null | undefined, extraQuery: readonly string[]): string | null {
-  if (location === null || location === undefined) return null;
+/** A URL (the target's Location) with its sensitive query parameters and secrets redacted, capped. */
+function safeLocation(
+  rawLocation: string | null | undefined,
+  extraQuery: readonly string[],
+  redactor: SecretRedactor,
+): string | null {
+  if (rawLocation === null || rawLocation === undefined) return null;
+  const location = redactor.text(String(rawLocation));
   const queryAt = location.indexOf("?");
   if (queryAt < 0) return cappedText(location);
   const hashAt = location.indexOf("#", queryAt);
@@ -285,10 +307,14 @@ function safeLocation(location: string | null | undefined, extraQuery: readonly 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * A body as stored: UTF-8 text when it is valid UTF-8 without NUL bytes, else base64; cut so the
- * stored string is at most REQUEST_LOG_BODY_CAP_BYTES bytes.
+ * A body as stored: UTF-8 text when it is valid UTF-8 without NUL bytes, else base64 (of the raw
+ * bytes, redacted before encoding); secrets redacted first, then cut so the stored string is at
+ * most REQUEST_LOG_BODY_CAP_BYTES bytes (a secret crossing the cut is replaced whole).
  */
-export function storedBody(body: Buffer | undefined): {
+export function storedBody(
+  body: Buffer | undefined,
+  redactor: SecretRedactor = NO_REDACTION,
+): {
   body: string | null;
   encoding: BodyEncoding | null;
   truncated: boolean;
@@ -296,24 +322,24 @@ export function storedBody(body: Buffer | undefined): {
 } {
   if (body === undefined || body === null) return { body: null, encoding: null, truncated: false, bytes: 0 };
   const cap = REQUEST_LOG_BODY_CAP_BYTES;
-  const text = utf8Prefix(body, cap);
-  if (!text.includes(0)) {
+  const text = redactedPrefix(redactor, body, cap, { utf8: true });
+  if (!text.bytes.includes(0)) {
     try {
       return {
-        body: strictUtf8.decode(text),
+        body: strictUtf8.decode(text.bytes),
         encoding: "utf8",
-        truncated: text.length < body.length,
+        truncated: text.truncated,
         bytes: body.length,
       };
     } catch {
       // not UTF-8: stored as base64 below
     }
   }
-  const raw = body.subarray(0, Math.floor(cap / 4) * 3);
+  const raw = redactedPrefix(redactor, body, Math.floor(cap / 4) * 3);
   return {
-    body: raw.toString("base64"),
+    body: raw.bytes.toString("base64"),
     encoding: "base64",
-    truncated: raw.length < body.length,
+    truncated: raw.truncated,
     bytes: body.length,
   };
 }
@@ -338,25 +364,28 @@ export function buildRequestLogItem(input: RequestLogInput): Record<string, unkn
   const sentAt = finite(input.sentAt, receivedAt);
   const retentionDays = validRetention(input.retentionDays) ? input.retentionDays : requestLogRetentionDays();
 
+  const redactor = secretRedactor(input.secretValues ?? []);
   const headerIsSensitive = (name: string) => isSensitiveHeader(name, input.redactHeaders ?? []);
   const paramIsSensitive = (name: string) => isSensitiveQueryParam(name, input.redactQuery ?? []);
-  const requestHeaders = safeMap(input.requestHeaders, headerIsSensitive);
-  const apiParams = safeMap(input.query, paramIsSensitive);
-  const requestBody = storedBody(input.requestBody);
+  const requestHeaders = safeMap(input.requestHeaders, headerIsSensitive, redactor);
+  const apiParams = safeMap(input.query, paramIsSensitive, redactor);
+  const requestBody = storedBody(input.requestBody, redactor);
 
   const target = input.target;
   // A Location (or Content-Location) header may carry a token in its query: redacted like the query.
-  const responseHeaders = safeMap(target?.responseHeaders, headerIsSensitive, (name, value) =>
-    /^(content-)?location$/i.test(name) ? (safeLocation(value, input.redactQuery ?? []) ?? "") : value,
+  const responseHeaders = safeMap(target?.responseHeaders, headerIsSensitive, redactor, (name, value) =>
+    /^(content-)?location$/i.test(name)
+      ? (safeLocation(value, input.redactQuery ?? [], redactor) ?? "")
+      : value,
   );
-  const responseBody = storedBody(target?.responseBody);
+  const responseBody = storedBody(target?.responseBody, redactor);
   const targetData = target
     ? {
         sentAt: finite(target.sentAt),
         receivedAt: finite(target.receivedAt),
         duration: seconds(finite(target.sentAt), finite(target.receivedAt)),
         status: finite(target.status),
-        location: safeLocation(target.location, input.redactQuery ?? []),
+        location: safeLocation(target.location, input.redactQuery ?? [], redactor),
       }
     : null;
 
@@ -374,12 +403,12 @@ export function buildRequestLogItem(input: RequestLogInput): Record<string, unkn
     proxyData: {
       stage: cappedText(input.stage, 128),
       method: cappedText(input.method, 16),
-      apiPath: cappedText(input.apiPath),
+      apiPath: cappedText(redactor.text(String(input.apiPath ?? ""))),
       receivedAt,
       sentAt,
       duration: seconds(receivedAt, sentAt),
       status: finite(input.status),
-      message: cappedText(input.message),
+      message: cappedText(redactor.text(String(input.message ?? ""))),
       arnBase: cappedText(input.arnBase),
       apiHeaders: requestHeaders.map,
       apiParams: apiParams.map,

@@ -5,7 +5,9 @@
  *
  * The request goes through the SSRF-guarded client (lib/net/outbound.ts). Extra headers and query
  * parameters are applied first and the credential last, so they can never override it. The
- * answer never contains the secret: a query-placed key is redacted from the URL shown.
+ * answer never contains the secret: a query-placed key is redacted from the URL shown, and the
+ * plaintext of every secret of the credential, in any form, is replaced by the marker in the URL,
+ * the headers and the body (a target may echo what it received; lib/vault/secret-redaction.ts).
  */
 import { z } from "zod";
 import { badRequest, forbidden, HttpError } from "../http/errors.ts";
@@ -26,6 +28,12 @@ import {
 import { CustomTokenError, fetchCustomToken } from "../vault/custom-token.ts";
 import { decryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import { fetchClientCredentialsToken, OAuthError } from "../vault/oauth2.ts";
+import {
+  redactedPrefix,
+  type SecretRedactor,
+  secretRedactor,
+  secretValues,
+} from "../vault/secret-redaction.ts";
 import {
   type AuthType,
   type CustomTokenSecret,
@@ -146,6 +154,7 @@ export async function testCredential(clientId: string, userId: string, credentia
   };
   // The credential last: extra headers and query parameters cannot override it.
   const applied = applyTargetCredential(request, authType, secret as TargetSecret);
+  const redactor = secretRedactor(secretValues(authType, secret));
 
   try {
     const response = await sendOutbound({
@@ -154,30 +163,43 @@ export async function testCredential(clientId: string, userId: string, credentia
       headers: applied.headers,
       body: applied.body,
       timeoutMs: body.timeoutSeconds * 1000,
-      maxResponseBytes: TEST_BODY_LIMIT,
+      // A little more than is shown, so a secret crossing the cut is recognised and redacted whole.
+      maxResponseBytes: TEST_BODY_LIMIT + redactor.lookahead,
     });
     const contentType = String(response.headers["content-type"] ?? "");
     const isText = TEXT_TYPES.test(contentType) || contentType === "";
     const shown = new URL(response.url);
     redactQueryPairs(shown, credentialQueryParamNames(authType, secret as never));
-    const shownUrl = shown.toString();
-    // A cut body may end inside a UTF-8 sequence: drop that partial character rather than show a
-    // replacement character (which would also take the text over TEST_BODY_LIMIT bytes).
-    const text = isText
-      ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(response.body, { stream: response.truncated })
-      : undefined;
+    // Redacted first, then cut at TEST_BODY_LIMIT (on a UTF-8 character boundary for text).
+    const shownBody = redactedPrefix(redactor, response.body, TEST_BODY_LIMIT, {
+      utf8: isText,
+      truncatedInput: response.truncated,
+    });
     return {
-      request: { method: applied.method, url: shownUrl },
+      request: { method: applied.method, url: redactor.text(shown.toString()) },
       status: response.status,
-      headers: response.headers,
-      body: text ?? response.body.toString("base64"),
+      headers: redactHeaderValues(redactor, response.headers),
+      body: isText
+        ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(shownBody.bytes)
+        : shownBody.bytes.toString("base64"),
       bodyEncoding: isText ? "utf8" : "base64",
-      bodyTruncated: response.truncated,
+      bodyTruncated: shownBody.truncated,
       durationMs: response.timings.endedAt - response.timings.startedAt,
     };
   } catch (error) {
     throw outboundFailure(error);
   }
+}
+
+/** Header names as they are, values with the secrets redacted. */
+function redactHeaderValues(
+  redactor: SecretRedactor,
+  headers: Record<string, string | string[]>,
+): Record<string, string | string[]> {
+  const safe = new Map<string, string | string[]>();
+  for (const [name, value] of Object.entries(headers))
+    safe.set(name, Array.isArray(value) ? value.map((one) => redactor.text(one)) : redactor.text(value));
+  return Object.fromEntries(safe);
 }
 
 function outboundFailure(error: unknown): unknown {
@@ -194,6 +216,7 @@ function outboundFailure(error: unknown): unknown {
 export async function testCredentialToken(clientId: string, userId: string, credentialId: string) {
   await authorizeClient(clientId, userId, "use");
   const { secret, authType } = await loadSecret(clientId, credentialId);
+  const redactor = secretRedactor(secretValues(authType, secret));
   const started = Date.now();
   let expiresAt: number | null;
   let tokenLength: number;
@@ -221,12 +244,14 @@ export async function testCredentialToken(clientId: string, userId: string, cred
       );
     }
   } catch (error) {
+    // The messages name the endpoint's host and status; redacted all the same, as every answer.
+    const message = error instanceof Error ? redactor.text(error.message) : "";
     if (error instanceof CustomTokenError) {
-      if (error.reason === "blocked") throw badRequest(`The token URL is not allowed: ${error.message}`);
+      if (error.reason === "blocked") throw badRequest(`The token URL is not allowed: ${message}`);
       if (error.reason === "timeout") throw new HttpError(504, "The token endpoint timed out");
-      throw new HttpError(502, `The token endpoint failed: ${error.message}`);
+      throw new HttpError(502, `The token endpoint failed: ${message}`);
     }
-    if (error instanceof OAuthError) throw new HttpError(502, `The token endpoint failed: ${error.message}`);
+    if (error instanceof OAuthError) throw new HttpError(502, `The token endpoint failed: ${message}`);
     throw outboundFailure(error);
   }
   return {

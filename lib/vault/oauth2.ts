@@ -16,6 +16,7 @@ import {
   OutboundTimeoutError,
   sendOutbound,
 } from "../net/outbound.ts";
+import { secretRedactor } from "./secret-redaction.ts";
 
 export type OAuthTokenAuthMethod = "client_secret_basic" | "client_secret_post" | "none";
 
@@ -123,11 +124,9 @@ function applyClientAuth(auth: ClientAuth, form: URLSearchParams, headers: Recor
   }
 }
 
+/** The text with every form of the secrets redacted (lib/vault/secret-redaction.ts), then shortened. */
 function redact(text: string, secrets: (string | undefined)[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret && secret.length >= 4) out = out.split(secret).join("[redacted]");
-  }
+  const out = secretRedactor(secrets).text(text);
   return out.length > 300 ? `${out.slice(0, 300)}…` : out;
 }
 

@@ -22,6 +22,7 @@ import {
   VALIDATION_FIELDS,
 } from "#lib/data-plane/request-log.ts";
 import { parseIsoTimestamp, parseRequestLogQuery, sortKeyRange } from "#lib/domain/request-logs.ts";
+import { secretRedactor } from "#lib/vault/secret-redaction.ts";
 
 const RECEIVED = Date.UTC(2025, 0, 31, 12, 0, 0, 250);
 const PROXY = { proxyId: "0c3c9c4e-1111-4222-8333-444455556666", clientId: "client-1", userId: "user-1" };
@@ -298,6 +299,65 @@ describe("redaction", () => {
     expect(Object.getPrototypeOf(stored)).toBe(Object.prototype);
     expect(Object.hasOwn(stored, "__proto__")).toBe(true);
     expect(stored.accept).toBe("y");
+  });
+});
+
+describe("secret values (an echoing target)", () => {
+  const secret = "target-token-5f0c2d9e-1111-4222-8333-444455556666";
+  const key = "caller-key-0b7d6c1a-aaaa-4bbb-8ccc-dddddddddddd";
+  const basic = Buffer.from(`svc:${secret}`).toString("base64");
+
+  it("replaces every form of every secret in headers, query, path, bodies and Location; names stay", () => {
+    const item = buildRequestLogItem(
+      input({
+        apiPath: `/v1/${key}`,
+        query: { q: secret, page: "2" },
+        requestHeaders: { "X-Echo": `k=${encodeURIComponent(key)}`, Accept: "*/*" },
+        requestBody: Buffer.from(JSON.stringify({ mine: key })),
+        target: {
+          sentAt: RECEIVED + 100,
+          receivedAt: RECEIVED + 1400,
+          status: 200,
+          location: `https://api.example.test/next?t=${secret}`,
+          responseHeaders: { "x-echo-authorization": `Basic ${basic}` },
+          responseBody: Buffer.from(
+            JSON.stringify({
+              headers: { authorization: `Bearer ${secret}`, "x-caller": key },
+              url: `/v1?x=${encodeURIComponent(secret)}`,
+              b64: Buffer.from(`{"token":"${secret}"}`).toString("base64"),
+            }),
+          ),
+        },
+        secretValues: [secret, key, `svc:${secret}`],
+      }),
+    );
+    const json = JSON.stringify(item);
+    for (const form of [secret, key, basic, Buffer.from(secret).toString("base64").slice(4, 20)])
+      expect(json).not.toContain(form);
+    expect((item.proxyData as Record<string, unknown>).apiPath).toBe(`/v1/${REDACTED}`);
+    expect(item.requestHeaders).toMatchObject({ "X-Echo": `k=${REDACTED}`, Accept: "*/*" });
+    expect(item.responseHeaders).toMatchObject({ "x-echo-authorization": `Basic ${REDACTED}` });
+    expect(String(item.responseBody)).toContain(`"authorization":"Bearer ${REDACTED}"`);
+    expect(String(item.requestBody)).toBe(`{"mine":"${REDACTED}"}`);
+  });
+
+  it("redacts before the body cap: a secret crossing the cap is not shown in part", () => {
+    for (const shift of [1, 10, 30]) {
+      const body = Buffer.from(`${"a".repeat(REQUEST_LOG_BODY_CAP_BYTES - shift)}${secret} and more`);
+      const stored = storedBody(body, secretRedactor([secret]));
+      expect(stored.truncated).toBe(true);
+      expect(Buffer.byteLength(String(stored.body))).toBeLessThanOrEqual(REQUEST_LOG_BODY_CAP_BYTES);
+      expect(String(stored.body)).not.toContain(secret.slice(0, Math.min(shift, 8)));
+    }
+  });
+
+  it("redacts a binary body on its bytes before encoding it", () => {
+    const body = Buffer.concat([Buffer.from([0, 0xff, 0]), Buffer.from(secret), Buffer.from([0xfe])]);
+    const stored = storedBody(body, secretRedactor([secret]));
+    expect(stored.encoding).toBe("base64");
+    expect(Buffer.from(String(stored.body), "base64")).toEqual(
+      Buffer.concat([Buffer.from([0, 0xff, 0]), Buffer.from(REDACTED), Buffer.from([0xfe])]),
+    );
   });
 });
 
