@@ -11,7 +11,7 @@ import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createFunctionUrlHandler } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, CORE_API_ROUTES, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
-import { createRestApi, type ProxyHandler, type TokenAuthorizer } from "./api-gateway.ts";
+import { createRestApi, type ProxyHandler, splitTarget, type TokenAuthorizer } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
 
 export interface LocalStackOptions {
@@ -76,7 +76,9 @@ function dataPlaneServer(region: string): Server {
         res.end(JSON.stringify({ message: "Request Entity Too Large" }));
         return;
       }
-      const url = new URL(req.url ?? "/", "http://local");
+      // The path as sent, dot segments and escapes included (the engine refuses dot segments;
+      // normalising them here would hide what a deployed function URL may pass through).
+      const { path: rawPath, query: rawQuery } = splitTarget(req.url ?? "/");
       // From rawHeaders into a null-prototype map, as a function URL passes them: Node's
       // req.headers drops a header named `__proto__`, and `{}` would turn it into a prototype.
       const headers: Record<string, string> = Object.create(null);
@@ -88,13 +90,10 @@ function dataPlaneServer(region: string): Server {
         else headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
       }
       const body = Buffer.concat(chunks);
-      const rawQuery = (req.url ?? "").includes("?")
-        ? (req.url ?? "").slice((req.url ?? "").indexOf("?") + 1)
-        : "";
       const event = {
         version: "2.0",
         routeKey: "$default",
-        rawPath: url.pathname,
+        rawPath,
         rawQueryString: rawQuery,
         cookies: cookies.length ? cookies : undefined,
         headers,
@@ -107,7 +106,7 @@ function dataPlaneServer(region: string): Server {
           domainPrefix: "local",
           http: {
             method: req.method ?? "GET",
-            path: url.pathname,
+            path: rawPath,
             protocol: `HTTP/${req.httpVersion}`,
             sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, "") ?? "127.0.0.1",
             userAgent: headers["user-agent"] ?? "",

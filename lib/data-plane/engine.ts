@@ -145,6 +145,21 @@ function parseQuery(raw: string): Record<string, string> {
 }
 
 /** Target URL: base URL + the path after /api/{proxyId} + the caller's query, unchanged. */
+/**
+ * True when the path has a segment the URL parser would resolve: `.` or `..` in any spelling
+ * (`%2e`, `%2E.`), or a backslash, which WHATWG URLs treat as `/` for http(s). Joined to the target's
+ * base URL such a path would climb out of the base path (`/v1/tenant-a/%2e%2e/tenant-b`) and reach
+ * the target as a path the access rules never saw (`/x/..%2fadmin` is fine: `%2f` stays a
+ * character). The data plane refuses them.
+ */
+export function hasDotSegment(apiPath: string): boolean {
+  if (apiPath.includes("\\")) return true;
+  return apiPath.split("/").some((segment) => {
+    const plain = segment.replace(/%2e/gi, ".");
+    return plain === "." || plain === "..";
+  });
+}
+
 function targetUrl(base: string, apiPath: string, rawQuery: string): URL {
   const url = new URL(base);
   const basePath = url.pathname.replace(/\/$/, "");
@@ -445,6 +460,17 @@ export function createDataPlane(region: string) {
     // that the configuration version is still current (one round trip for both). A denial from a
     // cached configuration is confirmed against the current version before it is answered.
     let loaded = await loadProxyRuntime(region, trace.proxyId, { revalidate: false });
+    if (loaded && hasDotSegment(trace.apiPath)) {
+      trace.runtime = loaded.runtime;
+      return reply(
+        trace,
+        request,
+        serviceResponse(400, {
+          code: "proxy-access-denied",
+          message: "The path must not contain . or .. segments (in any encoding) or backslashes",
+        }),
+      );
+    }
     let admission: Admission | undefined;
     for (let attempt = 1; ; attempt++) {
       if (!loaded) return reply(trace, request, denied("Unknown proxy"));

@@ -590,3 +590,54 @@ describe("user-named keys (issue 7: a `Constructor` header stopped the log)", ()
     expect(JSON.parse(got.body.toString())).toEqual({ caller: true, ...additions.proxyAdditionalData });
   });
 });
+
+describe("dot segments (issue 7 review: a path must not climb out of the target's base path)", () => {
+  /** A request with the path sent exactly as written (fetch and URL would resolve the dots first). */
+  const rawGet = (url: string, rawPath: string, key: string) =>
+    new Promise<{ status: number; code: string | undefined; requestId: string | undefined }>(
+      (resolve, reject) => {
+        const { hostname, port } = new URL(url);
+        const outgoing = httpRequest(
+          { hostname, port, path: rawPath, method: "GET", headers: withKey(key) },
+          (response) => {
+            response.resume();
+            response.on("end", () =>
+              resolve({
+                status: response.statusCode ?? 0,
+                code: response.headers["service-proxy-code"] as string | undefined,
+                requestId: response.headers["x-request-id"] as string | undefined,
+              }),
+            );
+          },
+        );
+        outgoing.on("error", reject);
+        outgoing.end();
+      },
+    );
+
+  it("refuses . and .. segments in any encoding, and backslashes, before the target is called", async () => {
+    const s = await setup();
+    const base = new URL(s.url).pathname;
+    for (const path of [
+      "/x/%2e%2e/%2E%2e/escape",
+      "/x/../../escape",
+      "/x/.%2E/escape",
+      "/x/./escape",
+      "/x/%2e/escape",
+      "/x/..\\escape",
+      "/..",
+    ]) {
+      const answer = await rawGet(s.url, `${base}${path}`, s.key);
+      expect(answer.status, path).toBe(400);
+      expect(answer.code).toBe("proxy-access-denied");
+      expect(answer.requestId).toEqual(expect.any(String));
+    }
+    expect(received).toHaveLength(0);
+    // Dots inside a segment and an encoded slash are ordinary characters.
+    const fine = await rawGet(s.url, `${base}/v1.2/..hidden/a%2F..%2Fb`, s.key);
+    expect(fine.status).toBe(200);
+    expect(received.at(-1)?.url).toBe("/base/v1.2/..hidden/a%2F..%2Fb");
+    const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
+    expect(list.body.totalRequests).toBe(8);
+  });
+});
