@@ -121,8 +121,9 @@ const OK: CallerAuthResult = { ok: true };
 /** A header by name, whatever the case of the stored name. */
 function headerOf(request: CallerRequest, name: string): string | undefined {
   const lower = name.toLowerCase();
-  const direct = request.headers[lower];
-  if (direct !== undefined) return direct;
+  // Own entries only: a key named `constructor` must not find Object's constructor.
+  const direct = Object.hasOwn(request.headers, lower) ? request.headers[lower] : undefined;
+  if (typeof direct === "string") return direct;
   for (const [key, value] of Object.entries(request.headers)) {
     if (value !== undefined && key.toLowerCase() === lower) return value;
   }

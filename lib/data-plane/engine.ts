@@ -524,7 +524,8 @@ export function createDataPlane(region: string) {
     }
 
     // The outgoing request.
-    const headers: Record<string, string> = {};
+    // Null prototype: a header of any name (`__proto__` included) is an own entry.
+    const headers: Record<string, string> = Object.create(null);
     const callerSecretHeaders = new Set(
       credentialHeaderNames(authType as AuthType, proxyCredential.secret as never),
     );

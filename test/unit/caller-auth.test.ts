@@ -86,6 +86,14 @@ describe("apiKey", () => {
     await expectRefused(request({ "x-api-key": "" }), header, /mismatch/);
   });
 
+  it("reads only the request's own headers: a key named constructor or toString that is not sent is missing", async () => {
+    for (const keyName of ["constructor", "toString", "__proto__"]) {
+      const named = cred("apiKey", { keyName, keyValue: "k-123456" });
+      await expectRefused(request({}), named, new RegExp(`^missing header ${keyName.toLowerCase()}$`));
+      await expectAccepted(request(Object.fromEntries([[keyName.toLowerCase(), "k-123456"]])), named);
+    }
+  });
+
   it("checks the prefix (case-insensitive) before the value", async () => {
     await expectAccepted(request({ authorization: "ApiKey k-123456" }), prefixed);
     await expectAccepted(request({ authorization: "apikey k-123456" }), prefixed);
