@@ -22,6 +22,14 @@ import type { RulePresence, StoredRuleConditions } from "./rule-schema.ts";
 export const MAX_MATCHED_VALUE_LENGTH = 4096;
 /** Most values of one header or query parameter that are matched. */
 export const MAX_MATCHED_VALUES = 16;
+/**
+ * Matching work one request may spend on all its rules, in pattern instructions x characters
+ * (the bound on the regex engine's steps). Measured on the slowest patterns the instruction cap
+ * admits, a unit costs at most about 40 ns of CPU, so this keeps the decision within about 5 ms
+ * whatever the rules and the request (bench/rule-cost.ts). A match that would go over it is not
+ * run: its check is undecided and settled against the caller, like an over-long value.
+ */
+export const MAX_RULE_WORK_PER_REQUEST = 125_000;
 
 export interface RuleRequest {
   method: string;
@@ -103,9 +111,16 @@ export interface EvaluationStats {
   scannedChars: number;
   /** Sum over executions of (pattern instructions x characters scanned): the bound on matching steps. */
   work: number;
+  /** Matches not run because they would have gone over MAX_RULE_WORK_PER_REQUEST. */
+  overBudget: number;
 }
 
-export const newEvaluationStats = (): EvaluationStats => ({ executions: 0, scannedChars: 0, work: 0 });
+export const newEvaluationStats = (): EvaluationStats => ({
+  executions: 0,
+  scannedChars: 0,
+  work: 0,
+  overBudget: 0,
+});
 
 /** The order in which layers are evaluated. */
 export const RULE_LAYER_ORDER: readonly RuleLayerName[] = ["credential", "proxy", "target"];
@@ -177,7 +192,9 @@ class PreparedRequest {
   readonly method: string;
   private readonly fields = new Map<string, FieldValues>();
   /** pattern -> field -> matched: one execution per (pattern, field) pair per request. */
-  private readonly results = new Map<RE2JS, Map<string, boolean>>();
+  private readonly results = new Map<RE2JS, Map<string, boolean | undefined>>();
+  /** Work units this request has used (MAX_RULE_WORK_PER_REQUEST). */
+  private spent = 0;
   readonly stats: EvaluationStats;
 
   constructor(request: RuleRequest, stats: EvaluationStats) {
@@ -207,15 +224,25 @@ class PreparedRequest {
     return this.fields.get(field);
   }
 
-  /** Whether any value of the field matches; each (pattern, field) pair runs once per request. */
-  matches(pattern: CompiledPattern, field: string, entry: FieldValues): boolean {
+  /**
+   * Whether any value of the field matches; each (pattern, field) pair runs once per request.
+   * Undefined when running it would take the request over MAX_RULE_WORK_PER_REQUEST.
+   */
+  matches(pattern: CompiledPattern, field: string, entry: FieldValues): boolean | undefined {
     let byField = this.results.get(pattern.regex);
     if (!byField) {
       byField = new Map();
       this.results.set(pattern.regex, byField);
     }
-    const known = byField.get(field);
-    if (known !== undefined) return known;
+    if (byField.has(field)) return byField.get(field);
+    let work = 0;
+    for (const value of entry.values) work += pattern.cost * Math.max(1, value.length);
+    if (this.spent + work > MAX_RULE_WORK_PER_REQUEST) {
+      this.stats.overBudget += 1;
+      byField.set(field, undefined);
+      return undefined;
+    }
+    this.spent += work;
     let matched = false;
     for (const value of entry.values) {
       this.stats.executions += 1;
@@ -243,6 +270,7 @@ function checkOutcome(check: CompiledCheck, request: PreparedRequest): Outcome {
   if (entry === undefined) return check.presence !== "present";
   if (entry.overLong) return undefined;
   const matched = request.matches(check.pattern, check.field, entry);
+  if (matched === undefined) return undefined;
   return check.presence === "present" ? matched : !matched;
 }
 
@@ -292,7 +320,7 @@ function evaluatePrepared(layer: RuleLayer, request: PreparedRequest): LayerDeci
       return {
         effect: "deny",
         ruleId: rule.ruleId,
-        reason: `denied by rule ${rule.ruleId} of ${text.of} (a value it tests is longer than ${MAX_MATCHED_VALUE_LENGTH} characters or has more than ${MAX_MATCHED_VALUES} values)`,
+        reason: `denied by rule ${rule.ruleId} of ${text.of} (a value it tests is longer than ${MAX_MATCHED_VALUE_LENGTH} characters, has more than ${MAX_MATCHED_VALUES} values, or the request's rules would need more matching than allowed)`,
       };
     }
     // false, or undecided for an allow rule: the rule does not apply.
