@@ -15,6 +15,7 @@ import {
   type EvaluableRule,
   evaluateAccess,
   MAX_MATCHED_VALUE_LENGTH,
+  MAX_RULE_WORK_PER_REQUEST,
   newEvaluationStats,
   type RuleLayer,
   type RuleRequest,
@@ -36,9 +37,9 @@ export interface RuleCostRow {
 
 const LAYERS = ["credential", "proxy", "target"] as const;
 
-/** A value of exactly the bound, varied per request so no engine cache sees the same input twice. */
-const value = (alphabet: string) => {
-  const bytes = randomBytes(MAX_MATCHED_VALUE_LENGTH);
+/** A value of `length` characters (default: the bound), varied per request so no engine cache sees the same input twice. */
+const value = (alphabet: string, length = MAX_MATCHED_VALUE_LENGTH) => {
+  const bytes = randomBytes(length);
   let out = "";
   for (const byte of bytes) out += alphabet[byte % alphabet.length];
   return out;
@@ -90,13 +91,27 @@ export function worstCaseLayers(shape: (n: number) => string): RuleLayer[] {
   });
 }
 
-function worstRequest(alphabet: string): RuleRequest {
+function worstRequest(alphabet: string, length = MAX_MATCHED_VALUE_LENGTH): RuleRequest {
   const headers: Record<string, string> = { "x-last": "value" };
-  for (let h = 0; h < MAX_HEADER_CHECKS; h++) headers[`x-h${h}`] = value(alphabet);
+  for (let h = 0; h < MAX_HEADER_CHECKS; h++) headers[`x-h${h}`] = value(alphabet, length);
   const query: Record<string, string> = {};
-  for (let q = 0; q < MAX_QUERY_CHECKS; q++) query[`q${q}`] = value(alphabet);
-  return { method: "GET", path: `/${value(alphabet).slice(1)}`, headers, query };
+  for (let q = 0; q < MAX_QUERY_CHECKS; q++) query[`q${q}`] = value(alphabet, length);
+  return { method: "GET", path: `/${value(alphabet, length).slice(1)}`, headers, query };
 }
+
+/**
+ * Values as long as one match of `pattern` may be within the per-request budget (the costliest
+ * single match), or `parts` times shorter (as many matches as fit): the per-request budget, not
+ * the value bound, is then what limits the work.
+ */
+const budgetLength = (pattern: string, parts = 1) =>
+  Math.max(
+    1,
+    Math.min(
+      MAX_MATCHED_VALUE_LENGTH,
+      Math.floor(MAX_RULE_WORK_PER_REQUEST / patternCost(compileRulePattern(pattern, "")) / parts),
+    ),
+  );
 
 function measure(
   name: string,
@@ -161,6 +176,21 @@ export function ruleCostRows(rounds = Number(process.env.BENCH_RULE_ROUNDS ?? 20
       () => worstRequest("abc"),
       rounds,
     ),
+    // The per-request budget, not the value bound, limits these: values sized so it is spent.
+    ...[1, 8].flatMap((parts) => [
+      measure(
+        `budget spent, [ab]*a[ab]{20}[^ab<c>], values of ${budgetLength("[ab]*a[ab]{20}[^abĀ]", parts)}`,
+        worstCaseLayers((n) => `[ab]*a[ab]{20}[^ab${String.fromCharCode(0x100 + n)}]`),
+        () => worstRequest("ab", budgetLength("[ab]*a[ab]{20}[^abĀ]", parts)),
+        rounds,
+      ),
+      measure(
+        `budget spent, [a-z]{150}[^a-z<c>], values of ${budgetLength("[a-z]{150}[^a-zĀ]", parts)}`,
+        worstCaseLayers((n) => `[a-z]{150}[^a-z${String.fromCharCode(0x100 + n)}]`),
+        () => worstRequest("abc", budgetLength("[a-z]{150}[^a-zĀ]", parts)),
+        rounds,
+      ),
+    ]),
   ];
 }
 
