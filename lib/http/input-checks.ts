@@ -3,8 +3,9 @@
  * malformed, reaches code that would fail on it with a 500:
  * - path parameters are decoded here, and a malformed escape is a 400 naming the parameter;
  * - a parsed JSON body is walked once, without recursion: nesting deeper than DynamoDB's 32
- *   levels, ill-formed Unicode (a lone surrogate) in any string or key, and numbers JSON.parse
- *   turned into Infinity are refused with a 400 naming the field;
+ *   levels, ill-formed Unicode (a lone surrogate) in any string or key, a `__proto__` key (which
+ *   schemas would silently drop) and numbers JSON.parse turned into Infinity are refused with a
+ *   400 naming the field;
  * - query parameter names and values must be well-formed Unicode too.
  *
  * Schemas then apply their own, tighter rules field by field (lib/http/schemas.ts,
@@ -90,6 +91,15 @@ export function jsonInputIssues(value: unknown, root = "body", maxDepth = MAX_JS
         issues.push({ field: fieldOf(path, root), problem: "is a number out of range" });
     },
     key(key, path) {
+      // Schemas build their output with assignments, so a `__proto__` entry would be dropped
+      // without a word (or become a prototype): refused instead, like any key we cannot keep.
+      if (key === "__proto__") {
+        issues.push({
+          field: fieldOf(path, root),
+          problem: 'has the key "__proto__", which is not accepted',
+        });
+        return false;
+      }
       if (isWellFormed(key)) return true;
       issues.push({ field: fieldOf(path, root), problem: `has a key that ${ILL_FORMED}` });
       return false;

@@ -588,6 +588,13 @@ describe("user-named keys (issue 7: a `Constructor` header stopped the log)", ()
     expect(got.headers).toMatchObject({ constructor: "h1", tostring: "h2", hasownproperty: "h3" });
     expect(got.url).toBe("/base/named?constructor=q1&toString=q2&valueOf=q3");
     expect(JSON.parse(got.body.toString())).toEqual({ caller: true, ...additions.proxyAdditionalData });
+    // `__proto__` cannot be kept by the schemas: refused with the field named, never dropped silently.
+    const refused = await owner.api.put(
+      `${api()}/proxies/${s.proxyId}`,
+      '{"proxyAdditionalHeaders":{"__proto__":"x"}}',
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body.fields).toEqual(["proxyAdditionalHeaders"]);
   });
 });
 

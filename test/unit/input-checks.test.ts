@@ -80,8 +80,14 @@ describe("jsonInputIssues", () => {
     expect(jsonInputIssues(body)).toHaveLength(10);
   });
 
-  it("treats prototype-named keys as plain keys", () => {
-    expect(jsonInputIssues(JSON.parse('{"__proto__":{"constructor":{"toString":1}}}'))).toEqual([]);
+  it("treats constructor, toString and the like as plain keys, and refuses __proto__ at any depth", () => {
+    expect(jsonInputIssues(JSON.parse('{"constructor":{"toString":{"hasOwnProperty":1}}}'))).toEqual([]);
+    expect(jsonInputIssues(JSON.parse('{"a":{"b":{"__proto__":{"x":1}}}}'))).toEqual([
+      { field: "a.b", problem: 'has the key "__proto__", which is not accepted' },
+    ]);
+    expect(jsonInputIssues(JSON.parse('{"__proto__":1}'))).toEqual([
+      { field: "body", problem: 'has the key "__proto__", which is not accepted' },
+    ]);
   });
 });
 
