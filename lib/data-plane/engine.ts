@@ -17,6 +17,7 @@ import { rateLimitForPlan } from "../domain/plans.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import { evaluateAccess } from "../domain/rules/rule-evaluator.ts";
 import { ALARMED_METRICS, describeError, log, metricFields } from "../log.ts";
+import { RESERVED_HEADER_NAMES } from "../net/header-rules.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
@@ -48,20 +49,7 @@ export const DEFAULT_TIMEOUT_SECONDS = 30;
 export const MAX_TIMEOUT_SECONDS = 60;
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) and headers the gateway sets itself; never forwarded. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "host",
-  "content-length",
-  "expect",
-]);
+const HOP_BY_HOP = new Set([...RESERVED_HEADER_NAMES, "proxy-authorization", "proxy-authenticate"]);
 
 /** Spec 4.13: the methods the data plane forwards. */
 export const PROXY_METHODS: ReadonlySet<string> = new Set([

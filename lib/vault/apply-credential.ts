@@ -12,6 +12,7 @@
  * encoding (the spec passes query parameters through unchanged).
  */
 
+import { isSettableHeader } from "../net/header-rules.ts";
 import { setQueryPairs } from "../net/query-pairs.ts";
 import type {
   ApiKeySecret,
@@ -64,8 +65,14 @@ function setHeader(request: OutgoingRequest, name: string, value: string): void 
   request.headers[name.toLowerCase()] = value;
 }
 
+/**
+ * Configured headers (a secret's additionalHeaders, a proxy's additional headers). Names the
+ * gateway manages (`Host`, framing, hop-by-hop) and invalid values are refused when saved; ones
+ * stored before that rule are skipped here, so they can never reach the target.
+ */
 function setHeaders(request: OutgoingRequest, headers: Record<string, string> | undefined): void {
-  for (const [name, value] of Object.entries(headers ?? {})) setHeader(request, name, value);
+  for (const [name, value] of Object.entries(headers ?? {}))
+    if (isSettableHeader(name, value)) setHeader(request, name, value);
 }
 
 /** application/json or any +json media type, UTF-8 (or no charset). */

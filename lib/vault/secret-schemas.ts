@@ -7,6 +7,8 @@
  */
 import { z } from "zod";
 import { validationFailed } from "../http/errors.ts";
+import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../net/header-rules.ts";
+
 import { HMAC_MIN_KEY_BYTES, isHmacAlgorithm, JWT_ALGORITHMS } from "./jwt-algorithms.ts";
 
 export const AUTH_TYPES = [
@@ -64,27 +66,8 @@ export const MAX_SECRET_DEPTH = 16;
 
 /** RFC 9110 token: the characters allowed in a header name. */
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** A header value fetch accepts: no CR, LF, NUL or other control characters (tab allowed). */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** No control characters at all (names, identifiers, prefixes). */
 const NO_CONTROL = /^\P{Cc}*$/u;
-
-/**
- * Headers the gateway itself controls (framing, routing, hop-by-hop). A secret cannot set them:
- * doing so would break the request or smuggle a second one.
- */
-export const RESERVED_HEADER_NAMES: ReadonlySet<string> = new Set([
-  "host",
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-  "proxy-connection",
-  "expect",
-]);
 
 const headerName = z
   .string()

@@ -104,6 +104,22 @@ describe("the credential wins", () => {
   });
 });
 
+describe("configured headers the gateway manages (issue 7: proxies saved before the header rules)", () => {
+  it("never sets Host, framing or hop-by-hop headers, nor values with control characters", () => {
+    const merged = mergeProxyAdditions(request(), {
+      headers: {
+        Host: "evil.example",
+        "Content-Length": "0",
+        "Transfer-Encoding": "chunked",
+        Connection: "close",
+        "X-Broken": "a\r\nX-Injected: 1",
+        "X-Kept": "café",
+      },
+    });
+    expect(merged.headers).toEqual({ accept: "application/json", "x-kept": "café" });
+  });
+});
+
 describe("additionalHeaders and additionalQueryParams", () => {
   it("are merged for every auth type, replacing what the request had", () => {
     const additions = {
