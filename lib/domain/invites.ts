@@ -25,7 +25,7 @@ import {
   transactionConditionFailedAt,
 } from "../db/store.ts";
 import { sendEmail } from "../email.ts";
-import { badGateway, badRequest, conflict, forbidden, HttpError, notFound } from "../http/errors.ts";
+import { HttpError } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import { describeError, log } from "../log.ts";
 import {
@@ -35,6 +35,7 @@ import {
   getMemberItem,
   MAX_CLIENTS_PER_USER,
 } from "./clients.ts";
+import { badRequest, conflict, forbidden, notFound, upstreamFailed } from "./errors.ts";
 import { createNotification } from "./notifications.ts";
 import { normaliseRoles } from "./roles.ts";
 import { findUserIdByEmail, requireUser } from "./users.ts";
@@ -178,7 +179,7 @@ export async function createInvite(
       ...describeError(error),
     });
     await removeInviteItems(clientId, inviteId);
-    throw badGateway("Could not send the invite email; the invite was not created");
+    throw upstreamFailed("Could not send the invite email; the invite was not created");
   }
   if (existingUserId) {
     await createNotification(
@@ -297,7 +298,7 @@ export async function updateClientInvite(
       await sendInviteEmail(updated, await requireUser(callerId));
     } catch (error) {
       log.error("Invite e-mail re-send failed", { clientId, inviteId, ...describeError(error) });
-      throw badGateway("The invite was updated but the email could not be sent; try again");
+      throw upstreamFailed("The invite was updated but the email could not be sent; try again");
     }
   }
   return toApiInvite(updated);

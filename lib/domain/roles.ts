@@ -1,31 +1,61 @@
 /**
- * Client roles (spec 2.2) and what each may do. `user`: view and use resources; `admin`: also
- * manage every resource and invite; `owner`: also billing and deleting the organisation.
+ * Client roles and what each may do (spec 2.2, extended for the MSP API by issue 8; the full
+ * permission matrix is in docs/roles.md, generated from the operation registry).
+ *
+ * Roles are ranked: each holds every permission of the roles below it.
+ * - `reader`: reads the organisation's resources, logs and notifications; changes nothing.
+ * - `user`: also uses resources (credential and token tests).
+ * - `devops`: also manages resources: credentials, targets, proxies, rules (and, later, meters and
+ *   transforms).
+ * - `admin`: also manages the organisation's people: members and invites.
+ * - `owner`: also billing and deleting the organisation.
  */
-export const CLIENT_ROLES = ["owner", "admin", "user"] as const;
+export const CLIENT_ROLES = ["owner", "admin", "devops", "user", "reader"] as const;
 export type ClientRole = (typeof CLIENT_ROLES)[number];
 
 export type ClientAction = "view" | "use" | "manage" | "invite" | "billing" | "delete";
 
-const GRANTS: Record<ClientRole, readonly ClientAction[]> = {
-  user: ["view", "use"],
-  admin: ["view", "use", "manage", "invite"],
-  owner: ["view", "use", "manage", "invite", "billing", "delete"],
+/** Higher is more. */
+export const ROLE_RANK: Readonly<Record<ClientRole, number>> = {
+  reader: 1,
+  user: 2,
+  devops: 3,
+  admin: 4,
+  owner: 5,
 };
 
-export function can(roles: readonly string[], action: ClientAction): boolean {
+/** The least role that may take each action. */
+export const ACTION_MINIMUM_ROLE: Readonly<Record<ClientAction, ClientRole>> = {
+  view: "reader",
+  use: "user",
+  manage: "devops",
+  invite: "admin",
+  billing: "owner",
+  delete: "owner",
+};
+
+const isClientRole = (role: string): role is ClientRole => Object.hasOwn(ROLE_RANK, role);
+
+/** The highest rank among the roles held (0 for none, or only unknown names). */
+export function highestRank(roles: readonly string[]): number {
   // Own keys only: "constructor" or "__proto__" must not reach the object prototype.
-  return roles.some((role) => Object.hasOwn(GRANTS, role) && GRANTS[role as ClientRole].includes(action));
+  return Math.max(0, ...roles.filter(isClientRole).map((role) => ROLE_RANK[role]));
+}
+
+/** True when the roles include `minimum` or a role above it. */
+export const hasRole = (roles: readonly string[], minimum: ClientRole): boolean =>
+  highestRank(roles) >= ROLE_RANK[minimum];
+
+export function can(roles: readonly string[], action: ClientAction): boolean {
+  return hasRole(roles, ACTION_MINIMUM_ROLE[action]);
 }
 
 /** The role a caller lacks for an action, named in the 403 message. */
 export function minimumRoleFor(action: ClientAction): ClientRole {
-  if (GRANTS.user.includes(action)) return "user";
-  if (GRANTS.admin.includes(action)) return "admin";
-  return "owner";
+  return ACTION_MINIMUM_ROLE[action];
 }
 
-/** De-duplicated, in canonical order (owner, admin, user). */
+/** De-duplicated, in canonical order (owner, admin, devops, user, reader). */
 export function normaliseRoles(roles: readonly string[]): ClientRole[] {
   return CLIENT_ROLES.filter((role) => roles.includes(role));
 }

@@ -9,7 +9,14 @@ import { isServiceUnavailable } from "../aws/clients.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import { type RouteKey, SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
 import { describeError, log } from "../log.ts";
-import { HttpError, methodNotAllowed, tooManyRequests, validationFailed } from "./errors.ts";
+import {
+  DomainError,
+  HttpError,
+  httpErrorOf,
+  methodNotAllowed,
+  tooManyRequests,
+  validationFailed,
+} from "./errors.ts";
 import { parseJsonInput, queryIssues } from "./input-checks.ts";
 
 /** Who is calling, as established by the authorizer (API Gateway passes its context through). */
@@ -73,7 +80,7 @@ export function callerFromEvent(event: APIGatewayProxyEvent): Caller {
  * any handler reads it; the query parameters are checked for well-formed Unicode here too, as they
  * come in the same event (lib/http/input-checks.ts).
  */
-function parseBody(event: APIGatewayProxyEvent): unknown {
+export function parseBody(event: APIGatewayProxyEvent): unknown {
   const queryProblems = queryIssues(event.queryStringParameters, event.multiValueQueryStringParameters);
   if (queryProblems.length > 0) throw validationFailed(queryProblems);
   if (event.body === null || event.body === undefined || event.body === "") return undefined;
@@ -82,7 +89,7 @@ function parseBody(event: APIGatewayProxyEvent): unknown {
 }
 
 /** Rate limit per user token (section 8): one conditional counter update per request. */
-const rateLimit = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
+export const rateLimit = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   before: async (request) => {
     const caller = callerFromEvent(request.event);
     const decision = await consumeRequest(
@@ -110,28 +117,25 @@ const rateLimit = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyR
  */
 export const errorResponses = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   onError: async (request) => {
-    const error = request.error;
+    const requestId = request.event.requestContext?.requestId ?? "";
+    const error = request.error instanceof DomainError ? httpErrorOf(request.error) : request.error;
     if (error instanceof HttpError && error.expose) {
       request.response = json(error.status, error.body, error.headers);
       return;
     }
     // A store (or KMS, SES) that stalled or failed after the client's bounded retries
-    // (lib/aws/clients.ts): 503, a generic message, nothing of the error shown.
-    const unavailable = isServiceUnavailable(error);
+    // (lib/aws/clients.ts), or said so itself: 503, a generic message, nothing of the error shown.
+    const unavailable = isServiceUnavailable(error) || (error instanceof HttpError && error.status === 503);
     log.error(unavailable ? "Service unavailable" : "Unhandled error", {
-      ...describeError(error),
+      ...describeError(request.error),
       resource: request.event.resource,
       method: request.event.httpMethod,
-      requestId: request.event.requestContext?.requestId,
+      requestId,
     });
-    if (unavailable) {
-      request.response = json(503, { message: SERVICE_UNAVAILABLE_MESSAGE });
-      return;
-    }
-    const status = error instanceof HttpError ? error.status : 500;
-    request.response = json(status, {
-      message: status === 500 ? "Internal server error" : String(error?.message),
-    });
+    // A 5xx body says nothing of the error: a generic message and the request id to quote.
+    request.response = unavailable
+      ? json(503, { message: SERVICE_UNAVAILABLE_MESSAGE, requestId })
+      : json(500, { message: "Internal server error", requestId });
   },
 });
 

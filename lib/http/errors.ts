@@ -1,8 +1,25 @@
 /**
- * Typed errors with an `expose` rule (as middy's http-error-handler): a 4xx message is meant for
- * the caller and is returned as `{message}`; anything else becomes a generic 500 body while the
- * details go to the log.
+ * The HTTP edge of errors. The domain throws DomainErrors that say what went wrong
+ * (lib/domain/errors.ts); here each kind becomes a status. HttpError remains for what only HTTP
+ * has (405 with Allow, the API's own 429 with rate headers, 401 from the authorizer context).
+ *
+ * Exposure rule (as middy's http-error-handler): 4xx messages are for the caller; a 5xx body is
+ * a generic message with the request id, except `upstream` / `upstreamTimeout` answers, which
+ * report what a service the caller named did (the credential test's 502 and 504).
  */
+import type { DomainError, ErrorKind } from "../domain/errors.ts";
+
+export {
+  badRequest,
+  conflict,
+  DomainError,
+  forbidden,
+  notFound,
+  serviceUnavailable,
+  VALIDATION_MESSAGE,
+  validationFailed,
+} from "../domain/errors.ts";
+
 export class HttpError extends Error {
   readonly status: number;
   readonly expose: boolean;
@@ -23,11 +40,30 @@ export class HttpError extends Error {
   }
 }
 
-export const badRequest = (message: string, body?: Record<string, unknown>) =>
-  new HttpError(400, message, { body });
-export const forbidden = (message = "Forbidden") => new HttpError(403, message);
-export const notFound = (message: string) => new HttpError(404, message);
-export const conflict = (message: string) => new HttpError(409, message);
+/** The status of each kind of domain error. */
+export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
+  validation: 400,
+  forbidden: 403,
+  notFound: 404,
+  conflict: 409,
+  limit: 429,
+  upstream: 502,
+  upstreamTimeout: 504,
+  unavailable: 503,
+};
+
+/** Kinds whose message is shown although the status is 5xx: what the caller's own upstream said. */
+const EXPOSED_5XX: ReadonlySet<ErrorKind> = new Set(["upstream", "upstreamTimeout"]);
+
+/** A domain error as the HttpError the edge answers with (exposed or not). */
+export function httpErrorOf(error: DomainError): HttpError {
+  const status = STATUS_OF_KIND[error.kind];
+  const retryAfter = error.details.retryAfter;
+  const headers = typeof retryAfter === "number" ? { "Retry-After": String(retryAfter) } : undefined;
+  const http = new HttpError(status, error.message, { body: error.details, headers });
+  return EXPOSED_5XX.has(error.kind) ? Object.assign(http, { expose: true }) : http;
+}
+
 export const methodNotAllowed = (message: string, allow: string[]) =>
   new HttpError(405, message, { headers: { Allow: allow.join(", ") } });
 export const tooManyRequests = (retryAfterSeconds: number, limit: number) =>
@@ -39,14 +75,3 @@ export const tooManyRequests = (retryAfterSeconds: number, limit: number) =>
       "X-RateLimit-Remaining": "0",
     },
   });
-export const serviceUnavailable = (message: string) => new HttpError(503, message);
-export const badGateway = (message: string) => new HttpError(502, message);
-
-/** The canonical validation failure of the spec, naming each failing field. */
-export const VALIDATION_MESSAGE = "Input failed data validation";
-export function validationFailed(issues: { field: string; problem: string }[]): HttpError {
-  return badRequest(VALIDATION_MESSAGE, {
-    fields: [...new Set(issues.map((i) => i.field))],
-    errors: issues.map((i) => `${i.field}: ${i.problem}`),
-  });
-}

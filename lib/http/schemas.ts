@@ -16,7 +16,10 @@ export const UpdateClientBody = z
 export const DeleteBody = z.object({ immediatelyDelete: z.boolean().optional() }).strict().optional();
 export const DeleteQuery = z.object({ immediatelyDelete: queryBoolean.optional() });
 
-export const Roles = z.array(z.enum(CLIENT_ROLES)).min(1, "at least one role is required").max(3);
+export const Roles = z
+  .array(z.enum(CLIENT_ROLES))
+  .min(1, "at least one role is required")
+  .max(CLIENT_ROLES.length);
 export const UpdateMemberBody = z.object({ roles: Roles }).strict();
 
 export const CreateInviteBody = z

@@ -1,17 +1,20 @@
-/** Typed HTTP errors and their expose rule. */
+/** Typed domain errors, their HTTP statuses at the edge, and the expose rule. */
 import { describe, expect, it } from "vitest";
 import {
-  badGateway,
   badRequest,
   conflict,
+  DomainError,
   forbidden,
-  HttpError,
-  methodNotAllowed,
+  limitReached,
   notFound,
   serviceUnavailable,
-  tooManyRequests,
+  upstreamFailed,
+  upstreamTimedOut,
   validationFailed,
-} from "#lib/http/errors.ts";
+} from "#lib/domain/errors.ts";
+import { HttpError, httpErrorOf, methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
+
+const http = (error: DomainError | HttpError) => (error instanceof DomainError ? httpErrorOf(error) : error);
 
 describe("HttpError", () => {
   it.each([400, 401, 403, 404, 405, 409, 413, 429, 499])("exposes a %i message to the caller", (status) => {
@@ -38,21 +41,26 @@ describe("HttpError", () => {
 
 describe("helpers", () => {
   it("have the right status and expose flag", () => {
-    const cases: [HttpError, number, boolean][] = [
+    const cases: [DomainError | HttpError, number, boolean][] = [
       [badRequest("b"), 400, true],
       [forbidden(), 403, true],
       [notFound("n"), 404, true],
       [conflict("c"), 409, true],
+      [limitReached("l", 3), 429, true],
       [methodNotAllowed("m", ["GET"]), 405, true],
       [tooManyRequests(5, 100), 429, true],
-      [badGateway("g"), 502, false],
+      // What the caller's own upstream said is shown; our own unavailability is not.
+      [upstreamFailed("g"), 502, true],
+      [upstreamTimedOut("t"), 504, true],
       [serviceUnavailable("s"), 503, false],
     ];
     for (const [error, status, expose] of cases) {
-      expect([error.status, error.expose]).toEqual([status, expose]);
+      expect([http(error).status, http(error).expose]).toEqual([status, expose]);
     }
     expect(forbidden().message).toBe("Forbidden");
-    expect(badRequest("Bad", { detail: "x" }).body).toEqual({ message: "Bad", detail: "x" });
+    expect(forbidden().kind).toBe("forbidden");
+    expect(http(badRequest("Bad", { detail: "x" })).body).toEqual({ message: "Bad", detail: "x" });
+    expect(http(limitReached("Slow down", 7)).headers).toEqual({ "Retry-After": "7" });
   });
 
   it("tooManyRequests carries Retry-After and the rate-limit headers", () => {
@@ -75,8 +83,9 @@ describe("helpers", () => {
       { field: "b", problem: "is missing" },
       { field: "a", problem: "is too long" },
     ]);
-    expect(error.status).toBe(400);
-    expect(error.body).toEqual({
+    expect(error.kind).toBe("validation");
+    expect(http(error).status).toBe(400);
+    expect(http(error).body).toEqual({
       message: "Input failed data validation",
       fields: ["a", "b"],
       errors: ["a: is wrong", "b: is missing", "a: is too long"],

@@ -1,6 +1,6 @@
 /** The root checks of every Core API input (lib/http/input-checks.ts) and the local gateway's maps. */
 import { describe, expect, it } from "vitest";
-import { HttpError, VALIDATION_MESSAGE } from "#lib/http/errors.ts";
+import { VALIDATION_MESSAGE } from "#lib/http/errors.ts";
 import {
   decodePathParameter,
   isWellFormed,
@@ -13,17 +13,7 @@ import {
 import { AdditionalData } from "#lib/http/resource-schemas.ts";
 import { parseInput } from "#lib/http/validation.ts";
 import { splitTarget, valueMaps } from "#local/api-gateway.ts";
-
-function errorOf(fn: () => unknown): HttpError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(HttpError);
-  return caught as HttpError;
-}
+import { errorOf } from "../support/errors.ts";
 
 /** `levels` nested objects: {"a":{"a":...{"a":"x"}}}. */
 const nested = (levels: number) => `${'{"a":'.repeat(levels)}"x"${"}".repeat(levels)}`;

@@ -11,19 +11,7 @@ import {
   planRoleChange,
   type RemovalPlan,
 } from "#lib/domain/member-rules.ts";
-import { HttpError } from "#lib/http/errors.ts";
-
-/** The error `fn` throws (asserted on outside any catch). */
-function errorOf(fn: () => unknown): HttpError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(HttpError);
-  return caught as HttpError;
-}
+import { errorOf } from "../support/errors.ts";
 
 describe("planRoleChange", () => {
   const owner = ["owner", "admin"];

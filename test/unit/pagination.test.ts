@@ -1,18 +1,8 @@
 /** Generic pagination (spec 8): page default 1, limit default 20, maximum 100. */
 import { describe, expect, it } from "vitest";
-import { HttpError, VALIDATION_MESSAGE } from "#lib/http/errors.ts";
+import { VALIDATION_MESSAGE } from "#lib/http/errors.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, paginate, parsePageRequest } from "#lib/http/pagination.ts";
-
-function errorOf(fn: () => unknown): HttpError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(HttpError);
-  return caught as HttpError;
-}
+import { errorOf } from "../support/errors.ts";
 
 describe("parsePageRequest", () => {
   it("defaults to page 1 and limit 20", () => {

@@ -522,7 +522,7 @@ describe("request ids and time ranges", () => {
         parseRequestLogQuery(query);
         return [];
       } catch (error) {
-        return (error as { body: { fields: string[] } }).body.fields;
+        return (error as { details: { fields: string[] } }).details.fields;
       }
     };
     expect(fields({ limit: "0" })).toEqual(["limit"]);

@@ -14,7 +14,9 @@ const ACTIONS: readonly ClientAction[] = ["view", "use", "manage", "invite", "bi
 
 /** The expected grant table, written out independently of the implementation. */
 const EXPECTED: Record<ClientRole, Record<ClientAction, boolean>> = {
+  reader: { view: true, use: false, manage: false, invite: false, billing: false, delete: false },
   user: { view: true, use: true, manage: false, invite: false, billing: false, delete: false },
+  devops: { view: true, use: true, manage: true, invite: false, billing: false, delete: false },
   admin: { view: true, use: true, manage: true, invite: true, billing: false, delete: false },
   owner: { view: true, use: true, manage: true, invite: true, billing: true, delete: true },
 };
@@ -49,9 +51,9 @@ describe("can", () => {
 describe("minimumRoleFor", () => {
   it("names the least role that grants each action", () => {
     expect(Object.fromEntries(ACTIONS.map((action) => [action, minimumRoleFor(action)]))).toEqual({
-      view: "user",
+      view: "reader",
       use: "user",
-      manage: "admin",
+      manage: "devops",
       invite: "admin",
       billing: "owner",
       delete: "owner",
@@ -59,7 +61,7 @@ describe("minimumRoleFor", () => {
   });
 
   it("is consistent with can: the minimum role grants the action and every lesser role does not", () => {
-    const ladder: ClientRole[] = ["user", "admin", "owner"];
+    const ladder: ClientRole[] = ["reader", "user", "devops", "admin", "owner"];
     for (const action of ACTIONS) {
       const minimum = minimumRoleFor(action);
       expect(can([minimum], action)).toBe(true);
@@ -70,14 +72,15 @@ describe("minimumRoleFor", () => {
 });
 
 describe("normaliseRoles", () => {
-  it("orders canonically (owner, admin, user) and removes duplicates", () => {
+  it("orders canonically (owner, admin, devops, user, reader) and removes duplicates", () => {
     expect(normaliseRoles(["user", "owner", "admin", "user", "owner"])).toEqual(["owner", "admin", "user"]);
+    expect(normaliseRoles(["reader", "devops", "owner"])).toEqual(["owner", "devops", "reader"]);
     expect(normaliseRoles(["admin", "owner"])).toEqual(["owner", "admin"]);
     expect(normaliseRoles(["user"])).toEqual(["user"]);
   });
 
   it("drops unknown roles", () => {
-    expect(normaliseRoles(["msp_admin", "reader", "admin", ""])).toEqual(["admin"]);
+    expect(normaliseRoles(["msp_admin", "superuser", "admin", ""])).toEqual(["admin"]);
     expect(normaliseRoles([])).toEqual([]);
   });
 });
@@ -95,7 +98,7 @@ describe("isAdministrator", () => {
     expect(isAdministrator(roles)).toBe(expected);
   });
 
-  it("agrees with the manage grant for every single role", () => {
-    for (const role of CLIENT_ROLES) expect(isAdministrator([role])).toBe(can([role], "manage"));
+  it("agrees with the invite grant (people management) for every single role", () => {
+    for (const role of CLIENT_ROLES) expect(isAdministrator([role])).toBe(can([role], "invite"));
   });
 });

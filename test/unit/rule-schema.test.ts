@@ -16,18 +16,7 @@ import {
   normaliseRule,
   parseCreateRule,
 } from "#lib/domain/rules/rule-schema.ts";
-import { HttpError } from "#lib/http/errors.ts";
-
-function errorOf(fn: () => unknown): HttpError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(HttpError);
-  return caught as HttpError;
-}
+import { errorOf } from "../support/errors.ts";
 
 /** The fields named by the 400 for this body. */
 function failingFields(body: unknown): string[] {

@@ -1,6 +1,5 @@
 /** Credential secrets (spec 2.5): auth types, where they may be used, and each secret's schema. */
 import { describe, expect, it } from "vitest";
-import { HttpError } from "#lib/http/errors.ts";
 import {
   AUTH_TYPE_USAGE,
   AUTH_TYPES,
@@ -8,17 +7,7 @@ import {
   type CredentialType,
   parseCredentialSecret,
 } from "#lib/vault/secret-schemas.ts";
-
-function errorOf(fn: () => unknown): HttpError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(HttpError);
-  return caught as HttpError;
-}
+import { errorOf } from "../support/errors.ts";
 
 /** The fields named by the 400 for this secret. */
 function failingFields(

@@ -1,20 +1,10 @@
 /** The spec's validation failure (400 "Input failed data validation") naming every failing field. */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { HttpError, VALIDATION_MESSAGE } from "#lib/http/errors.ts";
+import { VALIDATION_MESSAGE } from "#lib/http/errors.ts";
 import { CreateClientBody, CreateInviteBody, UpdateInviteBody, UpdateMemberBody } from "#lib/http/schemas.ts";
 import { parseInput, queryBoolean, text } from "#lib/http/validation.ts";
-
-function errorOf(fn: () => unknown): HttpError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(HttpError);
-  return caught as HttpError;
-}
+import { errorOf } from "../support/errors.ts";
 
 describe("parseInput", () => {
   it("returns the parsed (transformed) value on success", () => {

@@ -1,0 +1,141 @@
+/**
+ * The operation registry's vocabulary. Every Core API operation is declared once, as an
+ * `Operation` in a module of lib/api/operations/ (one per resource group): its id, method, path,
+ * Lambda group, schemas in and out, the access it needs, what it does, and the function it
+ * calls. API Gateway's routes (CDK), the local runner's routing, each Lambda's dispatch, the
+ * OpenAPI document, the permission matrix in the docs and (later) the MCP tools are derived from
+ * these declarations; nothing else lists routes.
+ */
+import { z } from "zod";
+import type { ClientAccess } from "../domain/access.ts";
+import type { ClientRole } from "../domain/roles.ts";
+import type { FunctionGroupName, HttpMethod } from "../infra/api-manifest.ts";
+
+/** Who is calling, as established by the authorizer; reaches the domain. */
+export interface Principal {
+  userId: string;
+  tokenId: string;
+  systemAdmin: boolean;
+}
+
+/**
+ * The access an operation needs, checked once by the dispatcher before the domain runs:
+ * - `public`: no token (the OAuth2 provider's redirect);
+ * - `user`: any authenticated user (their own record, creating an organisation);
+ * - `self`: the path's `{userId}` must be the caller's own id;
+ * - `client`: a member of the path's `{clientId}` holding at least `role` (a non-member gets 404,
+ *   as if the organisation did not exist);
+ * - `systemAdmin`: an operator of the deployment.
+ */
+export type Access =
+  | { kind: "public" }
+  | { kind: "user" }
+  | { kind: "self" }
+  | { kind: "client"; role: ClientRole }
+  | { kind: "systemAdmin" };
+
+export const access = {
+  public: { kind: "public" },
+  user: { kind: "user" },
+  self: { kind: "self" },
+  client: (role: ClientRole): Access => ({ kind: "client", role }),
+  systemAdmin: { kind: "systemAdmin" },
+} as const satisfies Record<string, Access | ((role: ClientRole) => Access)>;
+
+/** What an operation does to stored data (MCP marks read-only and destructive tools with it). */
+export type Effect = "read" | "write" | "delete";
+
+/** What a handler receives: parsed and checked input, the principal and, for client access, the member. */
+export interface OperationInput<P, Q, B> {
+  principal: Principal;
+  /** Present exactly when the access is `client`. */
+  member: ClientAccess | undefined;
+  params: P;
+  query: Q;
+  body: B;
+  requestId: string;
+  /** The Core API's public base URL (`{base_url}`), for links back to it. */
+  baseUrl: string;
+}
+
+export interface OperationResult<R> {
+  /** Defaults to the operation's declared success status. */
+  status?: number;
+  body: R;
+  headers?: Record<string, string>;
+}
+
+type AnyObject = z.ZodType<Record<string, unknown>>;
+
+export interface Operation<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  R extends AnyObject = AnyObject,
+> {
+  /** camelCase; its snake_case form is the MCP tool name. */
+  id: string;
+  method: HttpMethod;
+  /** API Gateway resource path with `{param}` placeholders. */
+  path: string;
+  group: FunctionGroupName;
+  /** One line, imperative ("Create a proxy"). */
+  summary: string;
+  /** For a person (and an agent): what it does, what it needs, what it answers. */
+  description: string;
+  access: Access;
+  effect: Effect;
+  params: P;
+  query: Q;
+  /** Undefined: the operation takes no body (any body sent is ignored, as before). */
+  body: B | undefined;
+  /** The success answer: its status and the schema that shapes it (undeclared fields never leave). */
+  response: { status: number; schema: R };
+  /** Error statuses the operation may answer besides the ones every operation may (400, 401, 429, 503). */
+  errors: readonly number[];
+  handler: (
+    input: OperationInput<z.infer<P>, z.infer<Q>, z.infer<B>>,
+  ) => Promise<OperationResult<z.input<R>>>;
+}
+
+/** Declares an operation; infers the handler's input and output types from the schemas. */
+export function operation<P extends AnyObject, Q extends AnyObject, B extends z.ZodType, R extends AnyObject>(
+  declaration: Omit<Operation<P, Q, B, R>, "params" | "query" | "body" | "errors"> & {
+    params?: P;
+    query?: Q;
+    body?: B;
+    errors?: readonly number[];
+  },
+): Operation {
+  return {
+    ...declaration,
+    params: (declaration.params ?? z.object({})) as P,
+    query: (declaration.query ?? z.object({})) as Q,
+    body: declaration.body,
+    errors: declaration.errors ?? [],
+  } as unknown as Operation;
+}
+
+// ---- response building blocks ----
+
+/** `{message}`: the answer of an operation that returns nothing else. */
+export const MessageResponse = z.object({ message: z.string() });
+
+export const PaginationSchema = z.object({
+  page: z.number().int(),
+  limit: z.number().int(),
+  total: z.number().int(),
+  pages: z.number().int(),
+});
+
+/** `{message, <wrapper>: [item]}`, the spec's wrapper convention. */
+export const wrapped = <K extends string, I extends z.ZodType>(wrapper: K, item: I) =>
+  z.object({ message: z.string() }).extend({ [wrapper]: z.array(item) } as Record<K, z.ZodArray<I>>);
+
+/** `{message, <wrapper>: [item], pagination}`. */
+export const paged = <K extends string, I extends z.ZodType>(wrapper: K, item: I) =>
+  wrapped(wrapper, item).extend({ pagination: PaginationSchema });
+
+/** Path parameters: each a decoded, non-empty string (decoding and length are checked before). */
+export const pathParams = <K extends string>(...names: K[]) =>
+  z.object(Object.fromEntries(names.map((name) => [name, z.string()])) as Record<K, z.ZodString>);
