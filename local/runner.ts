@@ -3,14 +3,16 @@
  * API Gateway, opens a data-plane address per region, and runs the scheduled functions on their
  * schedule. `npm start` and the end-to-end tests both use it.
  */
+
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createFunctionUrlHandler } from "#lib/data-plane/function-url.ts";
-import { AUTHORIZER_FUNCTION, CORE_API_ROUTES, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
+import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
 import { createRestApi, type ProxyHandler, splitTarget, type TokenAuthorizer } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
 

@@ -6,6 +6,7 @@
  * Tables are addressed by deterministic ARN (every region's table is named appName), so this stack
  * needs no cross-region reference to the RegionalStacks; it only deploys after them.
  */
+
 import { CfnOutput, Duration, Stack, type StackProps, Validations } from "aws-cdk-lib";
 import * as apigateway from "aws-cdk-lib/aws-apigateway";
 import * as events from "aws-cdk-lib/aws-events";
@@ -13,9 +14,9 @@ import * as targets from "aws-cdk-lib/aws-events-targets";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as ses from "aws-cdk-lib/aws-ses";
 import type { Construct } from "constructs";
+import { CORE_API_ROUTES } from "../../lib/api/routes.ts";
 import {
   AUTHORIZER_FUNCTION,
-  CORE_API_ROUTES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,

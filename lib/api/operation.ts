@@ -93,9 +93,13 @@ export interface Operation<
   response: { status: number; schema: R };
   /** Error statuses the operation may answer besides the ones every operation may (400, 401, 429, 503). */
   errors: readonly number[];
+  /**
+   * Calls one domain function and builds the answer. Its body is checked and shaped against
+   * `response.schema` at run time (stored items are not typed yet; see docs/registry.md).
+   */
   handler: (
     input: OperationInput<z.infer<P>, z.infer<Q>, z.infer<B>>,
-  ) => Promise<OperationResult<z.input<R>>>;
+  ) => Promise<OperationResult<Record<string, unknown>>>;
 }
 
 /** Declares an operation; infers the handler's input and output types from the schemas. */

@@ -14,8 +14,8 @@ import { type Item, nowIso, tableName, transactionCancellationCodes, withoutInte
 import { badRequest, conflict, HttpError, notFound, validationFailed } from "../http/errors.ts";
 import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
 import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
+import type { ClientAccess } from "./access.ts";
 import { deleteProxyCascade } from "./cascade.ts";
-import { authorizeClient } from "./clients.ts";
 import {
   byCreatedDesc,
   findInRegions,
@@ -120,8 +120,8 @@ function explainCancellation(error: unknown, links: [LinkField, string][], alias
   return error;
 }
 
-export async function createProxy(clientId: string, userId: string, input: CreateProxyInput) {
-  await authorizeClient(clientId, userId, "manage");
+export async function createProxy(access: ClientAccess, input: CreateProxyInput) {
+  const { clientId, userId } = access;
   const region = requireConfiguredRegion(input.proxyRegion, "proxyRegion");
   const links = LINK_FIELDS.map((field) => [field, input[field]] as [LinkField, string]);
   await Promise.all(links.map(([field, id]) => checkLink(clientId, region, field, id)));
@@ -178,8 +178,7 @@ export async function createProxy(clientId: string, userId: string, input: Creat
   return toApiProxy(item);
 }
 
-export async function listProxies(clientId: string, userId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function listProxies({ clientId }: ClientAccess) {
   const items = await listAcrossRegions(clientId, REGIONAL_SK.proxyPrefix);
   return items
     .filter((item) => !item.deletingAt)
@@ -187,8 +186,7 @@ export async function listProxies(clientId: string, userId: string) {
     .map(toApiProxy);
 }
 
-export async function getProxy(clientId: string, userId: string, proxyId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function getProxy({ clientId }: ClientAccess, proxyId: string) {
   return toApiProxy((await requireProxy(clientId, proxyId)).item);
 }
 
@@ -197,13 +195,7 @@ export async function getProxy(clientId: string, userId: string, proxyId: string
  * change releases the old lock and claims the new one atomically. The answer is the subset of
  * spec 4.7: pKey, sKey, the changed fields and proxyUpdatedAt.
  */
-export async function updateProxy(
-  clientId: string,
-  userId: string,
-  proxyId: string,
-  input: UpdateProxyInput,
-) {
-  await authorizeClient(clientId, userId, "manage");
+export async function updateProxy({ clientId }: ClientAccess, proxyId: string, input: UpdateProxyInput) {
   const { region, item: current } = await requireProxy(clientId, proxyId);
   const changes = Object.fromEntries(
     Object.entries(input).filter(([, value]) => value !== undefined),
@@ -278,8 +270,7 @@ export async function updateProxy(
   };
 }
 
-export async function deleteProxy(clientId: string, userId: string, proxyId: string) {
-  await authorizeClient(clientId, userId, "manage");
+export async function deleteProxy({ clientId }: ClientAccess, proxyId: string) {
   const found = await findInRegions(keys.proxy(clientId, proxyId));
   if (!found) throw notFound(PROXY_NOT_FOUND);
   await deleteProxyCascade(found.region, clientId, found.item);

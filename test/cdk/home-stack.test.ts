@@ -1,10 +1,10 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import type { GatewayFunction } from "../../cdk/constructs/gateway-function.ts";
 import { TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from "../../cdk/constructs/gateway-function.ts";
 import {
   AUTHORIZER_FUNCTION,
-  CORE_API_ROUTES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,

@@ -9,16 +9,18 @@
  * Requests are sent with node:http, not fetch: fetch (the WHATWG URL parser) would normalise
  * `%2e%2e` and `..` away before they reach the server.
  */
+
 import { randomUUID } from "node:crypto";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
-import { CORE_API_ROUTES, type RouteDefinition } from "#lib/infra/api-manifest.ts";
+import type { RouteDefinition } from "#lib/infra/api-manifest.ts";
 import {
   apiClient,
   createClientFor,

@@ -565,7 +565,7 @@ describe("cascades", () => {
     try {
       const failed = await owner.api.delete(`${base()}/credentials/${shared.credentialId}`);
       expect(failed.status).toBe(500);
-      expect(failed.body).toEqual({ message: "Internal server error" });
+      expect(failed.body).toEqual({ message: "Internal server error", requestId: expect.any(String) });
     } finally {
       client.middlewareStack.remove("cascade-failure");
     }

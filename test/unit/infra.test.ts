@@ -1,11 +1,12 @@
 /** The table definition and the route manifest that the CDK stack and the local runner both build from. */
+
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import {
   AUTHORIZER_FUNCTION,
-  CORE_API_ROUTES,
   FUNCTION_GROUPS,
   routeKey,
   SCHEDULED_FUNCTIONS,

@@ -1,0 +1,114 @@
+/**
+ * A Lambda's dispatch, derived from the operations of its group: API Gateway has already matched
+ * the resource, so the operation is an exact look-up by method and resource. Then, in this order
+ * and in this one place:
+ * 1. the principal (from the authorizer's context) and the rate limit per token, unless public;
+ * 2. path parameters decoded, query and body parsed with the declared schemas (400 naming fields);
+ * 3. the declared access checked (self, client role, system admin) before the domain runs;
+ * 4. the handler (it calls one domain function);
+ * 5. the answer shaped by the declared response schema: a field that is not declared never
+ *    leaves, whatever the stored item holds.
+ */
+import middy from "@middy/core";
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
+import type { ClientAccess } from "../domain/access.ts";
+import { requireClientAccess } from "../domain/access.ts";
+import { forbidden } from "../domain/errors.ts";
+import { consumeRequest } from "../domain/rate-limit.ts";
+import { callerFromEvent, errorResponses, json, parseBody, publicBaseUrl } from "../http/api-handler.ts";
+import { methodNotAllowed, tooManyRequests } from "../http/errors.ts";
+import { decodePathParameter } from "../http/input-checks.ts";
+import { parseInput } from "../http/validation.ts";
+import { log } from "../log.ts";
+import type { Operation, Principal } from "./operation.ts";
+
+export const operationKey = (method: string, path: string) => `${method} ${path}`;
+
+/** Message of the 403 answered when the path's user is not the caller. */
+export const NOT_SELF_MESSAGE = "Forbidden: you can only access your own user resources";
+
+async function checkAccess(
+  operation: Operation,
+  principal: Principal | undefined,
+  params: Record<string, unknown>,
+): Promise<ClientAccess | undefined> {
+  const needed = operation.access;
+  if (needed.kind === "public" || needed.kind === "user") return undefined;
+  if (!principal) throw forbidden();
+  switch (needed.kind) {
+    case "self":
+      if (params.userId !== principal.userId) throw forbidden(NOT_SELF_MESSAGE);
+      return undefined;
+    case "systemAdmin":
+      if (!principal.systemAdmin) throw forbidden("Forbidden: requires a system administrator");
+      return undefined;
+    case "client":
+      return requireClientAccess(String(params.clientId), principal.userId, needed.role);
+  }
+}
+
+/** The declared path parameters, decoded (a malformed escape is a 400 naming the parameter). */
+function pathParamsOf(operation: Operation, event: APIGatewayProxyEvent): Record<string, unknown> {
+  const raw = event.pathParameters ?? {};
+  const names = [...operation.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+  const decoded = Object.fromEntries(names.map((name) => [name, decodePathParameter(name, raw[name])]));
+  return parseInput(operation.params, decoded, "path");
+}
+
+/** The answer's body, shaped by the declared schema; a handler that breaks its contract is a 500. */
+function shape(operation: Operation, body: unknown): Record<string, unknown> {
+  const result = operation.response.schema.safeParse(body);
+  if (result.success) return result.data;
+  log.error("Response does not match its declared schema", {
+    operationId: operation.id,
+    issues: result.error.issues.slice(0, 5).map((issue) => `${issue.path.join(".")}: ${issue.message}`),
+  });
+  throw new Error(`Response of ${operation.id} does not match its declared schema`);
+}
+
+export function createOperationHandler(operations: readonly Operation[]) {
+  const byKey = new Map(
+    operations.map((operation) => [operationKey(operation.method, operation.path), operation]),
+  );
+  return middy<APIGatewayProxyEvent, APIGatewayProxyResult>()
+    .use(errorResponses())
+    .handler(async (event) => {
+      const operation = byKey.get(operationKey(event.httpMethod, event.resource));
+      if (!operation) {
+        const allowed = operations.filter((o) => o.path === event.resource).map((o) => o.method);
+        throw methodNotAllowed(`Method ${event.httpMethod} is not supported on ${event.resource}`, allowed);
+      }
+      let principal: Principal | undefined;
+      const headers: Record<string, string> = {};
+      if (operation.access.kind !== "public") {
+        const caller = callerFromEvent(event);
+        principal = { userId: caller.userId, tokenId: caller.tokenId, systemAdmin: caller.systemAdmin };
+        // Rate limit per user token (section 8): one conditional counter update per request.
+        const decision = await consumeRequest(
+          `TOKEN#${caller.tokenId || caller.userId}`,
+          caller.rateLimitPerMinute,
+        );
+        if (!decision.allowed) throw tooManyRequests(decision.retryAfterSeconds, decision.limit);
+        headers["X-RateLimit-Limit"] = String(decision.limit);
+        headers["X-RateLimit-Remaining"] = String(decision.remaining);
+      }
+      const params = pathParamsOf(operation, event);
+      const query = parseInput(operation.query, event.queryStringParameters ?? {}, "query");
+      const rawBody = parseBody(event);
+      const body = operation.body ? parseInput(operation.body, rawBody ?? {}) : undefined;
+      const member = await checkAccess(operation, principal, params);
+      const result = await operation.handler({
+        principal: principal ?? { userId: "", tokenId: "", systemAdmin: false },
+        member,
+        params,
+        query,
+        body,
+        requestId: event.requestContext?.requestId ?? "",
+        baseUrl: publicBaseUrl(event),
+      });
+      return json(result.status ?? operation.response.status, shape(operation, result.body), {
+        ...result.headers,
+        ...headers,
+      });
+    });
+}
