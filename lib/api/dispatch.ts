@@ -3,8 +3,10 @@
  * the resource, so the operation is an exact look-up by method and resource. Then, in this order
  * and in this one place:
  * 1. the principal (from the authorizer's context) and the rate limit per token, unless public;
- * 2. path parameters decoded, query and body parsed with the declared schemas (400 naming fields);
- * 3. the declared access checked (self, client role, system admin) before the domain runs;
+ * 2. path parameters decoded (400 naming a malformed one);
+ * 3. the declared access checked (self, client role, system admin), before any other input is
+ *    read, so a caller without access learns nothing from validation;
+ * 3b. query and body parsed with the declared schemas (400 naming every failing field);
  * 4. the handler (it calls one domain function);
  * 5. the answer shaped by the declared response schema: a field that is not declared never
  *    leaves, whatever the stored item holds.
@@ -93,10 +95,12 @@ export function createOperationHandler(operations: readonly Operation[]) {
         headers["X-RateLimit-Remaining"] = String(decision.remaining);
       }
       const params = pathParamsOf(operation, event);
+      // Access before the query and the body: a caller without access learns nothing from how
+      // its input would have been validated (a non-member gets 404 whatever it sends).
+      const member = await checkAccess(operation, principal, params);
       const query = parseInput(operation.query, event.queryStringParameters ?? {}, "query");
       const rawBody = parseBody(event);
       const body = operation.body ? parseInput(operation.body, rawBody ?? {}) : undefined;
-      const member = await checkAccess(operation, principal, params);
       const result = await operation.handler({
         principal: principal ?? { userId: "", tokenId: "", systemAdmin: false },
         member,
