@@ -4,5 +4,13 @@
  */
 import type { Operation } from "./operation.ts";
 import { proxyOperations } from "./operations/proxies.ts";
+import { requestLogOperations } from "./operations/requests.ts";
+import { ruleOperations } from "./operations/rules.ts";
+import { targetOperations } from "./operations/targets.ts";
 
-export const OPERATIONS: readonly Operation[] = [...proxyOperations];
+export const OPERATIONS: readonly Operation[] = [
+  ...proxyOperations,
+  ...targetOperations,
+  ...ruleOperations,
+  ...requestLogOperations,
+];

@@ -13,13 +13,13 @@ import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, queryPartition, tableName, transactionCancellationCodes } from "../db/store.ts";
-import { badRequest, conflict, notFound } from "../http/errors.ts";
-import { authorizeClient } from "./clients.ts";
+import type { ClientAccess } from "./access.ts";
 import { requireCredential } from "./credentials.ts";
+import { badRequest, conflict, notFound } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
 import { getInRegion, MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
 import { compileRules, type EvaluableRule } from "./rules/rule-evaluator.ts";
-import { MAX_RULE_PATTERN_COST, parseCreateRule } from "./rules/rule-schema.ts";
+import { type CreateRuleInput, MAX_RULE_PATTERN_COST, normaliseRule } from "./rules/rule-schema.ts";
 import { requireTarget } from "./targets.ts";
 
 export type RuleParentKind = "credential" | "proxy" | "target";
@@ -148,8 +148,7 @@ const lostCounterRace = (codes: string[] | undefined) =>
   codes !== undefined &&
   (codes[1] === "ConditionalCheckFailed" || codes.some((code) => code === "TransactionConflict"));
 
-export async function listRules(clientId: string, userId: string, kind: RuleParentKind, parentId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function listRules({ clientId }: ClientAccess, kind: RuleParentKind, parentId: string) {
   const { region } = await locateParent(clientId, kind, parentId);
   const rules = await listRuleItems(region, clientId, parentId);
   return rules
@@ -160,20 +159,19 @@ export async function listRules(clientId: string, userId: string, kind: RulePare
 }
 
 /**
- * Create a rule. Every pattern is compiled now (400 naming the field if invalid). The write is one
+ * Create a rule from a validated body (CreateRuleBody: every pattern already compiled, 400 naming
+ * the field if invalid), stored in its canonical shape. The write is one
  * transaction with a check that the parent still exists and is not being deleted; the client's
  * configuration version then moves, so a warm data plane applies the rule on the next request.
  */
 export async function createRule(
-  clientId: string,
-  userId: string,
+  { clientId, userId }: ClientAccess,
   kind: RuleParentKind,
   parentId: string,
-  body: unknown,
+  input: CreateRuleInput,
 ) {
-  await authorizeClient(clientId, userId, "manage");
   const { region, key } = await locateParent(clientId, kind, parentId);
-  const conditions = parseCreateRule(body);
+  const conditions = normaliseRule(input);
   const ruleId = randomUUID();
   const patternCost = compileRules([{ ruleId, ...conditions }]).cost;
   const now = nowIso();
@@ -234,13 +232,11 @@ export async function createRule(
 }
 
 export async function deleteRule(
-  clientId: string,
-  userId: string,
+  { clientId }: ClientAccess,
   kind: RuleParentKind,
   parentId: string,
   ruleId: string,
 ) {
-  await authorizeClient(clientId, userId, "manage");
   const { region } = await locateParent(clientId, kind, parentId);
   const ruleKey = keys.rule(clientId, parentId, ruleId);
   for (let attempt = 0; ; attempt++) {

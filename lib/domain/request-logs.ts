@@ -13,8 +13,8 @@ import {
 import { GetCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { type Item, isExpired, nowSeconds, queryAll, tableName } from "../db/store.ts";
-import { notFound, validationFailed } from "../http/errors.ts";
-import { authorizeClient } from "./clients.ts";
+import type { ClientAccess } from "./access.ts";
+import { notFound, validationFailed } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
 import { regionalDb } from "./regional.ts";
 
@@ -173,12 +173,10 @@ export function toApiRequestDetail(item: Item) {
  * DynamoDB) are never listed.
  */
 export async function listRequestLogs(
-  clientId: string,
-  userId: string,
+  { clientId }: ClientAccess,
   proxyId: string,
   query: Record<string, string | undefined>,
 ) {
-  await authorizeClient(clientId, userId, "view");
   const { limit, after, before } = parseRequestLogQuery(query);
   const { region } = await requireProxy(clientId, proxyId);
   const now = nowSeconds();
@@ -216,8 +214,7 @@ export async function listRequestLogs(
 const ANY_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One record in the detail projection; 404 Request not found when it does not exist (or expired). */
-export async function getRequestLog(clientId: string, userId: string, proxyId: string, requestId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function getRequestLog({ clientId }: ClientAccess, proxyId: string, requestId: string) {
   const { region } = await requireProxy(clientId, proxyId);
   if (!ANY_UUID.test(requestId)) throw notFound(REQUEST_NOT_FOUND);
   const result = await regionalDb(region).send(

@@ -4,10 +4,10 @@ import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { PutCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, tableName, withoutInternals } from "../db/store.ts";
-import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
+import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesTarget } from "./cascade.ts";
-import { authorizeClient } from "./clients.ts";
+import { badRequest, notFound } from "./errors.ts";
 import {
   byCreatedDesc,
   findInRegions,
@@ -36,8 +36,7 @@ export async function requireTarget(clientId: string, targetId: string) {
   return found;
 }
 
-export async function createTarget(clientId: string, userId: string, input: CreateTargetInput) {
-  await authorizeClient(clientId, userId, "manage");
+export async function createTarget({ clientId, userId }: ClientAccess, input: CreateTargetInput) {
   const region = requireConfiguredRegion(input.targetRegion, "targetRegion");
   const existing = await listInRegion(region, clientId, REGIONAL_SK.targetPrefix);
   if (existing.length >= MAX_RESOURCES_PER_REGION)
@@ -67,25 +66,17 @@ export async function createTarget(clientId: string, userId: string, input: Crea
   return toApiTarget(item);
 }
 
-export async function listTargets(clientId: string, userId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function listTargets({ clientId }: ClientAccess) {
   const items = await listAcrossRegions(clientId, REGIONAL_SK.targetPrefix);
   return items.sort(byCreatedDesc("targetCreatedAt", "targetId")).map(toApiTarget);
 }
 
-export async function getTarget(clientId: string, userId: string, targetId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function getTarget({ clientId }: ClientAccess, targetId: string) {
   return toApiTarget((await requireTarget(clientId, targetId)).item);
 }
 
 /** PUT keeps omitted fields; the region never changes. */
-export async function updateTarget(
-  clientId: string,
-  userId: string,
-  targetId: string,
-  input: UpdateTargetInput,
-) {
-  await authorizeClient(clientId, userId, "manage");
+export async function updateTarget({ clientId }: ClientAccess, targetId: string, input: UpdateTargetInput) {
   const { region } = await requireTarget(clientId, targetId);
   const item = await updateRegionalItem(
     region,
@@ -103,8 +94,7 @@ export async function updateTarget(
  * proxy can attach to it from then on), its proxies are deleted, and the target itself goes last,
  * so an interruption never leaves a proxy pointing at a deleted target; repeating the call finishes.
  */
-export async function deleteTarget(clientId: string, userId: string, targetId: string) {
-  await authorizeClient(clientId, userId, "manage");
+export async function deleteTarget({ clientId }: ClientAccess, targetId: string) {
   const { region } = await requireTarget(clientId, targetId);
   const deletedProxies = await deleteWithDependants(
     region,

@@ -128,29 +128,12 @@ export const LEGACY_ROUTES: readonly RouteDefinition[] = [
   route("POST", "/api/clients/{clientId}/credentials/{credentialId}/token-test", "credentials"),
   // 6.2 The OAuth2 provider's redirect back to the gateway (authorization_code and PKCE flows)
   route("GET", "/webhooks/oauth2", "webhooks", { public: true }),
-  // 4.6 Targets
-  route("GET", "/api/clients/{clientId}/targets", "targets"),
-  route("POST", "/api/clients/{clientId}/targets", "targets"),
-  route("GET", "/api/clients/{clientId}/targets/{targetId}", "targets"),
-  route("PUT", "/api/clients/{clientId}/targets/{targetId}", "targets"),
-  route("DELETE", "/api/clients/{clientId}/targets/{targetId}", "targets"),
   // 4.7 Proxies
   route("GET", "/api/clients/{clientId}/proxies", "proxies"),
   route("POST", "/api/clients/{clientId}/proxies", "proxies"),
   route("GET", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
   route("PUT", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
   route("DELETE", "/api/clients/{clientId}/proxies/{proxyId}", "proxies"),
-  // 4.11 Request logs (read-only)
-  route("GET", "/api/clients/{clientId}/proxies/{proxyId}/requests", "requests"),
-  route("GET", "/api/clients/{clientId}/proxies/{proxyId}/requests/{requestId}", "requests"),
-  // 4.8 Rules, on each of the three parents
-  ...(["credentials/{credentialId}", "proxies/{proxyId}", "targets/{targetId}"] as const).flatMap(
-    (parent) => [
-      route("GET", `/api/clients/{clientId}/${parent}/rules`, "rules"),
-      route("POST", `/api/clients/{clientId}/${parent}/rules`, "rules"),
-      route("DELETE", `/api/clients/{clientId}/${parent}/rules/{ruleId}`, "rules"),
-    ],
-  ),
 ];
 
 /** "GET /api/clients/{clientId}": the key a handler's route table uses. */

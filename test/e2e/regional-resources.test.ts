@@ -630,6 +630,42 @@ describe("roles and tenant isolation", () => {
     );
   });
 
+  it("lets a reader read targets and rules but change nothing, and a devops member manage them", async () => {
+    const [reader, devops] = await Promise.all([stack.newUser(), stack.newUser()]);
+    await joinClient(owner, clientId, reader, "reader");
+    await joinClient(owner, clientId, devops, "devops");
+    const t = await target();
+    const rules = `${base()}/targets/${t.targetId}/rules`;
+    const rule = await owner.api.post(rules, { effect: "deny", priority: 1 });
+    for (const path of [`${base()}/targets`, `${base()}/targets/${t.targetId}`, rules]) {
+      expect((await reader.api.get(path)).status, path).toBe(200);
+    }
+    const writes = await Promise.all([
+      reader.api.post(`${base()}/targets`, {
+        targetName: "x",
+        targetRegion: US,
+        targetBaseURL: "https://x.test",
+        targetTestPath: "/",
+      }),
+      reader.api.put(`${base()}/targets/${t.targetId}`, { targetName: "y" }),
+      reader.api.delete(`${base()}/targets/${t.targetId}`),
+      reader.api.post(rules, { effect: "deny", priority: 2 }),
+      reader.api.delete(`${rules}/${rule.body.rules[0].ruleId}`),
+    ]);
+    for (const response of writes) {
+      expect(response.status).toBe(403);
+      expect(response.body).toEqual({ message: "Forbidden: requires the devops role" });
+    }
+    const created = await target(devops);
+    const renamed = await devops.api.put(`${base()}/targets/${created.targetId}`, { targetName: "Renamed" });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.targets[0]).toMatchObject({ targetName: "Renamed", pKey: clientId });
+    const devopsRule = await devops.api.post(rules, { effect: "allow", priority: 5 });
+    expect(devopsRule.status).toBe(201);
+    expect((await devops.api.delete(`${rules}/${devopsRule.body.rules[0].ruleId}`)).status).toBe(200);
+    expect((await devops.api.delete(`${base()}/targets/${created.targetId}`)).status).toBe(200);
+  });
+
   it("a member of another client cannot read, change, delete or attach anything of this client by id", async () => {
     const a = await proxy();
     const rule = await owner.api.post(`${base()}/targets/${a.target.targetId}/rules`, {

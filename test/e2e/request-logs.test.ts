@@ -348,6 +348,19 @@ describe("roles and tenant isolation", () => {
     expect(detail.body.requests[0].requestId).toBe(requestId);
   });
 
+  it("lets a reader member read the list and the detail", async () => {
+    const reader = await stack.newUser();
+    await joinClient(owner, clientId, reader, "reader");
+    const proxy = await makeProxy();
+    const { requestId } = await writeLog(proxy, Date.now() - 1000);
+    const list = await reader.api.get(listPath(proxy));
+    expect(list.status).toBe(200);
+    expect(list.body.requests.map((r: any) => r.requestId)).toEqual([requestId]);
+    const detail = await reader.api.get(`${listPath(proxy)}/${requestId}`);
+    expect(detail.status).toBe(200);
+    expect(detail.body.requests[0].requestId).toBe(requestId);
+  });
+
   it("answers 404 Client not found to a non-member, whatever the query", async () => {
     const proxy = await makeProxy();
     const { requestId } = await writeLog(proxy, Date.now() - 1000);
