@@ -3,6 +3,12 @@
  * module per resource group). Everything that lists operations is derived from this array.
  */
 import type { Operation } from "./operation.ts";
+import { credentialOperations } from "./operations/credentials.ts";
 import { proxyOperations } from "./operations/proxies.ts";
+import { webhookOperations } from "./operations/webhooks.ts";
 
-export const OPERATIONS: readonly Operation[] = [...proxyOperations];
+export const OPERATIONS: readonly Operation[] = [
+  ...credentialOperations,
+  ...proxyOperations,
+  ...webhookOperations,
+];
