@@ -8,6 +8,7 @@ import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { GetCommand } from "#lib/db/document-client.ts";
 import type { Key } from "#lib/db/keys.ts";
+import type { ClientRole } from "#lib/domain/roles.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
 import { type LocalStack, type LocalStackOptions, startLocalStack } from "#local/runner.ts";
@@ -102,12 +103,7 @@ export async function storedItem(key: Key, region = getConfig().homeRegion) {
 }
 
 /** Make `user` a member of a client through the real invite flow over HTTP (admin invites, user accepts). */
-export async function joinClient(
-  admin: TestUser,
-  clientId: string,
-  user: TestUser,
-  role: "owner" | "admin" | "user",
-) {
+export async function joinClient(admin: TestUser, clientId: string, user: TestUser, role: ClientRole) {
   const invite = await admin.api.post(`/api/clients/${clientId}/invites`, { email: user.email, role });
   if (invite.status !== 201)
     throw new Error(`invite failed: ${invite.status} ${JSON.stringify(invite.body)}`);
