@@ -123,7 +123,8 @@ async function loadSecret(clientId: string, credentialId: string) {
 export async function testCredential(member: ClientAccess, credentialId: string, body: CredentialTestInput) {
   const { clientId } = member;
   // A full URL can be any server, so it could carry the secret away: only those who manage the
-  // client's resources may name one. Others test against the client's own targets, which they configured.
+  // client's resources may name one. Others test against the client's own targets, which those
+  // members configured.
   if (body.url !== undefined && !can(member.roles, "manage"))
     throw forbidden(
       `Forbidden: testing against a full url requires the ${minimumRoleFor("manage")} role; use targetId`,
