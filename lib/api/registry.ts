@@ -3,14 +3,18 @@
  * module per resource group). Everything that lists operations is derived from this array.
  */
 import type { Operation } from "./operation.ts";
+import { credentialOperations } from "./operations/credentials.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
 import { ruleOperations } from "./operations/rules.ts";
 import { targetOperations } from "./operations/targets.ts";
+import { webhookOperations } from "./operations/webhooks.ts";
 
 export const OPERATIONS: readonly Operation[] = [
-  ...proxyOperations,
+  ...credentialOperations,
   ...targetOperations,
+  ...proxyOperations,
   ...ruleOperations,
   ...requestLogOperations,
+  ...webhookOperations,
 ];

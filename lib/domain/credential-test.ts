@@ -10,9 +10,7 @@
  * the headers and the body (a target may echo what it received; lib/vault/secret-redaction.ts).
  */
 import { z } from "zod";
-import { badRequest, forbidden, HttpError } from "../http/errors.ts";
 import { AdditionalQueryParams, RelativePath } from "../http/resource-schemas.ts";
-import { parseInput } from "../http/validation.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
@@ -41,9 +39,10 @@ import {
   type OAuth2Secret,
   type TargetSecret,
 } from "../vault/secret-schemas.ts";
-import { authorizeClient } from "./clients.ts";
+import type { ClientAccess } from "./access.ts";
 import { requireCredential } from "./credentials.ts";
-import { can } from "./roles.ts";
+import { badRequest, forbidden, upstreamFailed, upstreamTimedOut } from "./errors.ts";
+import { can, minimumRoleFor } from "./roles.ts";
 import { requireTarget } from "./targets.ts";
 
 /** Auth types the live test applies (spec 4.5); oauth2 uses its consent flow, customToken the token test. */
@@ -90,6 +89,7 @@ export const CredentialTestBody = z
     if (body.body !== undefined && body.method !== "POST")
       ctx.addIssue({ code: "custom", path: ["body"], message: "is only sent with POST" });
   });
+export type CredentialTestInput = z.infer<typeof CredentialTestBody>;
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|x-www-form-urlencoded|javascript)|[^;]*\+(json|xml))/i;
 
@@ -116,13 +116,19 @@ async function loadSecret(clientId: string, credentialId: string) {
   return { item, secret, authType: String(item.credentialAuthType) as AuthType };
 }
 
-export async function testCredential(clientId: string, userId: string, credentialId: string, raw: unknown) {
-  const member = await authorizeClient(clientId, userId, "use");
-  const body = parseInput(CredentialTestBody, raw ?? {});
-  // A full URL can be any server, so it could carry the secret away: only administrators may name
-  // one. Plain users test against the client's own targets, which administrators configured.
+/**
+ * Run the test. The caller's access was checked for `use` (the operation's role); naming a full
+ * `url` also needs `manage`, which depends on the body, so it is checked here.
+ */
+export async function testCredential(member: ClientAccess, credentialId: string, body: CredentialTestInput) {
+  const { clientId } = member;
+  // A full URL can be any server, so it could carry the secret away: only those who manage the
+  // client's resources may name one. Others test against the client's own targets, which those
+  // members configured.
   if (body.url !== undefined && !can(member.roles, "manage"))
-    throw forbidden("Forbidden: testing against a full url requires the admin role; use targetId");
+    throw forbidden(
+      `Forbidden: testing against a full url requires the ${minimumRoleFor("manage")} role; use targetId`,
+    );
   const { secret, authType } = await loadSecret(clientId, credentialId);
   if (!TESTABLE_AUTH_TYPES.includes(authType)) {
     throw badRequest(
@@ -204,8 +210,8 @@ function redactHeaderValues(
 
 function outboundFailure(error: unknown): unknown {
   if (error instanceof OutboundBlockedError) return badRequest(`The address is not allowed: ${error.reason}`);
-  if (error instanceof OutboundTimeoutError) return new HttpError(504, "The request timed out");
-  if (error instanceof OutboundConnectError) return new HttpError(502, "The target could not be reached");
+  if (error instanceof OutboundTimeoutError) return upstreamTimedOut("The request timed out");
+  if (error instanceof OutboundConnectError) return upstreamFailed("The target could not be reached");
   return error;
 }
 
@@ -213,8 +219,7 @@ function outboundFailure(error: unknown): unknown {
  * The token test of customToken and oauth2 client_credentials credentials: fetch a fresh token
  * and answer with when it expires, never with the token itself.
  */
-export async function testCredentialToken(clientId: string, userId: string, credentialId: string) {
-  await authorizeClient(clientId, userId, "use");
+export async function testCredentialToken({ clientId }: ClientAccess, credentialId: string) {
   const { secret, authType } = await loadSecret(clientId, credentialId);
   const redactor = secretRedactor(secretValues(authType, secret));
   const started = Date.now();
@@ -248,10 +253,10 @@ export async function testCredentialToken(clientId: string, userId: string, cred
     const message = error instanceof Error ? redactor.text(error.message) : "";
     if (error instanceof CustomTokenError) {
       if (error.reason === "blocked") throw badRequest(`The token URL is not allowed: ${message}`);
-      if (error.reason === "timeout") throw new HttpError(504, "The token endpoint timed out");
-      throw new HttpError(502, `The token endpoint failed: ${message}`);
+      if (error.reason === "timeout") throw upstreamTimedOut("The token endpoint timed out");
+      throw upstreamFailed(`The token endpoint failed: ${message}`);
     }
-    if (error instanceof OAuthError) throw new HttpError(502, `The token endpoint failed: ${message}`);
+    if (error instanceof OAuthError) throw upstreamFailed(`The token endpoint failed: ${message}`);
     throw outboundFailure(error);
   }
   return {

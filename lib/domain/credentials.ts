@@ -8,14 +8,14 @@ import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { PutCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, nowSeconds, tableName, withoutInternals } from "../db/store.ts";
-import { badRequest, notFound } from "../http/errors.ts";
 import type { CreateCredentialInput } from "../http/resource-schemas.ts";
 import { credentialHeaderNames } from "../vault/apply-credential.ts";
 import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import type { OAuth2Secret } from "../vault/secret-schemas.ts";
 import { parseCredentialSecret } from "../vault/secret-schemas.ts";
+import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesCredential } from "./cascade.ts";
-import { authorizeClient } from "./clients.ts";
+import { badRequest, notFound } from "./errors.ts";
 import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
 import {
   byCreatedDesc,
@@ -98,8 +98,7 @@ export async function storeCredential(draft: CredentialDraft): Promise<Item> {
 }
 
 /** Validate the request (metadata, region, secret shape for the auth type and use) before any write. */
-export async function prepareCredential(clientId: string, userId: string, input: CreateCredentialInput) {
-  await authorizeClient(clientId, userId, "manage");
+export async function prepareCredential({ clientId }: ClientAccess, input: CreateCredentialInput) {
   const region = requireConfiguredRegion(input.region, "region");
   const secret = parseCredentialSecret(input.credentialType, input.authType, input.secret) as Record<
     string,
@@ -116,12 +115,12 @@ export async function prepareCredential(clientId: string, userId: string, input:
  * until the provider redirects back (lib/domain/oauth2-flow.ts) and comes with the URL to open.
  */
 export async function createCredential(
-  clientId: string,
-  userId: string,
+  access: ClientAccess,
   input: CreateCredentialInput,
   baseUrl: string,
 ): Promise<{ credential: ReturnType<typeof toApiCredential>; authorizationUrl?: string }> {
-  const prepared = await prepareCredential(clientId, userId, input);
+  const { clientId, userId } = access;
+  const prepared = await prepareCredential(access, input);
   if (!needsAuthorization(input.authType, prepared.secret)) {
     const item = await storeCredential({ clientId, userId, input, ...prepared });
     return { credential: toApiCredential(item) };
@@ -143,8 +142,7 @@ export async function createCredential(
   return { credential: toApiCredential(item), authorizationUrl: flow.authorizationUrl };
 }
 
-export async function listCredentials(clientId: string, userId: string, includeTemporary: boolean) {
-  await authorizeClient(clientId, userId, "view");
+export async function listCredentials({ clientId }: ClientAccess, includeTemporary: boolean) {
   const items = await listAcrossRegions(clientId, REGIONAL_SK.credentialPrefix);
   return items
     .filter((item) => includeTemporary || item.credentialTemporary !== true)
@@ -152,19 +150,16 @@ export async function listCredentials(clientId: string, userId: string, includeT
     .map(toApiCredential);
 }
 
-export async function getCredential(clientId: string, userId: string, credentialId: string) {
-  await authorizeClient(clientId, userId, "view");
+export async function getCredential({ clientId }: ClientAccess, credentialId: string) {
   return toApiCredential((await requireCredential(clientId, credentialId)).item);
 }
 
 /** Only metadata changes (name, notes, default rule effect); the secret never does. */
 export async function updateCredential(
-  clientId: string,
-  userId: string,
+  { clientId }: ClientAccess,
   credentialId: string,
   input: { credentialName?: string; notes?: string; credentialDefaultRuleEffect?: string },
 ) {
-  await authorizeClient(clientId, userId, "manage");
   const { region } = await requireCredential(clientId, credentialId);
   const item = await updateRegionalItem(
     region,
@@ -181,8 +176,7 @@ export async function updateCredential(
  * Delete a credential, the proxies that use it (as proxy or target credential) and its rules;
  * ordered and idempotent (lib/domain/cascade.ts). The secret goes with the item.
  */
-export async function deleteCredential(clientId: string, userId: string, credentialId: string) {
-  await authorizeClient(clientId, userId, "manage");
+export async function deleteCredential({ clientId }: ClientAccess, credentialId: string) {
   const { region } = await requireCredential(clientId, credentialId);
   const deletedProxies = await deleteWithDependants(
     region,

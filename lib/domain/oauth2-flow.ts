@@ -15,7 +15,6 @@ import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { DeleteCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { homeDb, type Item, isConditionalCheckFailure, nowIso, nowSeconds, tableName } from "../db/store.ts";
-import { badRequest, HttpError } from "../http/errors.ts";
 import { log } from "../log.ts";
 import { decryptSecret, encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
 import {
@@ -25,6 +24,7 @@ import {
   OAuthError,
 } from "../vault/oauth2.ts";
 import type { OAuth2Secret } from "../vault/secret-schemas.ts";
+import { badRequest, upstreamFailed } from "./errors.ts";
 import { getInRegion, regionalDb } from "./regional.ts";
 
 export const OAUTH_STATE_TTL_SECONDS = 15 * 60;
@@ -158,7 +158,7 @@ export async function completeAuthorization(query: CallbackQuery): Promise<Item>
         status: error.status,
         error: error.error,
       });
-      throw new HttpError(502, `The provider refused the code exchange: ${error.message}`);
+      throw upstreamFailed(`The provider refused the code exchange: ${error.message}`);
     }
     throw error;
   }

@@ -118,16 +118,6 @@ export const LEGACY_ROUTES: readonly RouteDefinition[] = [
   route("GET", "/api/users/{userId}/notifications/{notificationId}", "notifications"),
   route("GET", "/api/clients/{clientId}/notifications", "notifications"),
   route("GET", "/api/clients/{clientId}/notifications/{notificationId}", "notifications"),
-  // 4.5 Credentials
-  route("GET", "/api/clients/{clientId}/credentials", "credentials"),
-  route("POST", "/api/clients/{clientId}/credentials", "credentials"),
-  route("GET", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
-  route("PUT", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
-  route("DELETE", "/api/clients/{clientId}/credentials/{credentialId}", "credentials"),
-  route("POST", "/api/clients/{clientId}/credentials/{credentialId}/test", "credentials"),
-  route("POST", "/api/clients/{clientId}/credentials/{credentialId}/token-test", "credentials"),
-  // 6.2 The OAuth2 provider's redirect back to the gateway (authorization_code and PKCE flows)
-  route("GET", "/webhooks/oauth2", "webhooks", { public: true }),
   // 4.7 Proxies
   route("GET", "/api/clients/{clientId}/proxies", "proxies"),
   route("POST", "/api/clients/{clientId}/proxies", "proxies"),
