@@ -3,6 +3,14 @@
  * module per resource group). Everything that lists operations is derived from this array.
  */
 import type { Operation } from "./operation.ts";
+import { clientOperations } from "./operations/clients.ts";
+import { memberOperations } from "./operations/members.ts";
 import { proxyOperations } from "./operations/proxies.ts";
+import { userOperations } from "./operations/users.ts";
 
-export const OPERATIONS: readonly Operation[] = [...proxyOperations];
+export const OPERATIONS: readonly Operation[] = [
+  ...clientOperations,
+  ...memberOperations,
+  ...userOperations,
+  ...proxyOperations,
+];
