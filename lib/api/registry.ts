@@ -3,14 +3,20 @@
  * module per resource group). Everything that lists operations is derived from this array.
  */
 import type { Operation } from "./operation.ts";
+import { clientOperations } from "./operations/clients.ts";
 import { credentialOperations } from "./operations/credentials.ts";
+import { memberOperations } from "./operations/members.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
 import { ruleOperations } from "./operations/rules.ts";
 import { targetOperations } from "./operations/targets.ts";
+import { userOperations } from "./operations/users.ts";
 import { webhookOperations } from "./operations/webhooks.ts";
 
 export const OPERATIONS: readonly Operation[] = [
+  ...clientOperations,
+  ...memberOperations,
+  ...userOperations,
   ...credentialOperations,
   ...targetOperations,
   ...proxyOperations,

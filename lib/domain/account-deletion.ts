@@ -35,9 +35,10 @@ import {
   queryPartition,
   tableName,
 } from "../db/store.ts";
-import { conflict, notFound } from "../http/errors.ts";
 import { describeError, log } from "../log.ts";
+import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getMemberItem, loadClient, memberRef } from "./clients.ts";
+import { conflict, notFound } from "./errors.ts";
 import { checkClientDeletion } from "./member-rules.ts";
 import { membershipRemovalTransaction } from "./members.ts";
 import type { StoredTokenRef } from "./tokens.ts";
@@ -45,10 +46,12 @@ import { requireUser, userClientIds } from "./users.ts";
 
 const DAY_MS = 86_400_000;
 
-export async function deleteClientByMember(clientId: string, callerId: string, immediately: boolean) {
-  if (!(await getMemberItem(clientId, callerId))) throw notFound(CLIENT_NOT_FOUND);
+/** Delete (or schedule the deletion of) the organisation the access was granted on. */
+export async function deleteClient(access: ClientAccess, immediately: boolean) {
+  const { clientId, userId: callerId } = access;
   const entry = await loadClient(clientId);
   if (!entry) throw notFound(CLIENT_NOT_FOUND);
+  // Only the sole remaining administrator may delete it (spec 4.1).
   checkClientDeletion({ callerUserId: callerId, members: entry.members });
   if (immediately) {
     await purgeClient(clientId, { deletedBy: callerId });

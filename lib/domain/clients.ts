@@ -17,9 +17,10 @@ import {
   tableName,
   transactionConditionFailedAt,
 } from "../db/store.ts";
-import { badRequest, forbidden, notFound } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
+import type { ClientAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
+import { badRequest, forbidden, notFound } from "./errors.ts";
 import { deleteCustomer, provisionCustomer } from "./payments.ts";
 import { type ClientAction, can, minimumRoleFor } from "./roles.ts";
 import { requireUser, userClientIds } from "./users.ts";
@@ -81,8 +82,9 @@ export async function loadClient(
 }
 
 /**
- * Role check for a client-scoped route. A caller who is not a member gets the same 404 as for a
- * client that does not exist, so client ids cannot be probed.
+ * Role check for a client-scoped route not yet declared in the operation registry (operations
+ * declare their access and get a ClientAccess from the dispatcher instead). A caller who is not a
+ * member gets the same 404 as for a client that does not exist, so client ids cannot be probed.
  */
 export async function authorizeClient(
   clientId: string,
@@ -194,20 +196,31 @@ export async function listClientsForUser(userId: string, page: PageRequest) {
   return { clients, pagination };
 }
 
-/** One round of two parallel reads: the members list already answers whether the caller may see it. */
+/** The organisation the access was granted on, with its members. */
+export async function getClient(access: ClientAccess): Promise<ApiClient> {
+  const entry = await loadClient(access.clientId);
+  // Purged between the access check and this read.
+  if (!entry) throw notFound(CLIENT_NOT_FOUND);
+  return toApiClient(entry.client, entry.members);
+}
+
+/**
+ * One of the user's own memberships (GET /api/users/{userId}/memberships/{clientId}): one round of
+ * two parallel reads, as the members list already answers whether the user belongs to it.
+ */
 export async function getClientForMember(clientId: string, userId: string): Promise<ApiClient> {
   const entry = await loadClient(clientId);
   if (!entry?.members.some((m) => m.userId === userId)) throw notFound(CLIENT_NOT_FOUND);
   return toApiClient(entry.client, entry.members);
 }
 
-export async function renameClient(clientId: string, userId: string, clientName: string): Promise<ApiClient> {
-  await authorizeClient(clientId, userId, "manage");
+/** Only the name changes (spec 4.1). */
+export async function renameClient(access: ClientAccess, clientName: string): Promise<ApiClient> {
   try {
     await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.client(clientId),
+        Key: keys.client(access.clientId),
         UpdateExpression: "SET clientName = :name, clientUpdated = :now",
         ConditionExpression: "attribute_exists(pKey)",
         ExpressionAttributeValues: { ":name": clientName, ":now": nowIso() },
@@ -217,5 +230,5 @@ export async function renameClient(clientId: string, userId: string, clientName:
     if (isConditionalCheckFailure(error)) throw notFound(CLIENT_NOT_FOUND);
     throw error;
   }
-  return getClientForMember(clientId, userId);
+  return getClient(access);
 }

@@ -3,14 +3,17 @@
  * a transaction conditioned on the counts these decisions were made from, so two admins demoting
  * each other at the same moment cannot both succeed.
  */
-import { badRequest, forbidden, HttpError } from "../http/errors.ts";
-import { type ClientRole, can, isAdministrator, normaliseRoles } from "./roles.ts";
+import { badRequest, forbidden } from "./errors.ts";
+import { ACTION_MINIMUM_ROLE, type ClientRole, hasRole, isAdministrator, normaliseRoles } from "./roles.ts";
 
 export const LAST_ADMIN_RETAINED = "User retains the admin role as the last remaining admin";
 export const OWNER_RETAINED = "The owner role cannot be removed through the API; the user keeps it";
 export const LAST_ADMIN_DELETE = "Cannot delete member, last remaining admin";
 export const LAST_OWNER_DELETE = "Cannot delete member, last remaining owner";
 export const NOT_SOLE_ADMIN = "Cannot delete client, not the sole admin";
+
+/** The least role that changes other members' roles or removes them (the `invite` action: admin). */
+export const MEMBER_MANAGER_ROLE: ClientRole = ACTION_MINIMUM_ROLE.invite;
 
 export interface RoleCounts {
   adminCount: number;
@@ -72,7 +75,9 @@ export function planMemberRemoval(input: {
   counts: RoleCounts;
 }): RemovalPlan {
   const self = input.actorUserId === input.targetUserId;
-  if (!self && !can(input.actorRoles, "manage")) throw forbidden("Forbidden: requires the admin role");
+  // Anyone may leave; removing someone else is managing the organisation's people (admin, not devops).
+  if (!self && !hasRole(input.actorRoles, MEMBER_MANAGER_ROLE))
+    throw forbidden(`Forbidden: requires the ${MEMBER_MANAGER_ROLE} role`);
   if (input.targetRoles.includes("admin") && input.counts.adminCount <= 1)
     throw badRequest(LAST_ADMIN_DELETE);
   if (input.targetRoles.includes("owner")) {
@@ -96,10 +101,8 @@ export function checkClientDeletion(input: {
     (m) => m.userId !== input.callerUserId && isAdministrator(m.roles),
   );
   if (otherAdministrators.length > 0) {
-    throw new HttpError(403, NOT_SOLE_ADMIN, {
-      body: {
-        hint: `Remove yourself with DELETE /api/clients/{clientId}/members/${input.callerUserId} instead`,
-      },
+    throw forbidden(NOT_SOLE_ADMIN, {
+      hint: `Remove yourself with DELETE /api/clients/{clientId}/members/${input.callerUserId} instead`,
     });
   }
 }

@@ -7,10 +7,9 @@
 import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { batchGet, homeDb, type Item, nowIso, tableName, transactionCancellationCodes } from "../db/store.ts";
-import { forbidden, HttpError, notFound } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
+import type { ClientAccess } from "./access.ts";
 import {
-  authorizeClient,
   CLIENT_NOT_FOUND,
   getClientItem,
   getMemberItem,
@@ -18,10 +17,13 @@ import {
   type MemberRef,
   memberRef,
 } from "./clients.ts";
-import { planMemberRemoval, planRoleChange, type RoleCounts } from "./member-rules.ts";
+import { conflict, forbidden, notFound } from "./errors.ts";
+import { MEMBER_MANAGER_ROLE, planMemberRemoval, planRoleChange, type RoleCounts } from "./member-rules.ts";
+import { hasRole } from "./roles.ts";
 
 export const MEMBER_NOT_FOUND = "Member not found";
 const MAX_ATTEMPTS = 4;
+const CONCURRENT_CHANGE = "The membership changed concurrently; retry";
 
 export function toApiMember(member: MemberRef, user: Item | undefined) {
   return {
@@ -56,24 +58,34 @@ function isRetryableConflict(error: unknown): boolean {
   );
 }
 
-export async function listMembers(clientId: string, callerId: string, page: PageRequest) {
-  await authorizeClient(clientId, callerId, "view");
-  const { items, pagination } = paginate((await listMemberItems(clientId)).map(memberRef), page);
+export async function listMembers(access: ClientAccess, page: PageRequest) {
+  const { items, pagination } = paginate((await listMemberItems(access.clientId)).map(memberRef), page);
   return { members: await withUsers(items), pagination };
 }
 
-export async function getMember(clientId: string, callerId: string, userId: string) {
-  await authorizeClient(clientId, callerId, "view");
-  const member = await getMemberItem(clientId, userId);
+export async function getMember(access: ClientAccess, userId: string) {
+  const member = await getMemberItem(access.clientId, userId);
   if (!member) throw notFound(MEMBER_NOT_FOUND);
   return (await withUsers([memberRef(member)]))[0]!;
 }
 
-export async function updateMemberRoles(clientId: string, callerId: string, userId: string, roles: string[]) {
+/** The actor's roles read afresh, still enough to manage members (a retry decides again). */
+async function currentManagerRoles(clientId: string, actorUserId: string): Promise<string[]> {
+  const item = await getMemberItem(clientId, actorUserId);
+  if (!item) throw notFound(CLIENT_NOT_FOUND);
+  const { roles } = memberRef(item);
+  if (!hasRole(roles, MEMBER_MANAGER_ROLE))
+    throw forbidden(`Forbidden: requires the ${MEMBER_MANAGER_ROLE} role`);
+  return roles;
+}
+
+export async function updateMemberRoles(access: ClientAccess, userId: string, roles: string[]) {
+  const { clientId, userId: callerId } = access;
   for (let attempt = 1; ; attempt++) {
-    // The actor's authority is decided afresh on every attempt and re-checked in the transaction:
-    // an admin demoted while this change is in flight must not complete it.
-    const actor = await authorizeClient(clientId, callerId, "manage");
+    // The actor's authority was checked before the first attempt (the operation's access); it is
+    // decided afresh on every retry and re-checked in the transaction: an admin demoted while this
+    // change is in flight must not complete it.
+    const actor = { roles: attempt === 1 ? access.roles : await currentManagerRoles(clientId, callerId) };
     const [client, member] = await Promise.all([getClientItem(clientId), getMemberItem(clientId, userId)]);
     if (!client) throw notFound(CLIENT_NOT_FOUND);
     if (!member) throw notFound(MEMBER_NOT_FOUND);
@@ -122,8 +134,7 @@ export async function updateMemberRoles(clientId: string, callerId: string, user
         );
       } catch (error) {
         if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
-        if (isRetryableConflict(error))
-          throw new HttpError(409, "The membership changed concurrently; retry");
+        if (isRetryableConflict(error)) throw conflict(CONCURRENT_CHANGE);
         throw error;
       }
     }
@@ -133,8 +144,21 @@ export async function updateMemberRoles(clientId: string, callerId: string, user
   }
 }
 
-/** Remove a member (an admin removing someone, or anyone leaving). */
-export async function removeMember(clientId: string, callerId: string, userId: string): Promise<void> {
+/**
+ * Remove a member of the organisation the access was granted on: an admin removing someone, or any
+ * member leaving (the membership rules decide which; lib/domain/member-rules.ts).
+ */
+export function removeMember(access: ClientAccess, userId: string): Promise<void> {
+  return removeMembership(access.clientId, access.userId, userId);
+}
+
+/** The user leaves one of their organisations (DELETE /api/users/{userId}/memberships/{clientId}). */
+export function leaveClient(userId: string, clientId: string): Promise<void> {
+  return removeMembership(clientId, userId, userId);
+}
+
+/** The actor's roles are read on every attempt: a concurrent demotion is decided again. */
+async function removeMembership(clientId: string, callerId: string, userId: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     const [caller, client, member] = await Promise.all([
       getMemberItem(clientId, callerId),
@@ -163,7 +187,7 @@ export async function removeMember(clientId: string, callerId: string, userId: s
       return;
     } catch (error) {
       if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
-      if (isRetryableConflict(error)) throw new HttpError(409, "The membership changed concurrently; retry");
+      if (isRetryableConflict(error)) throw conflict(CONCURRENT_CHANGE);
       throw error;
     }
   }
@@ -241,7 +265,10 @@ function actorStillHolds(clientId: string, actorUserId: string, targetUserId: st
   ];
 }
 
-/** User-path routes act only on the caller's own user. */
+/**
+ * User-path routes act only on the caller's own user. Operations in the registry declare the
+ * `self` access instead; this remains for the groups not yet moved (invites, notifications).
+ */
 export function requireSelf(callerId: string, userId: string | undefined): string {
   if (!userId || userId !== callerId)
     throw forbidden("Forbidden: you can only access your own user resources");

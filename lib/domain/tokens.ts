@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { GetCommand, TransactWriteCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { homeDb, nowIso, tableName, transactionConditionFailedAt } from "../db/store.ts";
-import { badRequest, notFound } from "../http/errors.ts";
+import { badRequest, notFound } from "./errors.ts";
 
 export const TOKEN_PREFIX = "u-";
 export const MAX_TOKENS_PER_USER = 10;

@@ -14,7 +14,7 @@ import {
   tableName,
   transactionConditionFailedAt,
 } from "../db/store.ts";
-import { conflict, notFound } from "../http/errors.ts";
+import { conflict, notFound } from "./errors.ts";
 import { listTokens, type StoredTokenRef } from "./tokens.ts";
 
 export const NewUser = z.object({

@@ -76,25 +76,6 @@ const route = (
 
 /** Routes of the groups not yet declared in the operation registry (lib/api/routes.ts merges them). */
 export const LEGACY_ROUTES: readonly RouteDefinition[] = [
-  // 4.1 Clients
-  route("GET", "/api/clients", "clients"),
-  route("POST", "/api/clients", "clients"),
-  route("GET", "/api/clients/{clientId}", "clients"),
-  route("PUT", "/api/clients/{clientId}", "clients"),
-  route("DELETE", "/api/clients/{clientId}", "clients"),
-  // 4.2 Members and memberships
-  route("GET", "/api/clients/{clientId}/members", "members"),
-  route("POST", "/api/clients/{clientId}/members", "members"),
-  route("GET", "/api/clients/{clientId}/members/{userId}", "members"),
-  route("PUT", "/api/clients/{clientId}/members/{userId}", "members"),
-  route("DELETE", "/api/clients/{clientId}/members/{userId}", "members"),
-  route("GET", "/api/users/{userId}/memberships", "members"),
-  route("POST", "/api/users/{userId}/memberships", "members"),
-  route("PUT", "/api/users/{userId}/memberships", "members"),
-  route("GET", "/api/users/{userId}/memberships/{membershipId}", "members"),
-  route("POST", "/api/users/{userId}/memberships/{membershipId}", "members"),
-  route("PUT", "/api/users/{userId}/memberships/{membershipId}", "members"),
-  route("DELETE", "/api/users/{userId}/memberships/{membershipId}", "members"),
   // 4.3 Invites
   route("GET", "/api/clients/{clientId}/invites", "invites"),
   route("POST", "/api/clients/{clientId}/invites", "invites"),
@@ -106,11 +87,6 @@ export const LEGACY_ROUTES: readonly RouteDefinition[] = [
   route("GET", "/api/users/{userId}/invites/{inviteId}", "invites"),
   route("PUT", "/api/users/{userId}/invites/{inviteId}", "invites"),
   route("DELETE", "/api/users/{userId}/invites/{inviteId}", "invites"),
-  // 4.4 Users
-  route("GET", "/api/users", "users"),
-  route("GET", "/api/users/{userId}", "users"),
-  route("PUT", "/api/users/{userId}", "users"),
-  route("DELETE", "/api/users/{userId}", "users"),
   // 4.12 Notifications
   route("GET", "/api/notifications/system", "notifications"),
   route("GET", "/api/notifications/system/{notificationId}", "notifications"),

@@ -554,6 +554,101 @@ describe("DELETE /api/clients/{clientId}/members/{userId}", () => {
   });
 });
 
+describe("the devops and reader roles", () => {
+  /** A member of `org` holding exactly `roles`, assigned by the owner with PUT (as the API allows). */
+  async function withRoles(org: Org, roles: string[]) {
+    const user = await joined(org, "user");
+    const assigned = await org.owner.api.put(membersPath(org.clientId, user.userId), { roles });
+    expect(assigned.status, JSON.stringify(assigned.body)).toBe(200);
+    expect(assigned.body.members).toEqual([memberShape(user, roles)]);
+    expect(await storedRoles(org.clientId, user)).toEqual(roles);
+    return user;
+  }
+
+  const newTarget = () => ({
+    targetName: "Echo",
+    targetRegion: getConfig().regions[0],
+    targetBaseURL: "https://api.example.com/base",
+    targetTestPath: "/health",
+  });
+
+  it("assigns devops and reader in canonical order, keeping the admin and owner counts", async () => {
+    const org = await newOrg();
+    const user = await joined(org, "user");
+    const response = await org.owner.api.put(membersPath(org.clientId, user.userId), {
+      roles: ["reader", "devops", "reader"],
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.members[0].roles).toEqual(["devops", "reader"]);
+    expect(await storedCounts(org.clientId)).toEqual({ memberCount: 2, adminCount: 1, ownerCount: 1 });
+    await expectConsistentState(org.clientId);
+  });
+
+  it("a reader reads the client and its members but changes nothing", async () => {
+    const org = await newOrg();
+    const other = await joined(org, "user");
+    const reader = await withRoles(org, ["reader"]);
+
+    const client = await reader.api.get(`/api/clients/${org.clientId}`);
+    expect(client.status).toBe(200);
+    expect(client.body.clients[0].clientMembers).toContainEqual({ userId: reader.userId, roles: ["reader"] });
+    const listed = await reader.api.get(membersPath(org.clientId));
+    expect(listed.status).toBe(200);
+    expect(listed.body.members).toHaveLength(3);
+    expect((await reader.api.get(membersPath(org.clientId, other.userId))).status).toBe(200);
+    expect((await reader.api.get(`/api/clients/${org.clientId}/targets`)).status).toBe(200);
+
+    const removal = await reader.api.delete(membersPath(org.clientId, other.userId));
+    expect(removal.status).toBe(403);
+    expect(removal.body.message).toBe("Forbidden: requires the admin role");
+    const promotion = await reader.api.put(membersPath(org.clientId, reader.userId), { roles: ["user"] });
+    expect(promotion.status).toBe(403);
+    expect(promotion.body.message).toBe("Forbidden: requires the admin role");
+    const rename = await reader.api.put(`/api/clients/${org.clientId}`, { clientName: "Renamed" });
+    expect(rename.status).toBe(403);
+    const target = await reader.api.post(`/api/clients/${org.clientId}/targets`, newTarget());
+    expect(target.status).toBe(403);
+    expect(target.body.message).toBe("Forbidden: requires the devops role");
+
+    expect(await storedRoles(org.clientId, other)).toEqual(["user"]);
+    expect(await storedRoles(org.clientId, reader)).toEqual(["reader"]);
+    expect((await storedItem(keys.client(org.clientId)))?.clientName).toBe("Acme");
+    expect(await storedCounts(org.clientId)).toEqual({ memberCount: 3, adminCount: 1, ownerCount: 1 });
+  });
+
+  it("a devops member manages resources but not the organisation's people", async () => {
+    const org = await newOrg();
+    const other = await joined(org, "user");
+    const devops = await withRoles(org, ["devops"]);
+
+    const target = await devops.api.post(`/api/clients/${org.clientId}/targets`, newTarget());
+    expect(target.status, JSON.stringify(target.body)).toBe(201);
+    expect(target.body.targets[0].targetName).toBe("Echo");
+
+    for (const [userId, roles] of [
+      [other.userId, ["devops"]],
+      [devops.userId, ["admin"]],
+    ] as const) {
+      const response = await devops.api.put(membersPath(org.clientId, userId), { roles });
+      expect(response.status).toBe(403);
+      expect(response.body.message).toBe("Forbidden: requires the admin role");
+    }
+    const removal = await devops.api.delete(membersPath(org.clientId, other.userId));
+    expect(removal.status).toBe(403);
+    expect(removal.body.message).toBe("Forbidden: requires the admin role");
+    const deletion = await devops.api.delete(`/api/clients/${org.clientId}`, { immediatelyDelete: true });
+    expect(deletion.status).toBe(403);
+
+    expect(await storedRoles(org.clientId, other)).toEqual(["user"]);
+    expect(await storedRoles(org.clientId, devops)).toEqual(["devops"]);
+    expect(await storedItem(keys.client(org.clientId))).toBeDefined();
+
+    // Any member may still leave.
+    expect((await devops.api.delete(membersPath(org.clientId, devops.userId))).status).toBe(200);
+    await expectConsistentState(org.clientId);
+  });
+});
+
 describe("concurrent membership changes", () => {
   it("two admins demoting each other at the same moment leave at least one admin", async () => {
     for (let round = 0; round < 3; round++) {

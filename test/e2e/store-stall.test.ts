@@ -205,7 +205,10 @@ describe("Core API with a stalled store", () => {
 
     const handled = await timed(() => owner.api.get(`/api/clients/${clientId}`));
     expect(handled.result.status, JSON.stringify(handled.result.body)).toBe(503);
-    expect(handled.result.body).toEqual({ message: SERVICE_UNAVAILABLE_MESSAGE, requestId: expect.any(String) });
+    expect(handled.result.body).toEqual({
+      message: SERVICE_UNAVAILABLE_MESSAGE,
+      requestId: expect.any(String),
+    });
     expect(handled.ms).toBeLessThan(WORST_CALL_MS); // API Gateway gives up at 29 s
 
     const authorized = await timed(() => stranger.api.get(`/api/users/${stranger.userId}`));

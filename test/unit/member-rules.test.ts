@@ -220,18 +220,18 @@ describe("planMemberRemoval", () => {
     }
   });
 
-  it("forbids a plain user removing someone else (403)", () => {
+  it.each([["user"], ["reader"], ["devops"]])("forbids a %s member removing someone else (403)", (role) => {
     const error = errorOf(() =>
       planMemberRemoval({
         actorUserId: "u1",
-        actorRoles: ["user"],
+        actorRoles: [role],
         targetUserId: "u2",
-        targetRoles: ["user"],
+        targetRoles: ["reader"],
         counts: { adminCount: 1, ownerCount: 1 },
       }),
     );
     expect(error.status).toBe(403);
-    expect(error.message).toMatch(/admin/);
+    expect(error.message).toBe("Forbidden: requires the admin role");
   });
 
   it("allows self-removal and reports the deltas", () => {
