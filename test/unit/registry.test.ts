@@ -4,12 +4,13 @@
  * names derived from them, path parameters are declared, access fits the path, and every operation
  * is described for a person.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { operationKey } from "#lib/api/dispatch.ts";
-import type { Operation } from "#lib/api/operation.ts";
+import { access, type Operation } from "#lib/api/operation.ts";
+import { ROLES_DOC, renderPermissionMatrix } from "#lib/api/permission-matrix.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { FUNCTION_GROUPS, LEGACY_ROUTES } from "#lib/infra/api-manifest.ts";
@@ -138,5 +139,30 @@ describe("operation declarations", () => {
       expect(op.response.status, op.id).toBeLessThan(300);
       expect(op.response.schema, op.id).toBeInstanceOf(z.ZodType);
     }
+  });
+});
+
+describe("the permission matrix (docs/roles.md)", () => {
+  it("docs/roles.md is the matrix rendered from the registry (run `npm run docs:roles` after a change)", () => {
+    const doc = readFileSync(fileURLToPath(new URL(`../../${ROLES_DOC}`, import.meta.url)), "utf8");
+    expect(doc).toBe(renderPermissionMatrix());
+  });
+
+  it("grants a client operation to its least role and every role above it, and names other accesses", () => {
+    const base = OPERATIONS[0]!;
+    const rendered = renderPermissionMatrix(
+      [
+        { ...base, id: "manageThing", summary: "Manage a thing", access: access.client("devops") },
+        { ...base, id: "ownThing", summary: "Own a thing", method: "PUT", access: access.self },
+      ],
+      [],
+    );
+    expect(rendered).toContain(
+      `| \`manageThing\` Manage a thing | \`${base.method} ${base.path}\` | ✓ | ✓ | ✓ | — | — |`,
+    );
+    expect(rendered).toContain(
+      `| \`ownThing\` Own a thing | \`PUT ${base.path}\` | self | self | self | self | self |`,
+    );
+    expect(rendered).not.toContain("Not yet in the registry");
   });
 });
