@@ -578,10 +578,22 @@ function callerFor(operation: Operation | undefined, call: Call): ApiClient {
 /** Operation ids answered with their declared status and schema. */
 const answered = new Set<string>();
 
-function expectErrorShape(response: { status: number; body: unknown }, status: number) {
+/** Statuses every operation may answer besides its declared `errors`. */
+const COMMON_ERRORS = [400, 401, 429, 503];
+
+/**
+ * An error answer: `{message, ...}` with the status; when `key` names an operation, the status is
+ * one it declares (its `errors`, or one every operation may answer).
+ */
+function expectErrorShape(response: { status: number; body: unknown }, status: number, key?: string) {
   expect(response.status, JSON.stringify(response.body)).toBe(status);
   expect(isObject(response.body), JSON.stringify(response.body)).toBe(true);
   expect((response.body as Record<string, unknown>).message).toEqual(expect.any(String));
+  const operation = key ? OPERATION_BY_KEY.get(key) : undefined;
+  if (operation && status !== UNSUPPORTED)
+    expect([...COMMON_ERRORS, ...operation.errors], `${operation.id} does not declare ${status}`).toContain(
+      status,
+    );
 }
 
 beforeAll(async () => {
@@ -776,13 +788,15 @@ describe("error answers have the error shape {message, ...}", () => {
   });
 
   it("404 for an unknown resource, and for another organisation's", async () => {
-    expectErrorShape(await f.owner.api.get(`${client()}/proxies/${randomUUID()}`), 404);
+    const getProxy = "GET /api/clients/{clientId}/proxies/{proxyId}";
+    expectErrorShape(await f.owner.api.get(`${client()}/proxies/${randomUUID()}`), 404, getProxy);
     const outsider = await stack.newUser();
-    expectErrorShape(await outsider.api.get(`${client()}/proxies/${f.proxyId}`), 404);
+    expectErrorShape(await outsider.api.get(`${client()}/proxies/${f.proxyId}`), 404, getProxy);
   });
 
   it("403 for a member without the role", async () => {
-    expectErrorShape(await f.member.api.post(`${client()}/proxies`, proxyBody(f.proxyCredentialId)), 403);
+    const response = await f.member.api.post(`${client()}/proxies`, proxyBody(f.proxyCredentialId));
+    expectErrorShape(response, 403, "POST /api/clients/{clientId}/proxies");
   });
 
   it("400 naming the fields of an invalid body", async () => {
@@ -790,7 +804,7 @@ describe("error answers have the error shape {message, ...}", () => {
       ...proxyBody(f.proxyCredentialId),
       proxyName: 5,
     });
-    expectErrorShape(response, 400);
+    expectErrorShape(response, 400, "POST /api/clients/{clientId}/proxies");
     expect(response.body.fields).toContain("proxyName");
   });
 });
