@@ -24,7 +24,8 @@ const ACTION_COVERS: Readonly<Record<ClientAction, string>> = {
   delete: "delete the organisation",
 };
 
-const GROUP_TITLES: Readonly<Record<FunctionGroupName, string>> = {
+/** Section titles; a group without one is titled by its name. */
+const GROUP_TITLES: Readonly<Partial<Record<FunctionGroupName, string>>> = {
   clients: "Clients",
   members: "Members and memberships",
   invites: "Invites",
@@ -127,7 +128,7 @@ export function renderPermissionMatrix(
   for (const group of groups) {
     push(
       "",
-      `### ${GROUP_TITLES[group]}`,
+      `### ${GROUP_TITLES[group] ?? group}`,
       "",
       row(["Operation", "Method and path", ...CLIENT_ROLES]),
       row(["---", "---", ...CLIENT_ROLES.map(() => ":-:")]),
