@@ -2,4 +2,5 @@
 import { createOperationHandler } from "#lib/api/dispatch.ts";
 import { proxyOperations } from "#lib/api/operations/proxies.ts";
 
-export const handler = createOperationHandler(proxyOperations);
+export const operations = proxyOperations;
+export const handler = createOperationHandler(operations);

@@ -1,0 +1,839 @@
+/**
+ * The contract test (issue 8): over real HTTP against the local stack, every operation of the
+ * registry is called at least once with a real, successful request, and its answer is checked
+ * against the operation's declared status and response schema, strictly: a key the schema does not
+ * declare, at any depth, fails (the schema must say what the API returns, and nothing else leaves).
+ *
+ * The table below says how to call each route, keyed by "METHOD path" (the operation is looked up
+ * by method and path). It also covers the routes still in LEGACY_ROUTES (no operation yet: the
+ * status is checked, the schema once the group is declared). A route or operation without an entry
+ * fails the test and is named: add an entry when you add an operation.
+ *
+ * Each entry creates what it consumes (the thing it deletes, the invite it rejects), so entries do
+ * not depend on each other's order. A few error answers are checked for the error shape too.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { z } from "zod";
+import { operationKey } from "#lib/api/dispatch.ts";
+import type { Operation } from "#lib/api/operation.ts";
+import { OPERATIONS } from "#lib/api/registry.ts";
+import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import { createNotification } from "#lib/domain/notifications.ts";
+import { setSystemAdmin } from "#lib/domain/users.ts";
+import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { setClientPlan } from "../../cli/client-plan.ts";
+import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import {
+  type ApiClient,
+  callDataPlane,
+  createClientFor,
+  created,
+  joinClient,
+  startTestStack,
+  type TestStack,
+  type TestUser,
+} from "../support/stack.ts";
+
+const US = "us-east-1";
+const WEB_CLIENT = "contract-web";
+const WEB_SECRET = `web-${randomUUID()}`;
+const SERVICE_CLIENT = "contract-service";
+const SERVICE_SECRET = `svc-${randomUUID()}`;
+
+// ---------------------------------------------------------------- the strict schema check
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Paths of the keys in `actual` that `kept` (the schema's output for it) dropped, at any depth
+ * ("proxies[0].entity"). Comparing against the schema's own output follows every zod construct
+ * (unions, records, optional, nullable, loose objects) exactly as the dispatcher's shaping does.
+ */
+function droppedKeys(actual: unknown, kept: unknown, path = ""): string[] {
+  if (Array.isArray(actual))
+    return Array.isArray(kept)
+      ? actual.flatMap((item, i) => droppedKeys(item, kept[i], `${path}[${i}]`))
+      : [];
+  if (!isObject(actual) || !isObject(kept)) return [];
+  return Object.keys(actual).flatMap((key) => {
+    const at = path ? `${path}.${key}` : key;
+    return Object.hasOwn(kept, key) ? droppedKeys(actual[key], kept[key], at) : [at];
+  });
+}
+
+/** Problems of a body against a declared schema: a mismatch, or a key the schema does not declare. */
+function strictProblems(schema: z.ZodType, body: unknown): string[] {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success)
+    return parsed.error.issues.map((issue) => `${issue.path.join(".") || "(body)"}: ${issue.message}`);
+  return droppedKeys(body, parsed.data).map((path) => `${path}: not declared in the response schema`);
+}
+
+// ---------------------------------------------------------------- fixtures
+
+interface Fixtures {
+  owner: TestUser;
+  /** Member of the client (role `user`, made `reader` by the member update). */
+  member: TestUser;
+  /** Invited and not yet answered: the client's invite routes and the invitee's read them. */
+  invitee: TestUser;
+  pendingInviteId: string;
+  /** Accepts their invite (PUT /api/users/{userId}/invites/{inviteId}). */
+  acceptor: TestUser;
+  acceptInviteId: string;
+  /** A member who leaves (DELETE membership), and one the owner removes. */
+  leaver: TestUser;
+  removed: TestUser;
+  systemAdmin: TestUser;
+  clientId: string;
+  proxyCredentialId: string;
+  targetCredentialId: string;
+  oauthCredentialId: string;
+  targetId: string;
+  proxyId: string;
+  requestId: string;
+  systemNotificationId: string;
+  userNotificationId: string;
+  clientNotificationId: string;
+}
+
+let stack: TestStack;
+let echo: Server;
+let echoBase: string;
+let oauth: OAuthServer;
+let f: Fixtures;
+
+const client = () => `/api/clients/${f.clientId}`;
+
+/** The key callers send, by proxy credential id. */
+const callerKeys = new Map<string, string>();
+
+async function proxyCredential(): Promise<string> {
+  const keyValue = `caller-${randomUUID()}`;
+  const credential = await created(
+    f.owner.api.post(`${client()}/credentials`, {
+      credentialName: "caller",
+      credentialType: "proxy",
+      authType: "apiKey",
+      region: US,
+      secret: { keyName: "x-api-key", keyValue },
+    }),
+    "credentials",
+  );
+  callerKeys.set(credential.credentialId as string, keyValue);
+  return credential.credentialId as string;
+}
+
+async function targetCredential(): Promise<string> {
+  const credential = await created(
+    f.owner.api.post(`${client()}/credentials`, {
+      credentialName: "upstream",
+      credentialType: "target",
+      authType: "bearer",
+      region: US,
+      secret: { token: `upstream-${randomUUID()}` },
+    }),
+    "credentials",
+  );
+  return credential.credentialId as string;
+}
+
+async function target(): Promise<string> {
+  const made = await created(
+    f.owner.api.post(`${client()}/targets`, {
+      targetName: "echo",
+      targetRegion: US,
+      targetBaseURL: echoBase,
+      targetTestPath: "/health",
+    }),
+    "targets",
+  );
+  return made.targetId as string;
+}
+
+const proxyBody = (proxyCredentialId: string) => ({
+  proxyName: "contract",
+  proxyRegion: US,
+  proxyProxyCredentialId: proxyCredentialId,
+  proxyTargetId: f.targetId,
+  proxyTargetCredentialId: f.targetCredentialId,
+});
+
+async function proxy(): Promise<string> {
+  const made = await created(
+    f.owner.api.post(`${client()}/proxies`, proxyBody(await proxyCredential())),
+    "proxies",
+  );
+  return made.proxyId as string;
+}
+
+async function invite(email: string, role = "user"): Promise<string> {
+  const made = await created(f.owner.api.post(`${client()}/invites`, { email, role }), "invites");
+  return made.inviteId as string;
+}
+
+const RULE = {
+  effect: "deny",
+  priority: 100,
+  methods: ["DELETE"],
+  path: { pattern: "^/admin", presence: "present" },
+};
+
+/** The rule parents: path segment and the fixture id of each. */
+const RULE_PARENTS = [
+  ["credentials/{credentialId}", (fx: Fixtures) => ({ credentialId: fx.proxyCredentialId })],
+  ["proxies/{proxyId}", (fx: Fixtures) => ({ proxyId: fx.proxyId })],
+  ["targets/{targetId}", (fx: Fixtures) => ({ targetId: fx.targetId })],
+] as const;
+
+async function rule(parentPath: string, parentParams: Record<string, string>): Promise<string> {
+  const made = await created(
+    f.owner.api.post(`${client()}/${fillPath(parentPath, parentParams)}/rules`, RULE),
+    "rules",
+  );
+  return made.ruleId as string;
+}
+
+// ---------------------------------------------------------------- the table
+
+type Caller = TestUser | "anonymous";
+
+interface Call {
+  /** Default: the client's owner. An operation's declared access overrides it for `public` and `systemAdmin`. */
+  as?: Caller;
+  params?: Record<string, string>;
+  query?: Record<string, string>;
+  body?: unknown;
+}
+
+interface Entry {
+  /** How to call the route; may create what it consumes (what it deletes, the invite it answers). */
+  call: (fx: Fixtures) => Call | Promise<Call>;
+  /**
+   * The success status the route answers today (405 for a route that exists only to say what to
+   * use instead). An operation's declared status must agree with it.
+   */
+  status: number;
+  /**
+   * The answer is not the API's `{message, ...}` envelope (a document such as an OpenAPI file or a
+   * page): only the status and, for an operation, its declared schema are checked.
+   */
+  notEnvelope?: true;
+}
+
+const UNSUPPORTED = 405;
+
+/** Every route of the Core API, by "METHOD path". */
+const CONTRACT: Record<string, Entry> = {
+  // ---- 4.1 Clients
+  "GET /api/clients": { status: 200, call: () => ({}) },
+  "POST /api/clients": { status: 201, call: () => ({ body: { clientName: "Contract Extra" } }) },
+  "GET /api/clients/{clientId}": { status: 200, call: (fx) => ({ params: { clientId: fx.clientId } }) },
+  "PUT /api/clients/{clientId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId }, body: { clientName: "Contract Co" } }),
+  },
+  "DELETE /api/clients/{clientId}": {
+    status: 200,
+    call: async (fx) => ({
+      params: { clientId: await createClientFor(fx.owner, "Doomed Co") },
+      body: { immediatelyDelete: true },
+    }),
+  },
+
+  // ---- 4.2 Members and memberships
+  "GET /api/clients/{clientId}/members": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "POST /api/clients/{clientId}/members": {
+    status: UNSUPPORTED,
+    call: (fx) => ({ params: { clientId: fx.clientId }, body: { email: fx.member.email } }),
+  },
+  "GET /api/clients/{clientId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, userId: fx.member.userId } }),
+  },
+  "PUT /api/clients/{clientId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, userId: fx.member.userId },
+      body: { roles: ["reader"] },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, userId: fx.removed.userId } }),
+  },
+  "GET /api/users/{userId}/memberships": {
+    status: 200,
+    call: (fx) => ({ params: { userId: fx.owner.userId } }),
+  },
+  "POST /api/users/{userId}/memberships": {
+    status: UNSUPPORTED,
+    call: (fx) => ({ params: { userId: fx.owner.userId }, body: {} }),
+  },
+  "PUT /api/users/{userId}/memberships": {
+    status: UNSUPPORTED,
+    call: (fx) => ({ params: { userId: fx.owner.userId }, body: {} }),
+  },
+  "GET /api/users/{userId}/memberships/{membershipId}": {
+    status: 200,
+    call: (fx) => ({ params: { userId: fx.owner.userId, membershipId: fx.clientId } }),
+  },
+  "POST /api/users/{userId}/memberships/{membershipId}": {
+    status: UNSUPPORTED,
+    call: (fx) => ({ params: { userId: fx.owner.userId, membershipId: fx.clientId }, body: {} }),
+  },
+  "PUT /api/users/{userId}/memberships/{membershipId}": {
+    status: UNSUPPORTED,
+    call: (fx) => ({ params: { userId: fx.owner.userId, membershipId: fx.clientId }, body: {} }),
+  },
+  "DELETE /api/users/{userId}/memberships/{membershipId}": {
+    status: 200,
+    call: (fx) => ({ as: fx.leaver, params: { userId: fx.leaver.userId, membershipId: fx.clientId } }),
+  },
+
+  // ---- 4.3 Invites
+  "GET /api/clients/{clientId}/invites": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "POST /api/clients/{clientId}/invites": {
+    status: 201,
+    call: (fx) => ({
+      params: { clientId: fx.clientId },
+      body: { email: `new-${randomUUID()}@example.test`, role: "reader" },
+    }),
+  },
+  "GET /api/clients/{clientId}/invites/{inviteId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, inviteId: fx.pendingInviteId } }),
+  },
+  "PUT /api/clients/{clientId}/invites/{inviteId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, inviteId: fx.pendingInviteId },
+      body: { roles: ["user"] },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/invites/{inviteId}": {
+    status: 200,
+    call: async (fx) => ({
+      params: { clientId: fx.clientId, inviteId: await invite(`cancelled-${randomUUID()}@example.test`) },
+    }),
+  },
+  "GET /api/users/{userId}/invites": {
+    status: 200,
+    call: (fx) => ({ as: fx.invitee, params: { userId: fx.invitee.userId } }),
+  },
+  "POST /api/users/{userId}/invites": {
+    status: UNSUPPORTED,
+    call: (fx) => ({ as: fx.invitee, params: { userId: fx.invitee.userId }, body: {} }),
+  },
+  "GET /api/users/{userId}/invites/{inviteId}": {
+    status: 200,
+    call: (fx) => ({ as: fx.invitee, params: { userId: fx.invitee.userId, inviteId: fx.pendingInviteId } }),
+  },
+  "PUT /api/users/{userId}/invites/{inviteId}": {
+    status: 200,
+    call: (fx) => ({
+      as: fx.acceptor,
+      params: { userId: fx.acceptor.userId, inviteId: fx.acceptInviteId },
+      body: { acceptInvite: true },
+    }),
+  },
+  "DELETE /api/users/{userId}/invites/{inviteId}": {
+    status: 200,
+    call: async () => {
+      const declining = await stack.newUser();
+      return {
+        as: declining,
+        params: { userId: declining.userId, inviteId: await invite(declining.email) },
+      };
+    },
+  },
+
+  // ---- 4.4 Users
+  "GET /api/users": { status: 200, call: () => ({}) },
+  "GET /api/users/{userId}": { status: 200, call: (fx) => ({ params: { userId: fx.owner.userId } }) },
+  "PUT /api/users/{userId}": {
+    status: 200,
+    call: (fx) => ({ params: { userId: fx.owner.userId }, body: { userBio: "Runs the contract test" } }),
+  },
+  "DELETE /api/users/{userId}": {
+    status: 200,
+    call: async () => {
+      const leaving = await stack.newUser();
+      return { as: leaving, params: { userId: leaving.userId }, body: { immediatelyDelete: true } };
+    },
+  },
+
+  // ---- 4.12 Notifications
+  "GET /api/notifications/system": { status: 200, call: () => ({}) },
+  "GET /api/notifications/system/{notificationId}": {
+    status: 200,
+    call: (fx) => ({ params: { notificationId: fx.systemNotificationId } }),
+  },
+  "GET /api/users/{userId}/notifications": {
+    status: 200,
+    call: (fx) => ({ params: { userId: fx.owner.userId } }),
+  },
+  "GET /api/users/{userId}/notifications/{notificationId}": {
+    status: 200,
+    call: (fx) => ({ params: { userId: fx.owner.userId, notificationId: fx.userNotificationId } }),
+  },
+  "GET /api/clients/{clientId}/notifications": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "GET /api/clients/{clientId}/notifications/{notificationId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, notificationId: fx.clientNotificationId } }),
+  },
+
+  // ---- 4.5 Credentials
+  "GET /api/clients/{clientId}/credentials": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "POST /api/clients/{clientId}/credentials": {
+    status: 201,
+    call: (fx) => ({
+      params: { clientId: fx.clientId },
+      body: {
+        credentialName: "created",
+        credentialType: "target",
+        authType: "bearer",
+        region: US,
+        secret: { token: `created-${randomUUID()}` },
+      },
+    }),
+  },
+  "GET /api/clients/{clientId}/credentials/{credentialId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, credentialId: fx.targetCredentialId } }),
+  },
+  "PUT /api/clients/{clientId}/credentials/{credentialId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, credentialId: fx.targetCredentialId },
+      body: { credentialName: "upstream (renamed)", notes: "contract" },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/credentials/{credentialId}": {
+    status: 200,
+    call: async (fx) => ({ params: { clientId: fx.clientId, credentialId: await targetCredential() } }),
+  },
+  "POST /api/clients/{clientId}/credentials/{credentialId}/test": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, credentialId: fx.targetCredentialId },
+      body: { targetId: fx.targetId },
+    }),
+  },
+  "POST /api/clients/{clientId}/credentials/{credentialId}/token-test": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, credentialId: fx.oauthCredentialId }, body: {} }),
+  },
+  // ---- 6.2 The OAuth2 provider's redirect (public): a real authorization through the test provider
+  "GET /webhooks/oauth2": {
+    status: 200,
+    call: async () => {
+      const pending = await created(
+        f.owner.api.post(`${client()}/credentials`, {
+          credentialName: "authorized",
+          credentialType: "target",
+          authType: "oauth2",
+          region: US,
+          secret: {
+            flow: "authorization_code",
+            tokenUrl: oauth.tokenUrl,
+            authorizationUrl: `${oauth.authorizationUrl}?prompt=consent`,
+            clientId: WEB_CLIENT,
+            clientSecret: WEB_SECRET,
+            scope: "openid offline_access",
+          },
+        }),
+        "credentials",
+      );
+      const redirect = await new Browser().authorize(pending.authorizationUrl as string);
+      return { as: "anonymous", query: Object.fromEntries(redirect.searchParams) };
+    },
+  },
+
+  // ---- 4.6 Targets
+  "GET /api/clients/{clientId}/targets": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "POST /api/clients/{clientId}/targets": {
+    status: 201,
+    call: (fx) => ({
+      params: { clientId: fx.clientId },
+      body: { targetName: "created", targetRegion: US, targetBaseURL: echoBase, targetTestPath: "/health" },
+    }),
+  },
+  "GET /api/clients/{clientId}/targets/{targetId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, targetId: fx.targetId } }),
+  },
+  "PUT /api/clients/{clientId}/targets/{targetId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, targetId: fx.targetId }, body: { notes: "contract" } }),
+  },
+  "DELETE /api/clients/{clientId}/targets/{targetId}": {
+    status: 200,
+    call: async (fx) => ({ params: { clientId: fx.clientId, targetId: await target() } }),
+  },
+
+  // ---- 4.7 Proxies
+  "GET /api/clients/{clientId}/proxies": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "POST /api/clients/{clientId}/proxies": {
+    status: 201,
+    call: async (fx) => ({ params: { clientId: fx.clientId }, body: proxyBody(await proxyCredential()) }),
+  },
+  "GET /api/clients/{clientId}/proxies/{proxyId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId } }),
+  },
+  "PUT /api/clients/{clientId}/proxies/{proxyId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId }, body: { notes: "contract" } }),
+  },
+  "DELETE /api/clients/{clientId}/proxies/{proxyId}": {
+    status: 200,
+    call: async (fx) => ({ params: { clientId: fx.clientId, proxyId: await proxy() } }),
+  },
+
+  // ---- 4.11 Request logs: a record of a real data-plane call
+  "GET /api/clients/{clientId}/proxies/{proxyId}/requests": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId } }),
+  },
+  "GET /api/clients/{clientId}/proxies/{proxyId}/requests/{requestId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId, requestId: fx.requestId } }),
+  },
+
+  // ---- 4.8 Rules, on each of the three parents
+  ...Object.fromEntries(
+    RULE_PARENTS.flatMap(([parent, parentParams]): [string, Entry][] => {
+      const base = `/api/clients/{clientId}/${parent}/rules`;
+      return [
+        [
+          `GET ${base}`,
+          { status: 200, call: (fx) => ({ params: { clientId: fx.clientId, ...parentParams(fx) } }) },
+        ],
+        [
+          `POST ${base}`,
+          {
+            status: 201,
+            call: (fx) => ({ params: { clientId: fx.clientId, ...parentParams(fx) }, body: RULE }),
+          },
+        ],
+        [
+          `DELETE ${base}/{ruleId}`,
+          {
+            status: 200,
+            call: async (fx) => ({
+              params: {
+                clientId: fx.clientId,
+                ...parentParams(fx),
+                ruleId: await rule(parent, parentParams(fx)),
+              },
+            }),
+          },
+        ],
+      ];
+    }),
+  ),
+};
+
+// ---------------------------------------------------------------- running an entry
+
+const OPERATION_BY_KEY = new Map(OPERATIONS.map((op) => [operationKey(op.method, op.path), op] as const));
+const ROUTE_KEYS = new Set([
+  ...CORE_API_ROUTES.map((route) => operationKey(route.method, route.path)),
+  ...OPERATION_BY_KEY.keys(),
+]);
+
+function fillPath(path: string, params: Record<string, string>): string {
+  return path.replace(/\{(\w+)\}/g, (_match, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`the contract entry gives no value for {${name}} in ${path}`);
+    return encodeURIComponent(value);
+  });
+}
+
+function callerFor(operation: Operation | undefined, call: Call): ApiClient {
+  if (operation?.access.kind === "public") return stack.anonymous;
+  if (operation?.access.kind === "systemAdmin") return f.systemAdmin.api;
+  const as = call.as ?? f.owner;
+  return as === "anonymous" ? stack.anonymous : as.api;
+}
+
+/** Operation ids answered with their declared status and schema. */
+const answered = new Set<string>();
+
+/** Statuses every operation may answer besides its declared `errors`. */
+const COMMON_ERRORS = [400, 401, 429, 503];
+
+/**
+ * An error answer: `{message, ...}` with the status; when `key` names an operation, the status is
+ * one it declares (its `errors`, or one every operation may answer).
+ */
+function expectErrorShape(response: { status: number; body: unknown }, status: number, key?: string) {
+  expect(response.status, JSON.stringify(response.body)).toBe(status);
+  expect(isObject(response.body), JSON.stringify(response.body)).toBe(true);
+  expect((response.body as Record<string, unknown>).message).toEqual(expect.any(String));
+  const operation = key ? OPERATION_BY_KEY.get(key) : undefined;
+  if (operation && status !== UNSUPPORTED)
+    expect([...COMMON_ERRORS, ...operation.errors], `${operation.id} does not declare ${status}`).toContain(
+      status,
+    );
+}
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  echo = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok: true, path: req.url }));
+    });
+  });
+  await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve));
+  echoBase = `http://127.0.0.1:${(echo.address() as AddressInfo).port}/base`;
+  const redirectUri = `${stack.baseUrl}/webhooks/oauth2`;
+  oauth = await startOAuthServer({
+    clients: [
+      {
+        client_id: WEB_CLIENT,
+        client_secret: WEB_SECRET,
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        redirect_uris: [redirectUri],
+        token_endpoint_auth_method: "client_secret_basic",
+      },
+      {
+        client_id: SERVICE_CLIENT,
+        client_secret: SERVICE_SECRET,
+        grant_types: ["client_credentials"],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: "client_secret_basic",
+        scope: "api:read",
+      },
+    ],
+  });
+
+  const [owner, member, invitee, acceptor, leaver, removed, systemAdmin] = await Promise.all(
+    Array.from({ length: 7 }, () => stack.newUser()),
+  );
+  const clientId = await createClientFor(owner!, "Contract Co");
+  // The team plan's 1,000 calls a minute: the scenario makes a few hundred calls with one token.
+  await setClientPlan(clientId, "team");
+  await setSystemAdmin(systemAdmin!.userId, true);
+  f = {
+    owner: owner!,
+    member: member!,
+    invitee: invitee!,
+    acceptor: acceptor!,
+    leaver: leaver!,
+    removed: removed!,
+    systemAdmin: systemAdmin!,
+    clientId,
+  } as Fixtures;
+  for (const user of [member!, leaver!, removed!]) await joinClient(owner!, clientId, user, "user");
+  f.pendingInviteId = await invite(invitee!.email);
+  f.acceptInviteId = await invite(acceptor!.email);
+
+  [f.proxyCredentialId, f.targetCredentialId, f.targetId] = await Promise.all([
+    proxyCredential(),
+    targetCredential(),
+    target(),
+  ]);
+  const theProxy = await created(
+    f.owner.api.post(`${client()}/proxies`, proxyBody(f.proxyCredentialId)),
+    "proxies",
+  );
+  f.proxyId = theProxy.proxyId as string;
+  const oauthCredential = await created(
+    f.owner.api.post(`${client()}/credentials`, {
+      credentialName: "service",
+      credentialType: "target",
+      authType: "oauth2",
+      region: US,
+      secret: {
+        flow: "client_credentials",
+        tokenUrl: oauth.tokenUrl,
+        clientId: SERVICE_CLIENT,
+        clientSecret: SERVICE_SECRET,
+        scope: "api:read",
+      },
+    }),
+    "credentials",
+  );
+  f.oauthCredentialId = oauthCredential.credentialId as string;
+
+  // A real data-plane call through the proxy: its request log record.
+  const forwarded = await callDataPlane(`${stack.regions[US]}/api/${f.proxyId}/hello`, {
+    headers: { "x-api-key": callerKeys.get(f.proxyCredentialId) ?? "" },
+  });
+  expect(forwarded.status, forwarded.text).toBe(200);
+  f.requestId = forwarded.headers.get("x-request-id") ?? "";
+  expect(f.requestId).not.toBe("");
+
+  f.systemNotificationId = String(
+    (
+      await createNotification(
+        { kind: "system" },
+        { type: "announcement", title: "Contract", message: "Hello" },
+      )
+    ).notificationId,
+  );
+  f.userNotificationId = String(
+    (
+      await createNotification(
+        { kind: "user", userId: f.owner.userId },
+        { type: "announcement", title: "Contract", message: "Hello" },
+      )
+    ).notificationId,
+  );
+  f.clientNotificationId = String(
+    (
+      await createNotification(
+        { kind: "client", clientId },
+        { type: "announcement", title: "Contract", message: "Hello" },
+      )
+    ).notificationId,
+  );
+});
+
+afterAll(async () => {
+  await closeOutboundAgents();
+  await oauth?.close();
+  echo?.closeAllConnections();
+  await new Promise((resolve) => echo?.close(resolve));
+  await stack?.stop();
+});
+
+describe("the contract table", () => {
+  it("has an entry for every operation of the registry and every route of the Core API", () => {
+    const missing = [...ROUTE_KEYS]
+      .filter((key) => !Object.hasOwn(CONTRACT, key))
+      .map((key) => {
+        const operation = OPERATION_BY_KEY.get(key);
+        return operation ? `${operation.id} (${key})` : key;
+      });
+    expect(missing, "add an entry to CONTRACT in test/e2e/contract.test.ts for each of these").toEqual([]);
+  });
+
+  it("has no entry for a route that does not exist", () => {
+    expect(Object.keys(CONTRACT).filter((key) => !ROUTE_KEYS.has(key))).toEqual([]);
+  });
+
+  it("agrees with each operation's declared success status", () => {
+    const disagree = [...OPERATION_BY_KEY]
+      .filter(([key]) => CONTRACT[key] && CONTRACT[key].status !== UNSUPPORTED)
+      .filter(([key, op]) => CONTRACT[key]!.status !== op.response.status)
+      .map(([key, op]) => `${op.id}: declares ${op.response.status}, answers ${CONTRACT[key]!.status} today`);
+    expect(disagree).toEqual([]);
+  });
+});
+
+describe("every route answers its declared contract", () => {
+  for (const [key, entry] of Object.entries(CONTRACT)) {
+    const operation = OPERATION_BY_KEY.get(key);
+    const label = operation ? `${operation.id}: ${key}` : `${key} (not in the registry yet)`;
+    it.skipIf(!ROUTE_KEYS.has(key))(label, async () => {
+      const [method, path] = key.split(" ") as [string, string];
+      const call = await entry.call(f);
+      const query = call.query ? `?${new URLSearchParams(call.query)}` : "";
+      const response = await callerFor(operation, call).request(
+        method,
+        `${fillPath(path, call.params ?? {})}${query}`,
+        call.body,
+      );
+      if (entry.status === UNSUPPORTED) {
+        // A route that only says what to use instead: 405, the error shape and Allow.
+        expectErrorShape(response, UNSUPPORTED);
+        expect(response.headers.get("allow")).toEqual(expect.any(String));
+        if (operation) answered.add(operation.id);
+        return;
+      }
+      expect(response.status, JSON.stringify(response.body)).toBe(entry.status);
+      if (!entry.notEnvelope) {
+        expect(isObject(response.body), JSON.stringify(response.body)).toBe(true);
+        expect((response.body as Record<string, unknown>).message).toEqual(expect.any(String));
+      }
+      if (!operation) return;
+      expect(response.status).toBe(operation.response.status);
+      expect(strictProblems(operation.response.schema, response.body), JSON.stringify(response.body)).toEqual(
+        [],
+      );
+      answered.add(operation.id);
+    });
+  }
+
+  it("every operation of the registry was answered at least once", () => {
+    expect(OPERATIONS.map((op) => op.id).filter((id) => !answered.has(id))).toEqual([]);
+  });
+});
+
+describe("error answers have the error shape {message, ...}", () => {
+  it("401 without a token", async () => {
+    expectErrorShape(await stack.anonymous.get("/api/clients"), 401);
+  });
+
+  it("404 for an unknown resource, and for another organisation's", async () => {
+    const getProxy = "GET /api/clients/{clientId}/proxies/{proxyId}";
+    expectErrorShape(await f.owner.api.get(`${client()}/proxies/${randomUUID()}`), 404, getProxy);
+    const outsider = await stack.newUser();
+    expectErrorShape(await outsider.api.get(`${client()}/proxies/${f.proxyId}`), 404, getProxy);
+  });
+
+  it("403 for a member without the role", async () => {
+    const response = await f.member.api.post(`${client()}/proxies`, proxyBody(f.proxyCredentialId));
+    expectErrorShape(response, 403, "POST /api/clients/{clientId}/proxies");
+  });
+
+  it("400 naming the fields of an invalid body", async () => {
+    const response = await f.owner.api.post(`${client()}/proxies`, {
+      ...proxyBody(f.proxyCredentialId),
+      proxyName: 5,
+    });
+    expectErrorShape(response, 400, "POST /api/clients/{clientId}/proxies");
+    expect(response.body.fields).toContain("proxyName");
+  });
+});
+
+describe("the strict check", () => {
+  it("names an undeclared key at any depth, and accepts a declared open record", async () => {
+    const { z: zod } = await import("zod");
+    const schema = zod.object({
+      message: zod.string(),
+      items: zod.array(zod.object({ id: zod.string(), extra: zod.record(zod.string(), zod.unknown()) })),
+    });
+    expect(
+      strictProblems(schema, {
+        message: "m",
+        items: [
+          { id: "a", extra: { any: 1 } },
+          { id: "b", extra: {}, entity: "x" },
+        ],
+      }),
+    ).toEqual(["items[1].entity: not declared in the response schema"]);
+    expect(strictProblems(schema, { message: "m", items: [{ id: 1, extra: {} }] })).toEqual([
+      "items.0.id: Invalid input: expected string, received number",
+    ]);
+  });
+});
