@@ -3,6 +3,12 @@
  * module per resource group). Everything that lists operations is derived from this array.
  */
 import type { Operation } from "./operation.ts";
+import { inviteOperations } from "./operations/invites.ts";
+import { notificationOperations } from "./operations/notifications.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 
-export const OPERATIONS: readonly Operation[] = [...proxyOperations];
+export const OPERATIONS: readonly Operation[] = [
+  ...proxyOperations,
+  ...inviteOperations,
+  ...notificationOperations,
+];
