@@ -32,48 +32,54 @@ interface InboxSpec {
 }
 
 /** The list and the get of one inbox. */
-const inboxOperations = (spec: InboxSpec) => [
-  operation({
-    id: `list${spec.name}Notifications`,
-    method: "GET",
-    path: spec.path,
-    group: "notifications",
-    summary: `List ${spec.name.toLowerCase()} notifications`,
-    description: `${spec.who} Newest first, a page at a time (query \`page\`, default 1, and \`limit\`, default 20, at most 100); listing marks nothing read. Notifications are kept 180 days.`,
-    access: spec.access,
-    effect: "read",
-    params: spec.params,
-    query: PaginationQuery,
-    response: { status: 200, schema: paged("notifications", NotificationSchema) },
-    errors: spec.access.kind === "user" ? [] : [403, 404],
-    handler: async (input) => ({
-      body: {
-        message: "Notifications retrieved",
-        ...(await listNotifications(spec.inbox(input), input.query)),
-      },
+const inboxOperations = (spec: InboxSpec) => {
+  // Who is refused: another user's path is 403; a client's non-member 404, a member without the role 403.
+  const refusals = { public: [], user: [], systemAdmin: [403], self: [403], client: [403, 404] }[
+    spec.access.kind
+  ];
+  return [
+    operation({
+      id: `list${spec.name}Notifications`,
+      method: "GET",
+      path: spec.path,
+      group: "notifications",
+      summary: `List ${spec.name.toLowerCase()} notifications`,
+      description: `${spec.who} Newest first, a page at a time (query \`page\`, default 1, and \`limit\`, default 20, at most 100); listing marks nothing read. Notifications are kept 180 days.`,
+      access: spec.access,
+      effect: "read",
+      params: spec.params,
+      query: PaginationQuery,
+      response: { status: 200, schema: paged("notifications", NotificationSchema) },
+      errors: refusals,
+      handler: async (input) => ({
+        body: {
+          message: "Notifications retrieved",
+          ...(await listNotifications(spec.inbox(input), input.query)),
+        },
+      }),
     }),
-  }),
-  operation({
-    id: `get${spec.name}Notification`,
-    method: "GET",
-    path: `${spec.path}/{notificationId}`,
-    group: "notifications",
-    summary: `Get a ${spec.name.toLowerCase()} notification (marks it read)`,
-    description: `${spec.who} Answers one notification and marks it read, which is the only way a notification becomes read (for the system inbox, read for the caller only).`,
-    access: spec.access,
-    // Marking it read is the bookkeeping of reading it, not a change to what the inbox holds.
-    effect: "read",
-    params: spec.params.extend({ notificationId: z.string() }),
-    response: { status: 200, schema: wrapped("notifications", NotificationSchema) },
-    errors: [403, 404],
-    handler: async (input) => ({
-      body: {
-        message: "Notification retrieved",
-        notifications: [await readNotification(spec.inbox(input), input.params.notificationId!)],
-      },
+    operation({
+      id: `get${spec.name}Notification`,
+      method: "GET",
+      path: `${spec.path}/{notificationId}`,
+      group: "notifications",
+      summary: `Get a ${spec.name.toLowerCase()} notification (marks it read)`,
+      description: `${spec.who} Answers one notification and marks it read, which is the only way a notification becomes read (for the system inbox, read for the caller only).`,
+      access: spec.access,
+      // Marking it read is the bookkeeping of reading it, not a change to what the inbox holds.
+      effect: "read",
+      params: spec.params.extend({ notificationId: z.string() }),
+      response: { status: 200, schema: wrapped("notifications", NotificationSchema) },
+      errors: [...new Set([...refusals, 404])],
+      handler: async (input) => ({
+        body: {
+          message: "Notification retrieved",
+          notifications: [await readNotification(spec.inbox(input), input.params.notificationId!)],
+        },
+      }),
     }),
-  }),
-];
+  ];
+};
 
 export const notificationOperations = [
   ...inboxOperations({
