@@ -9,6 +9,7 @@
 import { z } from "zod";
 import type { ClientAccess } from "../domain/access.ts";
 import type { ClientRole } from "../domain/roles.ts";
+import { methodNotAllowed } from "../http/errors.ts";
 import type { FunctionGroupName, HttpMethod } from "../infra/api-manifest.ts";
 
 /** Who is calling, as established by the authorizer; reaches the domain. */
@@ -93,6 +94,8 @@ export interface Operation<
   response: { status: number; schema: R };
   /** Error statuses the operation may answer besides the ones every operation may (400, 401, 429, 503). */
   errors: readonly number[];
+  /** Set on routes that exist only to answer 405 (unsupportedOperation). */
+  unsupported?: { message: string; allow: readonly string[] };
   /**
    * Calls one domain function and builds the answer. Its body is checked and shaped against
    * `response.schema` at run time (stored items are not typed yet; see docs/registry.md).
@@ -143,3 +146,37 @@ export const paged = <K extends string, I extends z.ZodType>(wrapper: K, item: I
 /** Path parameters: each a decoded, non-empty string (decoding and length are checked before). */
 export const pathParams = <K extends string>(...names: K[]) =>
   z.object(Object.fromEntries(names.map((name) => [name, z.string()])) as Record<K, z.ZodString>);
+
+/**
+ * A route the spec lists as unsupported: it exists only to answer 405, with `Allow` and a message
+ * naming what to use instead, to any authenticated caller; nothing is read or stored. Its path
+ * parameters are declared from the path, and `response.status` is that 405.
+ */
+export function unsupportedOperation(declaration: {
+  id: string;
+  method: HttpMethod;
+  path: string;
+  group: FunctionGroupName;
+  summary: string;
+  message: string;
+  allow: string[];
+}): Operation {
+  const names = [...declaration.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
+  return operation({
+    id: declaration.id,
+    method: declaration.method,
+    path: declaration.path,
+    group: declaration.group,
+    summary: declaration.summary,
+    description: `Not supported: answers 405 with Allow: ${declaration.allow.join(", ")}. ${declaration.message}.`,
+    access: access.user,
+    effect: "write",
+    params: pathParams(...names),
+    response: { status: 405, schema: MessageResponse },
+    errors: [405],
+    unsupported: { message: declaration.message, allow: declaration.allow },
+    handler: async () => {
+      throw methodNotAllowed(declaration.message, declaration.allow);
+    },
+  });
+}

@@ -5,7 +5,9 @@
 import type { Operation } from "./operation.ts";
 import { clientOperations } from "./operations/clients.ts";
 import { credentialOperations } from "./operations/credentials.ts";
+import { inviteOperations } from "./operations/invites.ts";
 import { memberOperations } from "./operations/members.ts";
+import { notificationOperations } from "./operations/notifications.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
 import { ruleOperations } from "./operations/rules.ts";
@@ -16,7 +18,9 @@ import { webhookOperations } from "./operations/webhooks.ts";
 export const OPERATIONS: readonly Operation[] = [
   ...clientOperations,
   ...memberOperations,
+  ...inviteOperations,
   ...userOperations,
+  ...notificationOperations,
   ...credentialOperations,
   ...targetOperations,
   ...proxyOperations,

@@ -7,6 +7,9 @@
  * States: pending -> accepted (PUT acceptInvite true: membership, userClients and the invite's
  * removal in one transaction) | rejected (invitee DELETE, or PUT acceptInvite false) | cancelled
  * (client DELETE) | expired (TTL).
+ *
+ * Access is checked before these functions run (lib/api/dispatch.ts): the client's side takes the
+ * caller's ClientAccess (admin role), the invitee's side the caller's own user id (self).
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
@@ -25,16 +28,10 @@ import {
   transactionConditionFailedAt,
 } from "../db/store.ts";
 import { sendEmail } from "../email.ts";
-import { HttpError } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import { describeError, log } from "../log.ts";
-import {
-  authorizeClient,
-  CLIENT_NOT_FOUND,
-  getClientItem,
-  getMemberItem,
-  MAX_CLIENTS_PER_USER,
-} from "./clients.ts";
+import type { ClientAccess } from "./access.ts";
+import { CLIENT_NOT_FOUND, getClientItem, getMemberItem, MAX_CLIENTS_PER_USER } from "./clients.ts";
 import { badRequest, conflict, forbidden, notFound, upstreamFailed } from "./errors.ts";
 import { createNotification } from "./notifications.ts";
 import { normaliseRoles } from "./roles.ts";
@@ -100,14 +97,11 @@ async function getPendingInvite(clientId: string, inviteId: string): Promise<Ite
   return result.Item;
 }
 
-export async function createInvite(
-  clientId: string,
-  callerId: string,
-  input: { email: string; role: string },
-) {
-  const actor = await authorizeClient(clientId, callerId, "invite");
+/** POST /api/clients/{clientId}/invites: the caller holds the admin role (checked before). */
+export async function createInvite(access: ClientAccess, input: { email: string; role: string }) {
+  const { clientId, userId: callerId } = access;
   const roles = normaliseRoles([input.role]);
-  assertCanGrant(actor.roles, roles);
+  assertCanGrant(access.roles, roles);
   const email = input.email.toLowerCase();
   const [client, existingUserId, pending, inviter] = await Promise.all([
     getClientItem(clientId),
@@ -231,28 +225,25 @@ async function removeInviteItems(clientId: string, inviteId: string, emailCondit
   return invite;
 }
 
-export async function listClientInvites(clientId: string, callerId: string, page: PageRequest) {
-  await authorizeClient(clientId, callerId, "invite");
-  const { items, pagination } = paginate(await pendingInvitesOfClient(clientId), page);
+export async function listClientInvites(access: ClientAccess, page: PageRequest) {
+  const { items, pagination } = paginate(await pendingInvitesOfClient(access.clientId), page);
   return { invites: items.map(toApiInvite), pagination };
 }
 
-export async function getClientInvite(clientId: string, callerId: string, inviteId: string) {
-  await authorizeClient(clientId, callerId, "invite");
-  return toApiInvite(await getPendingInvite(clientId, inviteId));
+export async function getClientInvite(access: ClientAccess, inviteId: string) {
+  return toApiInvite(await getPendingInvite(access.clientId, inviteId));
 }
 
 /** PUT /api/clients/{clientId}/invites/{inviteId}: replace roles and/or re-send (renewing the 7 days). */
 export async function updateClientInvite(
-  clientId: string,
-  callerId: string,
+  access: ClientAccess,
   inviteId: string,
   input: { roles?: string[]; resend?: boolean },
 ) {
-  const actor = await authorizeClient(clientId, callerId, "invite");
+  const { clientId, userId: callerId } = access;
   const invite = await getPendingInvite(clientId, inviteId);
   const roles = input.roles ? normaliseRoles(input.roles) : (invite.roles as string[]);
-  assertCanGrant(actor.roles, roles);
+  assertCanGrant(access.roles, roles);
   const ttl = input.resend ? nowSeconds() + INVITE_LIFETIME_SECONDS : Number(invite.TTL);
   const now = nowIso();
   try {
@@ -304,9 +295,8 @@ export async function updateClientInvite(
   return toApiInvite(updated);
 }
 
-export async function cancelClientInvite(clientId: string, callerId: string, inviteId: string) {
-  await authorizeClient(clientId, callerId, "invite");
-  await removeInviteItems(clientId, inviteId);
+export async function cancelClientInvite(access: ClientAccess, inviteId: string) {
+  await removeInviteItems(access.clientId, inviteId);
 }
 
 // ---- the invitee's side: /api/users/{userId}/invites ----
@@ -434,8 +424,7 @@ export async function acceptInvite(userId: string, inviteId: string) {
     if (codes[3] === "ConditionalCheckFailed") throw conflict("Client is no longer accepting members");
     if (codes[4] === "ConditionalCheckFailed")
       throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
-    if (codes.includes("TransactionConflict"))
-      throw new HttpError(409, "The invite changed concurrently; retry");
+    if (codes.includes("TransactionConflict")) throw conflict("The invite changed concurrently; retry");
     throw error;
   }
   const user = await requireUser(userId);

@@ -3,6 +3,9 @@
  * UUIDv7, so a partition's sort order is time order and lists read newest first. Lists never mark
  * anything read; getting one notification by id marks it read. System notifications are shared by
  * every user, so their read state is a per-user receipt item rather than a flag on the shared item.
+ *
+ * The API reads an inbox whose access was checked before (lib/api/dispatch.ts): the system inbox
+ * (any authenticated user), the caller's own (self) or a client's (a member, reader role or more).
  */
 
 import { v7 as uuidv7 } from "uuid";
@@ -19,8 +22,9 @@ import {
   queryPartition,
   tableName,
 } from "../db/store.ts";
-import { notFound } from "../http/errors.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
+import type { ClientAccess } from "./access.ts";
+import { notFound } from "./errors.ts";
 
 export const NOTIFICATION_NOT_FOUND = "Notification not found";
 /** Notifications expire after 180 days (TTL), which also bounds every inbox. */
@@ -30,6 +34,21 @@ export type NotificationScope =
   | { kind: "system" }
   | { kind: "user"; userId: string }
   | { kind: "client"; clientId: string };
+
+/**
+ * The inbox an API caller reads: the shared system inbox (read receipts are the reader's own), the
+ * caller's own inbox, or the inbox of a client the caller is a member of.
+ */
+export type NotificationInbox =
+  | { kind: "system"; readerId: string }
+  | { kind: "user"; userId: string }
+  | { kind: "client"; access: ClientAccess };
+
+function scopeOf(inbox: NotificationInbox): NotificationScope {
+  if (inbox.kind === "system") return { kind: "system" };
+  if (inbox.kind === "user") return { kind: "user", userId: inbox.userId };
+  return { kind: "client", clientId: inbox.access.clientId };
+}
 
 export function partitionOf(scope: NotificationScope): string {
   if (scope.kind === "system") return keys.systemNotificationPartition();
@@ -75,16 +94,17 @@ export async function createNotification(
   return item;
 }
 
-export async function listNotifications(scope: NotificationScope, page: PageRequest, readerId: string) {
+export async function listNotifications(inbox: NotificationInbox, page: PageRequest) {
+  const scope = scopeOf(inbox);
   const items = (await queryPartition(partitionOf(scope), { newestFirst: true })).filter(
     (i) => !isExpired(i),
   );
   const { items: pageItems, pagination } = paginate(items, page);
-  if (scope.kind !== "system") {
+  if (inbox.kind !== "system") {
     return { notifications: pageItems.map((i) => toApiNotification(i, scope)), pagination };
   }
   const receipts = await batchGet(
-    pageItems.map((i) => keys.systemNotificationReceipt(readerId, String(i.notificationId))),
+    pageItems.map((i) => keys.systemNotificationReceipt(inbox.readerId, String(i.notificationId))),
   );
   const readIds = new Set(receipts.map((r) => String(r.sKey)));
   return {
@@ -94,9 +114,10 @@ export async function listNotifications(scope: NotificationScope, page: PageRequ
 }
 
 /** Get one notification and mark it read (for the reader, in the system inbox). */
-export async function readNotification(scope: NotificationScope, notificationId: string, readerId: string) {
+export async function readNotification(inbox: NotificationInbox, notificationId: string) {
+  const scope = scopeOf(inbox);
   const key = { pKey: partitionOf(scope), sKey: notificationId };
-  if (scope.kind === "system") {
+  if (inbox.kind === "system") {
     const result = await homeDb().send(
       new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }),
     );
@@ -105,7 +126,7 @@ export async function readNotification(scope: NotificationScope, notificationId:
       new PutCommand({
         TableName: tableName(),
         Item: {
-          ...keys.systemNotificationReceipt(readerId, notificationId),
+          ...keys.systemNotificationReceipt(inbox.readerId, notificationId),
           entity: "notificationReceipt",
           readAt: nowIso(),
           TTL: result.Item.TTL,

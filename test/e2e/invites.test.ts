@@ -112,6 +112,25 @@ describe("POST /api/clients/{clientId}/invites", () => {
       userEmail: email,
       parentId: clientId,
     });
+    // The declared fields, nothing stored besides them (keys, index attributes, entity).
+    expect(Object.keys(created).sort()).toEqual(
+      [
+        "TTL",
+        "clientName",
+        "inviteCreated",
+        "inviteExpiresAt",
+        "inviteId",
+        "inviteUpdated",
+        "invitedBy",
+        "pKey",
+        "parentId",
+        "roles",
+        "sKey",
+        "userEmail",
+      ].sort(),
+    );
+    expect(created).toMatchObject({ invitedBy: owner.userId, inviteCreated: created.inviteUpdated });
+    expect(created.inviteExpiresAt).toBe(new Date(created.TTL * 1000).toISOString());
     expect(Number.isInteger(created.TTL)).toBe(true);
     expect(created.TTL).toBeGreaterThanOrEqual(before + WEEK_SECONDS - 2);
     expect(created.TTL).toBeLessThanOrEqual(after + WEEK_SECONDS + 2);
@@ -751,6 +770,66 @@ describe("accepting: PUT /api/users/{userId}/invites/{inviteId}", () => {
     expect(await storedItem(keys.member(clientId, invitee.userId))).toBeUndefined();
     expect(await userClients(invitee.userId)).not.toContain(clientId);
     expect((await storedItem(keys.client(clientId)))?.memberCount).toBe(1);
+  });
+});
+
+describe("the devops and reader roles", () => {
+  it.each(["reader", "devops"] as const)(
+    "an admin invites a %s, who accepts and joins with that role; neither may manage invites",
+    async (role) => {
+      const { owner, clientId } = await ownerWithClient("Roles Co");
+      const admin = await stack.newUser();
+      await joinClient(owner, clientId, admin, "admin");
+      const invitee = await stack.newUser();
+
+      const created = await invite(admin, clientId, invitee.email, role);
+      expect(created.roles).toEqual([role]);
+      expect((await storedItem(keys.invite(clientId, created.inviteId)))?.roles).toEqual([role]);
+      const mine = await invitee.api.get(`/api/users/${invitee.userId}/invites/${created.inviteId}`);
+      expect(mine.status).toBe(200);
+      expect(mine.body.invites[0].roles).toEqual([role]);
+
+      const accepted = await invitee.api.put(`/api/users/${invitee.userId}/invites/${created.inviteId}`, {
+        acceptInvite: true,
+      });
+      expect(accepted.status).toBe(200);
+      expect(accepted.body).toEqual({ message: "Invite accepted", clientId, roles: [role] });
+      expect((await storedItem(keys.member(clientId, invitee.userId)))?.roles).toEqual([role]);
+      expect(await storedItem(keys.client(clientId))).toMatchObject({ memberCount: 3, adminCount: 2 });
+      expect(await userClients(invitee.userId)).toContain(clientId);
+      await expectInviteGone(clientId, created.inviteId, invitee.email);
+
+      // Managing invites needs admin: the new member may neither list, see nor make them.
+      const other = await invite(admin, clientId, freshEmail(), "user");
+      for (const response of [
+        await invitee.api.get(`/api/clients/${clientId}/invites`),
+        await invitee.api.get(`/api/clients/${clientId}/invites/${other.inviteId}`),
+        await invitee.api.post(`/api/clients/${clientId}/invites`, { email: freshEmail(), role: "reader" }),
+        await invitee.api.put(`/api/clients/${clientId}/invites/${other.inviteId}`, { resend: true }),
+        await invitee.api.delete(`/api/clients/${clientId}/invites/${other.inviteId}`),
+      ]) {
+        expect(response.status).toBe(403);
+        expect(response.body).toEqual({ message: "Forbidden: requires the admin role" });
+      }
+      expect(await storedItem(keys.invite(clientId, other.inviteId))).toBeDefined();
+
+      // Every member reads the client's notifications, among them the acceptance.
+      const notes = await invitee.api.get(`/api/clients/${clientId}/notifications`);
+      expect(notes.status).toBe(200);
+      expect(notes.body.notifications).toContainEqual(
+        expect.objectContaining({ type: "invitation", message: expect.stringContaining(invitee.email) }),
+      );
+    },
+  );
+
+  it("an admin may change an invite's roles to devops and reader", async () => {
+    const { owner, clientId } = await ownerWithClient();
+    const created = await invite(owner, clientId, freshEmail(), "user");
+    const response = await owner.api.put(`/api/clients/${clientId}/invites/${created.inviteId}`, {
+      roles: ["reader", "devops"],
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.invites[0].roles).toEqual(["devops", "reader"]);
   });
 });
 

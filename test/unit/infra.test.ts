@@ -1,16 +1,11 @@
 /** The table definition and the route manifest that the CDK stack and the local runner both build from. */
-
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { operationKey } from "#lib/api/dispatch.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
-import {
-  AUTHORIZER_FUNCTION,
-  FUNCTION_GROUPS,
-  routeKey,
-  SCHEDULED_FUNCTIONS,
-} from "#lib/infra/api-manifest.ts";
+import { AUTHORIZER_FUNCTION, FUNCTION_GROUPS, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
 import {
   createTableInput,
   GLOBAL_SECONDARY_INDEXES,
@@ -18,6 +13,8 @@ import {
   SORT_KEY,
   STREAM_VIEW_TYPE,
 } from "#lib/infra/table-definition.ts";
+
+const routeKey = (route: { method: string; path: string }) => operationKey(route.method, route.path);
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 

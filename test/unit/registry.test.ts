@@ -13,22 +13,13 @@ import { access, type Operation } from "#lib/api/operation.ts";
 import { ROLES_DOC, renderPermissionMatrix } from "#lib/api/permission-matrix.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
-import { FUNCTION_GROUPS, LEGACY_ROUTES } from "#lib/infra/api-manifest.ts";
+import { FUNCTION_GROUPS } from "#lib/infra/api-manifest.ts";
 
 const functionFile = (group: string) =>
   fileURLToPath(new URL(`../../functions/${group}.ts`, import.meta.url));
 
-const declared = new Set(OPERATIONS.map((op) => operationKey(op.method, op.path)));
 const registryGroups = [...new Set(OPERATIONS.map((op) => op.group))].sort();
 const routeGroups = [...new Set(CORE_API_ROUTES.map((route) => route.group))].sort();
-/** Groups with routes no operation declares yet: their handlers still keep a route table. */
-const legacyGroups = [
-  ...new Set(
-    LEGACY_ROUTES.filter((route) => !declared.has(operationKey(route.method, route.path))).map(
-      (route) => route.group,
-    ),
-  ),
-].sort();
 
 /** `createProxy` -> `create_proxy` (the MCP tool name). */
 const snakeCase = (id: string) => id.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
@@ -66,8 +57,10 @@ describe("handlers and operations", () => {
     expect(registryGroups.filter((group) => !existsSync(functionFile(group)))).toEqual([]);
   });
 
-  it("a group in the registry is converted whole: none of its routes is left only in LEGACY_ROUTES", () => {
-    expect(registryGroups.filter((group) => legacyGroups.includes(group))).toEqual([]);
+  it("every route comes from an operation: no route is declared anywhere else", () => {
+    expect(CORE_API_ROUTES.map((route) => operationKey(route.method, route.path))).toEqual(
+      OPERATIONS.map((op) => operationKey(op.method, op.path)),
+    );
   });
 
   it("every route's group has a function file exporting a handler", async () => {
@@ -76,16 +69,6 @@ describe("handlers and operations", () => {
       expect(typeof module.handler, `functions/${group}.ts`).toBe("function");
     }
   });
-
-  // While groups remain in LEGACY_ROUTES, their handlers keep string-keyed route tables that are not
-  // exported; their dispatch is covered by the contract test (test/e2e/contract.test.ts), which calls
-  // every route. When the last group moves, this list is empty and the test above covers them all.
-  it.skipIf(legacyGroups.length === 0)(
-    `groups still in LEGACY_ROUTES, not checked here until converted: ${legacyGroups.join(", ")}`,
-    () => {
-      for (const group of legacyGroups) expect(registryGroups).not.toContain(group);
-    },
-  );
 });
 
 describe("operation declarations", () => {
@@ -135,6 +118,11 @@ describe("operation declarations", () => {
 
   it("every operation declares a success status and a response schema", () => {
     for (const op of OPERATIONS) {
+      // A route that exists only to answer 405 declares that 405 (unsupportedOperation).
+      if (op.unsupported) {
+        expect(op.response.status, op.id).toBe(405);
+        continue;
+      }
       expect(op.response.status, op.id).toBeGreaterThanOrEqual(200);
       expect(op.response.status, op.id).toBeLessThan(300);
       expect(op.response.schema, op.id).toBeInstanceOf(z.ZodType);

@@ -9,16 +9,15 @@ import {
   updateMemberRoles,
 } from "../../domain/members.ts";
 import { CLIENT_ROLES } from "../../domain/roles.ts";
-import { methodNotAllowed } from "../../http/errors.ts";
 import { PaginationQuery } from "../../http/pagination.ts";
 import { UpdateMemberBody } from "../../http/schemas.ts";
 import {
   access,
   MessageResponse,
-  type Operation,
   operation,
   paged,
   pathParams,
+  unsupportedOperation,
   wrapped,
 } from "../operation.ts";
 import { ClientSchema } from "./clients.ts";
@@ -40,29 +39,6 @@ const MemberParams = pathParams("clientId", "userId");
 const UserParams = pathParams("userId");
 const MembershipParams = pathParams("userId", "membershipId");
 
-/**
- * A route the spec lists as unsupported: it exists only to answer 405 with `Allow` and a message
- * naming what to use instead. Any authenticated caller gets that answer; nothing is read or stored.
- */
-function unsupported(
-  declaration: Pick<Operation, "id" | "method" | "path" | "summary">,
-  message: string,
-  allow: string[],
-): Operation {
-  return operation({
-    ...declaration,
-    group: "members",
-    description: `Not supported: answers 405 with an Allow header. ${message}.`,
-    access: access.user,
-    effect: "write",
-    response: { status: 405, schema: MessageResponse },
-    errors: [405],
-    handler: async () => {
-      throw methodNotAllowed(message, allow);
-    },
-  });
-}
-
 export const memberOperations = [
   operation({
     id: "listMembers",
@@ -82,16 +58,15 @@ export const memberOperations = [
       body: { message: "Members retrieved", ...(await listMembers(member!, query)) },
     }),
   }),
-  unsupported(
-    {
-      id: "addMember",
-      method: "POST",
-      path: "/api/clients/{clientId}/members",
-      summary: "Add a member (not supported)",
-    },
-    "Members cannot be added directly; invite them with POST /api/clients/{clientId}/invites",
-    ["GET"],
-  ),
+  unsupportedOperation({
+    id: "addMember",
+    method: "POST",
+    path: "/api/clients/{clientId}/members",
+    group: "members",
+    summary: "Add a member (not supported)",
+    message: "Members cannot be added directly; invite them with POST /api/clients/{clientId}/invites",
+    allow: ["GET"],
+  }),
   operation({
     id: "getMember",
     method: "GET",
@@ -167,26 +142,26 @@ export const memberOperations = [
       return { body: { message: "Memberships retrieved", clients, pagination } };
     },
   }),
-  unsupported(
-    {
-      id: "createMembership",
-      method: "POST",
-      path: "/api/users/{userId}/memberships",
-      summary: "Create a membership (not supported)",
-    },
-    "Memberships cannot be created directly; accept an invite with PUT /api/users/{userId}/invites/{inviteId}",
-    ["GET"],
-  ),
-  unsupported(
-    {
-      id: "replaceMemberships",
-      method: "PUT",
-      path: "/api/users/{userId}/memberships",
-      summary: "Change memberships (not supported)",
-    },
-    "Memberships cannot be changed here; accept an invite with PUT /api/users/{userId}/invites/{inviteId}, or an admin changes roles with PUT /api/clients/{clientId}/members/{userId}",
-    ["GET"],
-  ),
+  unsupportedOperation({
+    id: "createMembership",
+    method: "POST",
+    path: "/api/users/{userId}/memberships",
+    group: "members",
+    summary: "Create a membership (not supported)",
+    message:
+      "Memberships cannot be created directly; accept an invite with PUT /api/users/{userId}/invites/{inviteId}",
+    allow: ["GET"],
+  }),
+  unsupportedOperation({
+    id: "replaceMemberships",
+    method: "PUT",
+    path: "/api/users/{userId}/memberships",
+    group: "members",
+    summary: "Change memberships (not supported)",
+    message:
+      "Memberships cannot be changed here; accept an invite with PUT /api/users/{userId}/invites/{inviteId}, or an admin changes roles with PUT /api/clients/{clientId}/members/{userId}",
+    allow: ["GET"],
+  }),
   operation({
     id: "getMembership",
     method: "GET",
@@ -207,26 +182,26 @@ export const memberOperations = [
       },
     }),
   }),
-  unsupported(
-    {
-      id: "createMembershipById",
-      method: "POST",
-      path: "/api/users/{userId}/memberships/{membershipId}",
-      summary: "Create a membership (not supported)",
-    },
-    "Memberships cannot be created directly; accept an invite with PUT /api/users/{userId}/invites/{inviteId}",
-    ["GET", "DELETE"],
-  ),
-  unsupported(
-    {
-      id: "updateMembership",
-      method: "PUT",
-      path: "/api/users/{userId}/memberships/{membershipId}",
-      summary: "Change a membership (not supported)",
-    },
-    "Memberships cannot be changed here; an admin changes roles with PUT /api/clients/{clientId}/members/{userId}",
-    ["GET", "DELETE"],
-  ),
+  unsupportedOperation({
+    id: "createMembershipById",
+    method: "POST",
+    path: "/api/users/{userId}/memberships/{membershipId}",
+    group: "members",
+    summary: "Create a membership (not supported)",
+    message:
+      "Memberships cannot be created directly; accept an invite with PUT /api/users/{userId}/invites/{inviteId}",
+    allow: ["GET", "DELETE"],
+  }),
+  unsupportedOperation({
+    id: "updateMembership",
+    method: "PUT",
+    path: "/api/users/{userId}/memberships/{membershipId}",
+    group: "members",
+    summary: "Change a membership (not supported)",
+    message:
+      "Memberships cannot be changed here; an admin changes roles with PUT /api/clients/{clientId}/members/{userId}",
+    allow: ["GET", "DELETE"],
+  }),
   operation({
     id: "leaveClient",
     method: "DELETE",
