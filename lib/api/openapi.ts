@@ -200,8 +200,10 @@ export function openApiDocument(operations: readonly Operation[]): Json {
   const defs = new Map<string, Json>();
   const paths: Record<string, Record<string, Json>> = {};
   for (const operation of operations) {
-    const item = (paths[operation.path] ??= {});
-    item[operation.method.toLowerCase()] = operationObject(operation, defs);
+    paths[operation.path] = {
+      ...paths[operation.path],
+      [operation.method.toLowerCase()]: operationObject(operation, defs),
+    };
   }
   const errorSchema = toSchema(ErrorSchema, "output", defs, "Error");
   const tags = [...new Set(operations.map((operation) => operation.group))].map((name) => ({ name }));
