@@ -127,8 +127,9 @@ describe("the registry's OpenAPI document", () => {
     const docs = OPERATIONS.filter((op) => op.group === "docs");
     expect(docs.map((op) => `${op.method} ${op.path}`).sort()).toEqual(["GET /docs", "GET /openapi.json"]);
     for (const op of docs) expect(op.access.kind).toBe("public");
-    expect(operationIn(document, docs.find((op) => op.path === "/docs") as Operation).responses["200"].content)
-      .toHaveProperty("text/html; charset=utf-8");
+    expect(
+      operationIn(document, docs.find((op) => op.path === "/docs") as Operation).responses["200"].content,
+    ).toHaveProperty("text/html; charset=utf-8");
   });
 });
 
@@ -196,8 +197,9 @@ describe("schemas JSON Schema cannot express", () => {
     await expectValid(document);
     // Recursion and named (`meta({id})`) schemas become components, referred to by $ref.
     expect(Object.keys(document.components.schemas)).toContain("SharedLabel");
-    const tree = document.paths["/api/things/{thingId}"].get.responses["200"].content["application/json"]
-      .schema.properties.tree;
+    const tree =
+      document.paths["/api/things/{thingId}"].get.responses["200"].content["application/json"].schema
+        .properties.tree;
     expect(resolve(document, tree).properties.children.items.$ref).toMatch(/^#\/components\/schemas\//);
     const refs = JSON.stringify(document).match(/"\$ref":"[^"]+"/g) ?? [];
     for (const ref of refs) {
