@@ -7,13 +7,13 @@
  * allowReadSecret), each granting exactly the actions it names on exactly the resources given.
  * The role carries no AWS-managed policy: it writes only to its own log group.
  */
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Duration, Stack, Validations } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
-import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { type ICommandHooks, NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
@@ -67,6 +67,18 @@ export function commonEnvironment(settings: FunctionSettings): Record<string, st
   };
 }
 
+/** Bundling hooks that copy package files beside the bundle (`<outputDir>/<file name>`). */
+function copyPackageFiles(files: readonly string[]): ICommandHooks {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir, outputDir) =>
+      files.map(
+        (file) => `cp "${join(inputDir, "node_modules", file)}" "${join(outputDir, basename(file))}"`,
+      ),
+  };
+}
+
 export interface GatewayFunctionProps {
   /** kebab-case name; the entry point is `<functionsDir>/<name>.ts`. */
   readonly name: string;
@@ -79,6 +91,8 @@ export interface GatewayFunctionProps {
   readonly logRetention?: logs.RetentionDays;
   /** Directory of the entry points; tests point it at stubs. Defaults to functions/. */
   readonly functionsDir?: string;
+  /** Files of installed packages (`<package>/<path>`) copied beside the bundle, for code that reads them. */
+  readonly packageFiles?: readonly string[];
 }
 
 export class GatewayFunction extends Construct {
@@ -132,6 +146,7 @@ export class GatewayFunction extends Construct {
         externalModules: [],
         // Bundle with the locally installed esbuild; never fall back to Docker.
         forceDockerBundling: false,
+        ...(props.packageFiles?.length ? { commandHooks: copyPackageFiles(props.packageFiles) } : {}),
       },
     });
 

@@ -24,6 +24,8 @@ import { parseInput } from "../http/validation.ts";
 import { log } from "../log.ts";
 import type { Operation, Principal } from "./operation.ts";
 
+const TEXT_HEADERS = { "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
+
 export const operationKey = (method: string, path: string) => `${method} ${path}`;
 
 /** Message of the 403 answered when the path's user is not the caller. */
@@ -58,7 +60,7 @@ function pathParamsOf(operation: Operation, event: APIGatewayProxyEvent): Record
 }
 
 /** The answer's body, shaped by the declared schema; a handler that breaks its contract is a 500. */
-function shape(operation: Operation, body: unknown): Record<string, unknown> {
+function shape(operation: Operation, body: unknown): Record<string, unknown> | string {
   const result = operation.response.schema.safeParse(body);
   if (result.success) return result.data;
   log.error("Response does not match its declared schema", {
@@ -110,9 +112,17 @@ export function createOperationHandler(operations: readonly Operation[]) {
         requestId: event.requestContext?.requestId ?? "",
         baseUrl: publicBaseUrl(event),
       });
-      return json(result.status ?? operation.response.status, shape(operation, result.body), {
-        ...result.headers,
-        ...headers,
-      });
+      const status = result.status ?? operation.response.status;
+      const shaped = shape(operation, result.body);
+      const { contentType } = operation.response;
+      // A non-JSON answer (the reference page) is the handler's text, sent as it is.
+      if (contentType && typeof shaped === "string") {
+        return {
+          statusCode: status,
+          headers: { ...TEXT_HEADERS, "Content-Type": contentType, ...result.headers, ...headers },
+          body: shaped,
+        };
+      }
+      return json(status, shaped, { ...result.headers, ...headers });
     });
 }

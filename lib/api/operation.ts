@@ -62,17 +62,20 @@ export interface OperationInput<P, Q, B> {
 export interface OperationResult<R> {
   /** Defaults to the operation's declared success status. */
   status?: number;
+  /** An object for JSON answers; the text itself when the response declares another `contentType`. */
   body: R;
   headers?: Record<string, string>;
 }
 
 type AnyObject = z.ZodType<Record<string, unknown>>;
+/** A JSON object, or (with a non-JSON `contentType`) the text of the answer. */
+type AnyResponse = z.ZodType<Record<string, unknown> | string>;
 
 export interface Operation<
   P extends AnyObject = AnyObject,
   Q extends AnyObject = AnyObject,
   B extends z.ZodType = z.ZodType,
-  R extends AnyObject = AnyObject,
+  R extends AnyResponse = AnyResponse,
 > {
   /** camelCase; its snake_case form is the MCP tool name. */
   id: string;
@@ -90,8 +93,12 @@ export interface Operation<
   query: Q;
   /** Undefined: the operation takes no body (any body sent is ignored, as before). */
   body: B | undefined;
-  /** The success answer: its status and the schema that shapes it (undeclared fields never leave). */
-  response: { status: number; schema: R };
+  /**
+   * The success answer: its status and the schema that shapes it (undeclared fields never leave).
+   * `contentType` (default JSON) is for the few answers that are not JSON, the API reference page:
+   * the handler's body is then that text, sent as it is.
+   */
+  response: { status: number; schema: R; contentType?: string };
   /** Error statuses the operation may answer besides the ones every operation may (400, 401, 429, 503). */
   errors: readonly number[];
   /** Set on routes that exist only to answer 405 (unsupportedOperation). */
@@ -102,11 +109,16 @@ export interface Operation<
    */
   handler: (
     input: OperationInput<z.infer<P>, z.infer<Q>, z.infer<B>>,
-  ) => Promise<OperationResult<Record<string, unknown>>>;
+  ) => Promise<OperationResult<Record<string, unknown> | string>>;
 }
 
 /** Declares an operation; infers the handler's input and output types from the schemas. */
-export function operation<P extends AnyObject, Q extends AnyObject, B extends z.ZodType, R extends AnyObject>(
+export function operation<
+  P extends AnyObject,
+  Q extends AnyObject,
+  B extends z.ZodType,
+  R extends AnyResponse,
+>(
   declaration: Omit<Operation<P, Q, B, R>, "params" | "query" | "body" | "errors"> & {
     params?: P;
     query?: Q;

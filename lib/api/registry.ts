@@ -5,6 +5,7 @@
 import type { Operation } from "./operation.ts";
 import { clientOperations } from "./operations/clients.ts";
 import { credentialOperations } from "./operations/credentials.ts";
+import { docsOperations } from "./operations/docs.ts";
 import { inviteOperations } from "./operations/invites.ts";
 import { memberOperations } from "./operations/members.ts";
 import { notificationOperations } from "./operations/notifications.ts";
@@ -27,4 +28,5 @@ export const OPERATIONS: readonly Operation[] = [
   ...ruleOperations,
   ...requestLogOperations,
   ...webhookOperations,
+  ...docsOperations,
 ];

@@ -8,8 +8,11 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface FunctionGroup {
   /** kebab-case name; the entry point is functions/<name>.ts exporting `handler`. */
   name: string;
-  /** Table access this group needs: the home region's table only, or every region's table too. */
-  tables: "home-read" | "home-write" | "all-regions-read" | "all-regions-write";
+  /**
+   * Table access this group needs: the home region's table only, every region's table too, or
+   * none at all (the API's own documentation).
+   */
+  tables: "none" | "home-read" | "home-write" | "all-regions-read" | "all-regions-write";
   /** Whether the group sends e-mail through SES. */
   sendsEmail?: boolean;
   /** Whether the group talks to the payment processor. */
@@ -18,7 +21,15 @@ export interface FunctionGroup {
   usesKms?: boolean;
   /** Whether the group calls user-supplied URLs (credential tests, OAuth2 token endpoints). */
   callsOut?: boolean;
+  /**
+   * Files of installed npm packages the group reads at run time (`<package>/<path>`), copied beside
+   * its bundle when the function is built (esbuild bundles code, not the files code reads).
+   */
+  packageFiles?: readonly string[];
 }
+
+/** The reference page's renderer: Redoc's standalone browser bundle, served by the docs group. */
+export const REFERENCE_PAGE_BUNDLE = "redoc/bundles/redoc.standalone.js";
 
 export const FUNCTION_GROUPS = {
   clients: { name: "clients", tables: "all-regions-write", usesPayments: true },
@@ -32,6 +43,8 @@ export const FUNCTION_GROUPS = {
   rules: { name: "rules", tables: "all-regions-write" },
   requests: { name: "requests", tables: "all-regions-read" },
   webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
+  /** The OpenAPI document and the API reference page, derived from the registry; no table. */
+  docs: { name: "docs", tables: "none", packageFiles: [REFERENCE_PAGE_BUNDLE] },
 } as const satisfies Record<string, FunctionGroup>;
 
 export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;

@@ -151,9 +151,13 @@ describe("HomeStack", () => {
     });
 
     const expectedTables = (tables: FunctionGroup["tables"]) =>
-      tables.startsWith("all-regions") ? regions.map((r) => tableArn(r)) : [tableArn(homeRegion)];
+      tables === "none"
+        ? []
+        : tables.startsWith("all-regions")
+          ? regions.map((r) => tableArn(r))
+          : [tableArn(homeRegion)];
     const expectedActions = (tables: FunctionGroup["tables"]) =>
-      tables.endsWith("-read") ? read : readWrite;
+      tables === "none" ? [] : tables.endsWith("-read") ? read : readWrite;
 
     it.each(Object.entries(FUNCTION_GROUPS))("%s gets exactly its manifest access", (key, group) => {
       const fn = home.groupFunctions[key as FunctionGroupName];

@@ -83,12 +83,14 @@ describe("CORE_API_ROUTES", () => {
     expect([...seen].filter(([, count]) => count > 1)).toEqual([]);
   });
 
-  it("puts every authenticated path under /api/ (public ones under /webhooks/), well-formed", () => {
+  it("puts every authenticated path under /api/ (public ones under /webhooks/, or the docs), well-formed", () => {
     for (const route of CORE_API_ROUTES) {
-      expect(route.path, routeKey(route)).toMatch(route.public ? /^\/webhooks\// : /^\/api\//);
+      expect(route.path, routeKey(route)).toMatch(
+        route.public ? /^(\/webhooks\/|\/docs$|\/openapi\.json$)/ : /^\/api\//,
+      );
       expect(route.path, routeKey(route)).not.toMatch(/\/$|\/\//);
       for (const segment of route.path.split("/").slice(1)) {
-        expect(segment, routeKey(route)).toMatch(/^([a-z][a-z0-9-]*|\{[a-zA-Z]+\})$/);
+        expect(segment, routeKey(route)).toMatch(/^([a-z][a-z0-9-]*(\.json)?|\{[a-zA-Z]+\})$/);
       }
       const params = route.path.match(/\{[^}]+\}/g) ?? [];
       expect(new Set(params).size, routeKey(route)).toBe(params.length);
