@@ -127,7 +127,8 @@ function serviceResponse(
 const denied = (message: string) => serviceResponse(403, { code: "proxy-access-denied", message });
 
 function parseQuery(raw: string): Record<string, string> {
-  const query: Record<string, string> = {};
+  // Null prototype: `constructor` or `toString` must not be found already set on Object.prototype.
+  const query: Record<string, string> = Object.create(null);
   for (const [name, value] of new URLSearchParams(raw)) query[name] ??= value;
   return query;
 }

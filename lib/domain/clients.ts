@@ -20,9 +20,8 @@ import {
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { ClientAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
-import { badRequest, forbidden, notFound } from "./errors.ts";
+import { badRequest, notFound } from "./errors.ts";
 import { deleteCustomer, provisionCustomer } from "./payments.ts";
-import { type ClientAction, can, minimumRoleFor } from "./roles.ts";
 import { requireUser, userClientIds } from "./users.ts";
 
 export const CLIENT_NOT_FOUND = "Client not found";
@@ -79,23 +78,6 @@ export async function loadClient(
   const [client, members] = await Promise.all([getClientItem(clientId), listMemberItems(clientId)]);
   if (!client) return undefined;
   return { client, members: members.map(memberRef) };
-}
-
-/**
- * Role check for a client-scoped route not yet declared in the operation registry (operations
- * declare their access and get a ClientAccess from the dispatcher instead). A caller who is not a
- * member gets the same 404 as for a client that does not exist, so client ids cannot be probed.
- */
-export async function authorizeClient(
-  clientId: string,
-  userId: string,
-  action: ClientAction,
-): Promise<MemberRef> {
-  const member = await getMemberItem(clientId, userId);
-  if (!member) throw notFound(CLIENT_NOT_FOUND);
-  const ref = memberRef(member);
-  if (!can(ref.roles, action)) throw forbidden(`Forbidden: requires the ${minimumRoleFor(action)} role`);
-  return ref;
 }
 
 export async function createClient(userId: string, clientName: string): Promise<ApiClient> {

@@ -264,13 +264,3 @@ function actorStillHolds(clientId: string, actorUserId: string, targetUserId: st
     },
   ];
 }
-
-/**
- * User-path routes act only on the caller's own user. Operations in the registry declare the
- * `self` access instead; this remains for the groups not yet moved (invites, notifications).
- */
-export function requireSelf(callerId: string, userId: string | undefined): string {
-  if (!userId || userId !== callerId)
-    throw forbidden("Forbidden: you can only access your own user resources");
-  return userId;
-}

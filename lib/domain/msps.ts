@@ -18,7 +18,7 @@ import {
   tableName,
   transactionConditionFailedAt,
 } from "../db/store.ts";
-import { notFound } from "../http/errors.ts";
+import { notFound } from "./errors.ts";
 
 export const MSP_NOT_FOUND = "MSP not found";
 export const MSP_OWNER_NOT_FOUND = "Owner user not found";

@@ -11,11 +11,11 @@ import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand } from "../db/document-client.ts";
 import { keys, REGIONAL_SK } from "../db/keys.ts";
 import { type Item, nowIso, tableName, transactionCancellationCodes, withoutInternals } from "../db/store.ts";
-import { badRequest, conflict, HttpError, notFound, validationFailed } from "../http/errors.ts";
 import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
 import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteProxyCascade } from "./cascade.ts";
+import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import {
   byCreatedDesc,
   findInRegions,
@@ -116,7 +116,7 @@ function explainCancellation(error: unknown, links: [LinkField, string][], alias
   if (aliasIndex !== undefined && codes[aliasIndex] === "ConditionalCheckFailed")
     return conflict(ALIAS_TAKEN);
   if (codes.some((code) => code === "ConditionalCheckFailed" || code === "TransactionConflict"))
-    return new HttpError(409, "The proxy changed concurrently; retry");
+    return conflict("The proxy changed concurrently; retry");
   return error;
 }
 

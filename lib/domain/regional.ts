@@ -22,7 +22,7 @@ import {
   setExpression,
   tableName,
 } from "../db/store.ts";
-import { notFound, validationFailed } from "../http/errors.ts";
+import { notFound, validationFailed } from "./errors.ts";
 
 /** Bound on each kind of regional resource per client and region (every list stays bounded). */
 export const MAX_RESOURCES_PER_REGION = 500;

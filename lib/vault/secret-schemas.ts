@@ -6,7 +6,7 @@
  * is what gets encrypted and stored. docs/credentials.md is the user-facing description.
  */
 import { z } from "zod";
-import { validationFailed } from "../http/errors.ts";
+import { validationFailed } from "../domain/errors.ts";
 import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../net/header-rules.ts";
 
 import { HMAC_MIN_KEY_BYTES, isHmacAlgorithm, JWT_ALGORITHMS } from "./jwt-algorithms.ts";

@@ -564,8 +564,19 @@ describe("user-named keys (issue 7: a `Constructor` header stopped the log)", ()
       Object.entries(record.requestHeaders as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]),
     );
     expect(loggedHeaders).toMatchObject({ constructor: "1", tostring: "3", hasownproperty: "4" });
-    expect(Object.hasOwn(loggedHeaders, "__proto__")).toBe(true);
-    expect(JSON.stringify(record)).toContain('"__proto__"');
+    // Every name is stored, `__proto__` included; the API's answer (shaped by zod, which never
+    // builds a `__proto__` entry) leaves that one name out (docs/request-logs.md).
+    const stored = await storedItem(keys.requestLog(s.proxyId, forwarded.sKey));
+    expect(Object.hasOwn(stored?.requestHeaders, "__proto__")).toBe(true);
+    expect(Object.hasOwn(stored?.proxyData.apiParams, "__proto__")).toBe(true);
+    expect(Object.hasOwn(loggedHeaders, "__proto__")).toBe(false);
+    // Query parameters named after Object.prototype's members are logged too.
+    expect(record.apiParams ?? forwarded.proxyData.apiParams).toMatchObject({
+      constructor: "1",
+      toString: "3",
+      hasOwnProperty: "4",
+      valueOf: "5",
+    });
   });
 
   it("stores and answers a proxy's additions keyed constructor, toString and hasOwnProperty", async () => {
