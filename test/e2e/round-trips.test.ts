@@ -102,6 +102,23 @@ describe("store round trips per warm Core API call", () => {
     expect(calls).toEqual({ "DynamoDB:GetItem": 1, "DynamoDB:UpdateItem": 1 });
   });
 
+  it("GET /api/clients/{clientId}: rate window, membership, then the client and its members", async () => {
+    const calls = await callsOf(() => owner.api.get(`/api/clients/${clientId}`));
+    process.stdout.write(`round trips GET client: ${JSON.stringify(calls)}\n`);
+    expect(calls).toEqual({ "DynamoDB:GetItem": 2, "DynamoDB:Query": 1, "DynamoDB:UpdateItem": 1 });
+  });
+
+  it("POST /api/clients: rate window, the user, one transaction, the runtime item in every region", async () => {
+    const calls = await callsOf(() => owner.api.post("/api/clients", { clientName: "Another" }), 201);
+    process.stdout.write(`round trips POST client: ${JSON.stringify(calls)}\n`);
+    // The plan and billing status the data plane reads are copied to each region's runtime item.
+    expect(calls).toEqual({
+      "DynamoDB:GetItem": 1,
+      "DynamoDB:TransactWriteItems": 1,
+      "DynamoDB:UpdateItem": 1 + getConfig().regions.length,
+    });
+  });
+
   it("GET /api/clients/{clientId}/proxies/{proxyId}: rate window, membership, the proxy in every region", async () => {
     const calls = await callsOf(() => owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}`));
     process.stdout.write(`round trips GET proxy: ${JSON.stringify(calls)}\n`);
