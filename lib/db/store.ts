@@ -12,6 +12,7 @@ import {
   type NativeAttributeValue,
   QueryCommand,
   type QueryCommandInput,
+  type TransactWriteCommandInput,
 } from "./document-client.ts";
 import type { Key } from "./keys.ts";
 
@@ -192,3 +193,29 @@ export function setExpression(
     ExpressionAttributeValues: values,
   };
 }
+
+/** One action of a TransactWriteItems, named for what it does, so a cancellation is read by name. */
+export interface TransactionStep {
+  name: string;
+  action: NonNullable<TransactWriteCommandInput["TransactItems"]>[number];
+}
+
+/**
+ * What cancelled a transaction of named steps: the names whose condition did not hold, and
+ * whether DynamoDB reported a conflict with another transaction. Undefined when the error is not
+ * a cancellation (it is then rethrown as it is).
+ */
+export function cancelledSteps(
+  error: unknown,
+  steps: readonly TransactionStep[],
+): { failed: string[]; conflict: boolean } | undefined {
+  const codes = transactionCancellationCodes(error);
+  if (!codes) return undefined;
+  return {
+    failed: steps.filter((_, index) => codes[index] === "ConditionalCheckFailed").map((step) => step.name),
+    conflict: codes.includes("TransactionConflict"),
+  };
+}
+
+/** The TransactItems of named steps, in order. */
+export const transactItemsOf = (steps: readonly TransactionStep[]) => steps.map((step) => step.action);

@@ -9,8 +9,15 @@ import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
-import { type Item, nowIso, tableName, transactionCancellationCodes, withoutInternals } from "../db/store.ts";
+import {
+  findProxyInAnyRegion,
+  listProxiesOfClient,
+  listProxiesOfClientInRegion,
+  type ProxyItem,
+  proxyKeys,
+} from "../db/entities/proxy.ts";
+import { keys } from "../db/keys.ts";
+import { cancelledSteps, nowIso, type TransactionStep, tableName, transactItemsOf } from "../db/store.ts";
 import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
 import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
@@ -19,8 +26,6 @@ import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import {
   byCreatedDesc,
   findInRegions,
-  listAcrossRegions,
-  listInRegion,
   MAX_RESOURCES_PER_REGION,
   regionalDb,
   requireConfiguredRegion,
@@ -43,18 +48,22 @@ export function proxyUrl(region: string, proxyId: string): string | null {
   return base ? `${base.replace(/\/$/, "")}/api/${proxyId}/` : null;
 }
 
-export function toApiProxy(item: Item) {
+/** The proxy as the API shows it: the response schema (lib/api/operations/proxies.ts) picks its fields. */
+export function toApiProxy(proxy: ProxyItem) {
   return {
-    ...withoutInternals(item, ["deletingAt"]),
-    pKey: String(item.clientId),
-    sKey: String(item.proxyId),
-    proxyUrl: proxyUrl(String(item.proxyRegion), String(item.proxyId)),
+    ...proxy,
+    pKey: proxy.clientId,
+    sKey: proxy.proxyId,
+    proxyUrl: proxyUrl(proxy.proxyRegion, proxy.proxyId),
   };
 }
 
-export async function requireProxy(clientId: string, proxyId: string) {
-  const found = await findInRegions(keys.proxy(clientId, proxyId));
-  if (!found || found.item.deletingAt) throw notFound(PROXY_NOT_FOUND);
+export async function requireProxy(
+  clientId: string,
+  proxyId: string,
+): Promise<{ region: string; proxy: ProxyItem }> {
+  const found = await findProxyInAnyRegion(clientId, proxyId);
+  if (!found || found.proxy.deletingAt) throw notFound(PROXY_NOT_FOUND);
   return found;
 }
 
@@ -88,36 +97,45 @@ async function checkLink(clientId: string, region: string, field: LinkField, id:
     return fail("the credential is still waiting for its OAuth2 authorization");
 }
 
-/** ConditionChecks that keep the links valid at the moment the proxy is written. */
-const linkConditions = (clientId: string, links: [LinkField, string][]) =>
+/** Steps (named after the link field) that keep the links valid at the moment the proxy is written. */
+const linkConditions = (clientId: string, links: [LinkField, string][]): TransactionStep[] =>
   links.map(([field, id]) => ({
-    ConditionCheck: {
-      TableName: tableName(),
-      Key: keyOfLink(clientId, field, id),
-      ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+    name: field,
+    action: {
+      ConditionCheck: {
+        TableName: tableName(),
+        Key: keyOfLink(clientId, field, id),
+        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+      },
     },
   }));
 
-const aliasLock = (clientId: string, alias: string, proxyId: string) => ({
-  Put: {
-    TableName: tableName(),
-    Item: { ...keys.proxyAlias(clientId, alias), entity: "proxyAlias", proxyId, clientId },
-    ConditionExpression: "attribute_not_exists(pKey)",
+const ALIAS_LOCK = "claim alias";
+const aliasLock = (clientId: string, alias: string, proxyId: string): TransactionStep => ({
+  name: ALIAS_LOCK,
+  action: {
+    Put: {
+      TableName: tableName(),
+      Item: { ...proxyKeys.aliasLock(clientId, alias), entity: "proxyAlias", proxyId, clientId },
+      ConditionExpression: "attribute_not_exists(pKey)",
+    },
   },
 });
 
-/** Turn a cancelled proxy transaction into the caller's answer. */
-function explainCancellation(error: unknown, links: [LinkField, string][], aliasIndex: number | undefined) {
-  const codes = transactionCancellationCodes(error);
-  if (!codes) return error;
-  const failed = codes.indexOf("ConditionalCheckFailed");
-  if (failed >= 0 && failed < links.length)
-    return validationFailed([{ field: links[failed]![0], problem: "was deleted or is being deleted" }]);
-  if (aliasIndex !== undefined && codes[aliasIndex] === "ConditionalCheckFailed")
-    return conflict(ALIAS_TAKEN);
-  if (codes.some((code) => code === "ConditionalCheckFailed" || code === "TransactionConflict"))
-    return conflict("The proxy changed concurrently; retry");
-  return error;
+/** Write the steps in one transaction; a cancellation becomes the caller's answer, read by step name. */
+async function writeProxySteps(region: string, steps: TransactionStep[]): Promise<void> {
+  try {
+    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+  } catch (error) {
+    const cancelled = cancelledSteps(error, steps);
+    if (!cancelled) throw error;
+    const link = LINK_FIELDS.find((field) => cancelled.failed.includes(field));
+    if (link) throw validationFailed([{ field: link, problem: "was deleted or is being deleted" }]);
+    if (cancelled.failed.includes(ALIAS_LOCK)) throw conflict(ALIAS_TAKEN);
+    if (cancelled.failed.length > 0 || cancelled.conflict)
+      throw conflict("The proxy changed concurrently; retry");
+    throw error;
+  }
 }
 
 export async function createProxy(access: ClientAccess, input: CreateProxyInput) {
@@ -125,15 +143,15 @@ export async function createProxy(access: ClientAccess, input: CreateProxyInput)
   const region = requireConfiguredRegion(input.proxyRegion, "proxyRegion");
   const links = LINK_FIELDS.map((field) => [field, input[field]] as [LinkField, string]);
   await Promise.all(links.map(([field, id]) => checkLink(clientId, region, field, id)));
-  const existing = await listInRegion(region, clientId, REGIONAL_SK.proxyPrefix);
+  const existing = await listProxiesOfClientInRegion(region, clientId);
   if (existing.length >= MAX_RESOURCES_PER_REGION)
     throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} proxies per region`);
 
   const proxyId = randomUUID();
   const now = nowIso();
   const alias = input.proxyAlias ?? undefined;
-  const item: Item = {
-    ...keys.proxy(clientId, proxyId),
+  const item: ProxyItem = {
+    ...proxyKeys.item(clientId, proxyId),
     entity: "proxy",
     proxyId,
     proxyName: input.proxyName,
@@ -156,38 +174,41 @@ export async function createProxy(access: ClientAccess, input: CreateProxyInput)
     proxyUpdatedAt: now,
     proxyVersion: 1,
   };
-  const transactItems = [
+  await writeProxySteps(region, [
     ...linkConditions(clientId, links),
-    { Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" } },
-    // The data plane's locator: proxy id -> client id.
     {
-      Put: {
-        TableName: tableName(),
-        Item: { ...keys.proxyRuntime(proxyId), entity: "proxyLocator", proxyId, clientId },
-        ConditionExpression: "attribute_not_exists(pKey)",
+      name: "write proxy",
+      action: {
+        Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+    {
+      name: "write locator",
+      // The data plane's locator: proxy id -> client id.
+      action: {
+        Put: {
+          TableName: tableName(),
+          Item: { ...proxyKeys.runtimeLocator(proxyId), entity: "proxyLocator", proxyId, clientId },
+          ConditionExpression: "attribute_not_exists(pKey)",
+        },
       },
     },
     ...(alias ? [aliasLock(clientId, alias, proxyId)] : []),
-  ];
-  try {
-    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItems }));
-  } catch (error) {
-    throw explainCancellation(error, links, alias ? links.length + 2 : undefined);
-  }
+  ]);
   await bumpConfigVersion(region, clientId);
   return toApiProxy(item);
 }
 
 export async function listProxies({ clientId }: ClientAccess) {
-  const items = await listAcrossRegions(clientId, REGIONAL_SK.proxyPrefix);
-  return items
-    .filter((item) => !item.deletingAt)
+  const proxies = await listProxiesOfClient(clientId);
+  return proxies
+    .filter((proxy) => !proxy.deletingAt)
     .sort(byCreatedDesc("proxyCreatedAt", "proxyId"))
     .map(toApiProxy);
 }
 
 export async function getProxy({ clientId }: ClientAccess, proxyId: string) {
-  return toApiProxy((await requireProxy(clientId, proxyId)).item);
+  return toApiProxy((await requireProxy(clientId, proxyId)).proxy);
 }
 
 /**
@@ -196,7 +217,7 @@ export async function getProxy({ clientId }: ClientAccess, proxyId: string) {
  * spec 4.7: pKey, sKey, the changed fields and proxyUpdatedAt.
  */
 export async function updateProxy({ clientId }: ClientAccess, proxyId: string, input: UpdateProxyInput) {
-  const { region, item: current } = await requireProxy(clientId, proxyId);
+  const { region, proxy: current } = await requireProxy(clientId, proxyId);
   const changes = Object.fromEntries(
     Object.entries(input).filter(([, value]) => value !== undefined),
   ) as Record<string, unknown>;
@@ -205,7 +226,7 @@ export async function updateProxy({ clientId }: ClientAccess, proxyId: string, i
   );
   await Promise.all(links.map(([field, id]) => checkLink(clientId, region, field, id)));
 
-  const oldAlias = typeof current.proxyAlias === "string" ? current.proxyAlias : undefined;
+  const oldAlias = current.proxyAlias;
   const aliasChanged = "proxyAlias" in changes && (changes.proxyAlias ?? undefined) !== oldAlias;
   const newAlias = aliasChanged ? ((changes.proxyAlias as string | null) ?? undefined) : undefined;
 
@@ -224,43 +245,41 @@ export async function updateProxy({ clientId }: ClientAccess, proxyId: string, i
     sets.push(`#f${index} = :v${index}`);
   });
   const updateExpression = `SET ${sets.join(", ")} ADD proxyVersion :one${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`;
-  const transactItems: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]["TransactItems"]> = [
+  const steps: TransactionStep[] = [
     ...linkConditions(clientId, links),
     {
-      Update: {
-        TableName: tableName(),
-        Key: keys.proxy(clientId, proxyId),
-        UpdateExpression: updateExpression,
-        // Optimistic: decided from `current`, so it must still be that version.
-        ConditionExpression:
-          "attribute_exists(pKey) AND attribute_not_exists(deletingAt) AND (proxyVersion = :version OR attribute_not_exists(proxyVersion))",
-        ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
-        ExpressionAttributeValues: values,
+      name: "update proxy",
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: proxyKeys.item(clientId, proxyId),
+          UpdateExpression: updateExpression,
+          // Optimistic: decided from `current`, so it must still be that version.
+          ConditionExpression:
+            "attribute_exists(pKey) AND attribute_not_exists(deletingAt) AND (proxyVersion = :version OR attribute_not_exists(proxyVersion))",
+          ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+          ExpressionAttributeValues: values,
+        },
       },
     },
   ];
-  let aliasIndex: number | undefined;
   if (aliasChanged) {
-    if (newAlias) {
-      aliasIndex = transactItems.length;
-      transactItems.push(aliasLock(clientId, newAlias, proxyId));
-    }
+    if (newAlias) steps.push(aliasLock(clientId, newAlias, proxyId));
     if (oldAlias) {
-      transactItems.push({
-        Delete: {
-          TableName: tableName(),
-          Key: keys.proxyAlias(clientId, oldAlias),
-          ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
-          ExpressionAttributeValues: { ":id": proxyId },
+      steps.push({
+        name: "release old alias",
+        action: {
+          Delete: {
+            TableName: tableName(),
+            Key: proxyKeys.aliasLock(clientId, oldAlias),
+            ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
+            ExpressionAttributeValues: { ":id": proxyId },
+          },
         },
       });
     }
   }
-  try {
-    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItems }));
-  } catch (error) {
-    throw explainCancellation(error, links, aliasIndex);
-  }
+  await writeProxySteps(region, steps);
   await bumpConfigVersion(region, clientId);
   return {
     pKey: clientId,
@@ -271,7 +290,7 @@ export async function updateProxy({ clientId }: ClientAccess, proxyId: string, i
 }
 
 export async function deleteProxy({ clientId }: ClientAccess, proxyId: string) {
-  const found = await findInRegions(keys.proxy(clientId, proxyId));
+  const found = await findProxyInAnyRegion(clientId, proxyId);
   if (!found) throw notFound(PROXY_NOT_FOUND);
-  await deleteProxyCascade(found.region, clientId, found.item);
+  await deleteProxyCascade(found.region, clientId, found.proxy);
 }

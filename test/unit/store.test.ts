@@ -1,9 +1,13 @@
 /** Reading the cancellation reasons of a failed TransactWriteItems (SDK property or emulator message). */
 import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
+import { proxyItemOf } from "#lib/db/entities/proxy.ts";
 import {
+  cancelledSteps,
   isConditionalCheckFailure,
   isExpired,
+  type TransactionStep,
+  transactItemsOf,
   transactionCancellationCodes,
   transactionConditionFailedAt,
   withoutInternals,
@@ -103,5 +107,66 @@ describe("isExpired and withoutInternals", () => {
         ["TTL"],
       ),
     ).toEqual({ name: "kept" });
+  });
+});
+
+describe("named transaction steps", () => {
+  const steps: TransactionStep[] = ["check target", "write proxy", "claim alias"].map((name) => ({
+    name,
+    action: { ConditionCheck: { TableName: "t", Key: { pKey: name, sKey: "x" }, ConditionExpression: "c" } },
+  }));
+
+  it("names the steps whose condition failed, and says when another transaction conflicted", () => {
+    const error = namedError("TransactionCanceledException", "cancelled", {
+      CancellationReasons: [
+        { Code: "None" },
+        { Code: "TransactionConflict" },
+        { Code: "ConditionalCheckFailed" },
+      ],
+    });
+    expect(cancelledSteps(error, steps)).toEqual({ failed: ["claim alias"], conflict: true });
+    expect(transactItemsOf(steps)).toEqual(steps.map((step) => step.action));
+  });
+
+  it("is undefined for an error that is not a cancellation", () => {
+    expect(cancelledSteps(new Error("network"), steps)).toBeUndefined();
+  });
+});
+
+describe("the proxy entity", () => {
+  const stored = {
+    pKey: "CLIENT#c",
+    sKey: "PROXY#p",
+    entity: "proxy",
+    proxyId: "p",
+    clientId: "c",
+    userId: "u",
+    parentId: "c",
+    proxyName: "main",
+    proxyRegion: "us-east-1",
+    proxyProxyCredentialId: "pc",
+    proxyTargetId: "t",
+    proxyTargetCredentialId: "tc",
+    proxyActive: true,
+    proxyDefaultRuleEffect: "allow",
+    proxyAdditionalHeaders: {},
+    proxyAdditionalQueryParams: {},
+    proxyAdditionalData: {},
+    proxyTimeoutSeconds: 30,
+    proxyCreatedAt: "2026-01-01T00:00:00.000Z",
+    proxyUpdatedAt: "2026-01-01T00:00:00.000Z",
+    proxyVersion: 3,
+  };
+
+  it("reads a stored proxy as typed fields", () => {
+    expect(proxyItemOf(stored)).toEqual(stored);
+    // Items written before versions existed count as version 1.
+    const { proxyVersion: _version, ...unversioned } = stored;
+    expect(proxyItemOf(unversioned).proxyVersion).toBe(1);
+  });
+
+  it("refuses an item that is not a proxy, naming the field", () => {
+    expect(() => proxyItemOf({ ...stored, proxyActive: "yes" })).toThrow(/proxyActive/);
+    expect(() => proxyItemOf({ ...stored, entity: "target" })).toThrow(/entity/);
   });
 });

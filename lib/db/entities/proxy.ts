@@ -1,0 +1,77 @@
+/**
+ * The proxy entity (spec 2.7) as stored: its item schema, its keys and the access patterns that
+ * read it (docs/access-patterns.md). The domain (lib/domain/proxies.ts) works on ProxyItem, never
+ * on an untyped item, so no `String(item.x)` coercion is needed.
+ */
+import { z } from "zod";
+import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
+import { keys, REGIONAL_SK } from "../keys.ts";
+
+export const ProxyItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  entity: z.literal("proxy"),
+  proxyId: z.string(),
+  clientId: z.string(),
+  userId: z.string(),
+  parentId: z.string(),
+  proxyName: z.string(),
+  proxyRegion: z.string(),
+  proxyProxyCredentialId: z.string(),
+  proxyTargetId: z.string(),
+  proxyTargetCredentialId: z.string(),
+  proxyActive: z.boolean(),
+  proxyDefaultRuleEffect: z.enum(["allow", "deny"]),
+  proxyAlias: z.string().optional(),
+  proxyAdditionalHeaders: z.record(z.string(), z.string()),
+  proxyAdditionalQueryParams: z.record(z.string(), z.string()),
+  proxyAdditionalData: z.record(z.string(), z.unknown()),
+  proxyTimeoutSeconds: z.number().int(),
+  notes: z.string().optional(),
+  proxyCreatedAt: z.string(),
+  proxyUpdatedAt: z.string(),
+  /** Bumped by every change: updates are conditioned on the version they were decided from. */
+  proxyVersion: z.number().int(),
+  /** Set when a cascade has started deleting the proxy: it is then gone for every reader. */
+  deletingAt: z.string().optional(),
+});
+export type ProxyItem = z.infer<typeof ProxyItem>;
+
+/** A stored item as a ProxyItem; an item that is not one is a defect of the store, not of the caller. */
+export function proxyItemOf(item: Record<string, unknown>): ProxyItem {
+  const parsed = ProxyItem.safeParse({ entity: "proxy", proxyVersion: 1, ...item });
+  if (!parsed.success)
+    throw new Error(
+      `Stored proxy ${String(item.sKey)} does not match its schema: ${parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+        .join("; ")}`,
+    );
+  return parsed.data;
+}
+
+export const proxyKeys = {
+  item: keys.proxy,
+  aliasLock: keys.proxyAlias,
+  /** The data plane's locator: proxy id -> client id, in the proxy's region. */
+  runtimeLocator: keys.proxyRuntime,
+} as const;
+
+/** Access pattern "a proxy by client and id": one GetItem per region, in parallel. */
+export async function findProxyInAnyRegion(
+  clientId: string,
+  proxyId: string,
+): Promise<{ region: string; proxy: ProxyItem } | undefined> {
+  const found = await findInRegions(proxyKeys.item(clientId, proxyId));
+  return found ? { region: found.region, proxy: proxyItemOf(found.item) } : undefined;
+}
+
+/** Access pattern "a client's proxies": one Query per region on the client partition. */
+export async function listProxiesOfClient(clientId: string): Promise<ProxyItem[]> {
+  return (await listAcrossRegions(clientId, REGIONAL_SK.proxyPrefix)).map(proxyItemOf);
+}
+
+/** Access pattern "a client's proxies in one region" (the per-region cap). */
+export async function listProxiesOfClientInRegion(region: string, clientId: string): Promise<ProxyItem[]> {
+  return (await listInRegion(region, clientId, REGIONAL_SK.proxyPrefix)).map(proxyItemOf);
+}
