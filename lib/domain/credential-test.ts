@@ -139,8 +139,8 @@ export async function testCredential(member: ClientAccess, credentialId: string,
   }
   let url: URL;
   if (body.targetId) {
-    const { item: target } = await requireTarget(clientId, body.targetId);
-    url = joinUrl(String(target.targetBaseURL), body.path ?? String(target.targetTestPath ?? "/"));
+    const { target } = await requireTarget(clientId, body.targetId);
+    url = joinUrl(target.targetBaseURL, body.path ?? target.targetTestPath);
   } else {
     url = new URL(body.url!);
   }

@@ -2,17 +2,21 @@
 import { randomUUID } from "node:crypto";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { PutCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
-import { type Item, nowIso, tableName, withoutInternals } from "../db/store.ts";
+import {
+  findTargetInAnyRegion,
+  listTargetsOfClient,
+  listTargetsOfClientInRegion,
+  type TargetItem,
+  targetItemOf,
+  targetKeys,
+} from "../db/entities/target.ts";
+import { nowIso, tableName } from "../db/store.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesTarget } from "./cascade.ts";
 import { badRequest, notFound } from "./errors.ts";
 import {
   byCreatedDesc,
-  findInRegions,
-  listAcrossRegions,
-  listInRegion,
   MAX_RESOURCES_PER_REGION,
   regionalDb,
   requireConfiguredRegion,
@@ -21,30 +25,34 @@ import {
 
 export const TARGET_NOT_FOUND = "Target not found";
 
-export function toApiTarget(item: Item) {
+/** The target as the API shows it: the response schema (lib/api/operations/targets.ts) picks its fields. */
+export function toApiTarget(target: TargetItem) {
   return {
-    ...withoutInternals(item, ["deletingAt"]),
-    pKey: String(item.clientId),
-    sKey: String(item.targetId),
+    ...target,
+    pKey: target.clientId,
+    sKey: target.targetId,
   };
 }
 
-/** The target item of a client, wherever its region is; 404 when absent. */
-export async function requireTarget(clientId: string, targetId: string) {
-  const found = await findInRegions(keys.target(clientId, targetId));
+/** The target of a client, wherever its region is; 404 when absent. */
+export async function requireTarget(
+  clientId: string,
+  targetId: string,
+): Promise<{ region: string; target: TargetItem }> {
+  const found = await findTargetInAnyRegion(clientId, targetId);
   if (!found) throw notFound(TARGET_NOT_FOUND);
   return found;
 }
 
 export async function createTarget({ clientId, userId }: ClientAccess, input: CreateTargetInput) {
   const region = requireConfiguredRegion(input.targetRegion, "targetRegion");
-  const existing = await listInRegion(region, clientId, REGIONAL_SK.targetPrefix);
+  const existing = await listTargetsOfClientInRegion(region, clientId);
   if (existing.length >= MAX_RESOURCES_PER_REGION)
     throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} targets per region`);
   const targetId = randomUUID();
   const now = nowIso();
-  const item: Item = {
-    ...keys.target(clientId, targetId),
+  const item: TargetItem = {
+    ...targetKeys.item(clientId, targetId),
     entity: "target",
     targetId,
     targetName: input.targetName,
@@ -67,26 +75,26 @@ export async function createTarget({ clientId, userId }: ClientAccess, input: Cr
 }
 
 export async function listTargets({ clientId }: ClientAccess) {
-  const items = await listAcrossRegions(clientId, REGIONAL_SK.targetPrefix);
-  return items.sort(byCreatedDesc("targetCreatedAt", "targetId")).map(toApiTarget);
+  const targets = await listTargetsOfClient(clientId);
+  return targets.sort(byCreatedDesc("targetCreatedAt", "targetId")).map(toApiTarget);
 }
 
 export async function getTarget({ clientId }: ClientAccess, targetId: string) {
-  return toApiTarget((await requireTarget(clientId, targetId)).item);
+  return toApiTarget((await requireTarget(clientId, targetId)).target);
 }
 
 /** PUT keeps omitted fields; the region never changes. */
 export async function updateTarget({ clientId }: ClientAccess, targetId: string, input: UpdateTargetInput) {
   const { region } = await requireTarget(clientId, targetId);
-  const item = await updateRegionalItem(
+  const updated = await updateRegionalItem(
     region,
     clientId,
-    keys.target(clientId, targetId),
+    targetKeys.item(clientId, targetId),
     input,
     "targetUpdatedAt",
     TARGET_NOT_FOUND,
   );
-  return toApiTarget(item);
+  return toApiTarget(targetItemOf(updated));
 }
 
 /**
@@ -100,7 +108,7 @@ export async function deleteTarget({ clientId }: ClientAccess, targetId: string)
     region,
     clientId,
     targetId,
-    keys.target(clientId, targetId),
+    targetKeys.item(clientId, targetId),
     usesTarget(targetId),
   );
   return { deletedProxies };
