@@ -24,7 +24,7 @@ import {
   type OutgoingRequest,
 } from "../vault/apply-credential.ts";
 import { CustomTokenError, fetchCustomToken } from "../vault/custom-token.ts";
-import { decryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import { decryptSecret } from "../vault/envelope.ts";
 import { fetchClientCredentialsToken, OAuthError } from "../vault/oauth2.ts";
 import {
   redactedPrefix,
@@ -105,15 +105,15 @@ function joinUrl(base: string, path: string): URL {
 }
 
 async function loadSecret(clientId: string, credentialId: string) {
-  const { region, item } = await requireCredential(clientId, credentialId);
-  if (item.credentialTemporary === true)
+  const { region, credential } = await requireCredential(clientId, credentialId);
+  if (credential.credentialTemporary === true)
     throw badRequest("The credential is still waiting for its OAuth2 authorization");
-  const secret = await decryptSecret<Record<string, unknown>>(item.secretEnvelope as SecretEnvelope, {
+  const secret = await decryptSecret<Record<string, unknown>>(credential.secretEnvelope, {
     region,
     clientId,
     credentialId,
   });
-  return { item, secret, authType: String(item.credentialAuthType) as AuthType };
+  return { secret, authType: credential.credentialAuthType };
 }
 
 /**

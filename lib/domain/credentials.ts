@@ -6,22 +6,31 @@
 import { randomUUID } from "node:crypto";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { PutCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
-import { type Item, nowIso, nowSeconds, tableName, withoutInternals } from "../db/store.ts";
+import {
+  type CredentialItem,
+  credentialItemOf,
+  credentialKeys,
+  findCredentialInAnyRegion,
+  listCredentialsOfClient,
+  listCredentialsOfClientInRegion,
+} from "../db/entities/credential.ts";
+import { type Item, nowIso, nowSeconds, tableName } from "../db/store.ts";
 import type { CreateCredentialInput } from "../http/resource-schemas.ts";
 import { credentialHeaderNames } from "../vault/apply-credential.ts";
 import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
-import type { OAuth2Secret } from "../vault/secret-schemas.ts";
-import { parseCredentialSecret } from "../vault/secret-schemas.ts";
+import {
+  type AuthType,
+  type CredentialSecret,
+  isAuthType,
+  type OAuth2Secret,
+  parseCredentialSecret,
+} from "../vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesCredential } from "./cascade.ts";
 import { badRequest, notFound } from "./errors.ts";
 import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
 import {
   byCreatedDesc,
-  findInRegions,
-  listAcrossRegions,
-  listInRegion,
   MAX_RESOURCES_PER_REGION,
   regionalDb,
   requireConfiguredRegion,
@@ -32,20 +41,35 @@ export const CREDENTIAL_NOT_FOUND = "Credential not found";
 /** A temporary OAuth2 credential awaiting the provider's redirect expires after this long. */
 export const TEMPORARY_CREDENTIAL_TTL_SECONDS = 3600;
 
-/** Attributes that never leave the service. */
-const HIDDEN = ["secretEnvelope", "deletingAt", "TTL", "jwksCache", "lastVerifiedTokenHash"];
-
-export function toApiCredential(item: Item) {
+/**
+ * The credential as the API shows it: metadata only. The secret's envelope and the internal
+ * attributes are left out here, and the response schema (lib/api/operations/credentials.ts) picks
+ * the fields that leave. The OAuth2 callback hands over the stored item it updated, read here.
+ */
+export function toApiCredential(stored: CredentialItem | Item) {
+  const {
+    pKey: _pKey,
+    sKey: _sKey,
+    entity: _entity,
+    secretEnvelope: _secretEnvelope,
+    deletingAt: _deletingAt,
+    TTL: _ttl,
+    jwksCache: _jwksCache,
+    ...metadata
+  } = credentialItemOf(stored);
   return {
-    ...withoutInternals(item, HIDDEN),
-    pKey: String(item.clientId),
-    sKey: String(item.credentialId),
-    credentialTemporary: item.credentialTemporary === true,
+    ...metadata,
+    pKey: metadata.clientId,
+    sKey: metadata.credentialId,
+    credentialTemporary: metadata.credentialTemporary === true,
   };
 }
 
-export async function requireCredential(clientId: string, credentialId: string) {
-  const found = await findInRegions(keys.credential(clientId, credentialId));
+export async function requireCredential(
+  clientId: string,
+  credentialId: string,
+): Promise<{ region: string; credential: CredentialItem }> {
+  const found = await findCredentialInAnyRegion(clientId, credentialId);
   if (!found) throw notFound(CREDENTIAL_NOT_FOUND);
   return found;
 }
@@ -56,29 +80,30 @@ export interface CredentialDraft {
   credentialId: string;
   region: string;
   input: CreateCredentialInput;
-  secret: Record<string, unknown>;
+  /** The auth type of `input`, as checked with the secret (prepareCredential). */
+  authType: AuthType;
+  secret: CredentialSecret;
   temporary?: boolean;
-  extra?: Item;
 }
 
 /** Build and store the credential item (secret encrypted first, bound to client and credential). */
-export async function storeCredential(draft: CredentialDraft): Promise<Item> {
-  const { clientId, credentialId, region, input, secret } = draft;
+export async function storeCredential(draft: CredentialDraft): Promise<CredentialItem> {
+  const { clientId, credentialId, region, input, authType, secret } = draft;
   const envelope: SecretEnvelope = await encryptSecret({ region, clientId, credentialId, secret });
   const now = nowIso();
-  const item: Item = {
-    ...keys.credential(clientId, credentialId),
+  const item: CredentialItem = {
+    ...credentialKeys.item(clientId, credentialId),
     entity: "credential",
     credentialId,
     credentialName: input.credentialName,
     credentialType: input.credentialType,
-    credentialAuthType: input.authType,
+    credentialAuthType: authType,
     credentialRegion: region,
     credentialDefaultRuleEffect: input.credentialDefaultRuleEffect ?? "allow",
     singleUse: input.singleUse ?? false,
     ...(input.notes !== undefined ? { notes: input.notes } : {}),
     // Names of the headers that carry this credential's secret: the request log redacts them.
-    credentialSecretHeaders: credentialHeaderNames(input.authType as never, secret as never),
+    credentialSecretHeaders: credentialHeaderNames(authType, secret),
     userId: draft.userId,
     clientId,
     parentId: clientId,
@@ -88,7 +113,6 @@ export async function storeCredential(draft: CredentialDraft): Promise<Item> {
     ...(draft.temporary
       ? { credentialTemporary: true, TTL: nowSeconds() + TEMPORARY_CREDENTIAL_TTL_SECONDS }
       : {}),
-    ...draft.extra,
   };
   await regionalDb(region).send(
     new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
@@ -100,14 +124,14 @@ export async function storeCredential(draft: CredentialDraft): Promise<Item> {
 /** Validate the request (metadata, region, secret shape for the auth type and use) before any write. */
 export async function prepareCredential({ clientId }: ClientAccess, input: CreateCredentialInput) {
   const region = requireConfiguredRegion(input.region, "region");
-  const secret = parseCredentialSecret(input.credentialType, input.authType, input.secret) as Record<
-    string,
-    unknown
-  >;
-  const existing = await listInRegion(region, clientId, REGIONAL_SK.credentialPrefix);
+  const secret = parseCredentialSecret(input.credentialType, input.authType, input.secret);
+  const authType = input.authType;
+  // parseCredentialSecret refused any other auth type; this narrows the type.
+  if (!isAuthType(authType)) throw new Error(`Unchecked auth type ${authType}`);
+  const existing = await listCredentialsOfClientInRegion(region, clientId);
   if (existing.length >= MAX_RESOURCES_PER_REGION)
     throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} credentials per region`);
-  return { region, secret, credentialId: randomUUID() };
+  return { region, authType, secret, credentialId: randomUUID() };
 }
 
 /**
@@ -143,15 +167,15 @@ export async function createCredential(
 }
 
 export async function listCredentials({ clientId }: ClientAccess, includeTemporary: boolean) {
-  const items = await listAcrossRegions(clientId, REGIONAL_SK.credentialPrefix);
-  return items
-    .filter((item) => includeTemporary || item.credentialTemporary !== true)
+  const credentials = await listCredentialsOfClient(clientId);
+  return credentials
+    .filter((credential) => includeTemporary || credential.credentialTemporary !== true)
     .sort(byCreatedDesc("credentialCreatedAt", "credentialId"))
     .map(toApiCredential);
 }
 
 export async function getCredential({ clientId }: ClientAccess, credentialId: string) {
-  return toApiCredential((await requireCredential(clientId, credentialId)).item);
+  return toApiCredential((await requireCredential(clientId, credentialId)).credential);
 }
 
 /** Only metadata changes (name, notes, default rule effect); the secret never does. */
@@ -161,15 +185,15 @@ export async function updateCredential(
   input: { credentialName?: string; notes?: string; credentialDefaultRuleEffect?: string },
 ) {
   const { region } = await requireCredential(clientId, credentialId);
-  const item = await updateRegionalItem(
+  const updated = await updateRegionalItem(
     region,
     clientId,
-    keys.credential(clientId, credentialId),
+    credentialKeys.item(clientId, credentialId),
     input,
     "credentialUpdatedAt",
     CREDENTIAL_NOT_FOUND,
   );
-  return toApiCredential(item);
+  return toApiCredential(credentialItemOf(updated));
 }
 
 /**
@@ -182,7 +206,7 @@ export async function deleteCredential({ clientId }: ClientAccess, credentialId:
     region,
     clientId,
     credentialId,
-    keys.credential(clientId, credentialId),
+    credentialKeys.item(clientId, credentialId),
     usesCredential(credentialId),
   );
   return { deletedProxies };

@@ -1,0 +1,99 @@
+/**
+ * The credential entity (spec 2.5) as stored: its item schema, its keys and the access patterns
+ * that read it (docs/access-patterns.md). The domain (lib/domain/credentials.ts) works on
+ * CredentialItem, never on an untyped item.
+ *
+ * The secret is stored only as its envelope (lib/vault/envelope.ts), kept as it is: this module
+ * never decrypts it, and a refusal names fields, never values.
+ */
+import { z } from "zod";
+import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
+import type { SecretEnvelope } from "../../vault/envelope.ts";
+import { AUTH_TYPES, CREDENTIAL_TYPES } from "../../vault/secret-schemas.ts";
+import { keys, REGIONAL_SK } from "../keys.ts";
+
+/** The encrypted secret as stored; its fields are checked when it is decrypted (lib/vault/envelope.ts). */
+const StoredSecretEnvelope: z.ZodType<SecretEnvelope> = z.looseObject({
+  v: z.literal(1),
+  alg: z.literal("AES-256-GCM"),
+  keyId: z.string(),
+  encryptedDataKey: z.string(),
+  iv: z.string(),
+  tag: z.string(),
+  ciphertext: z.string(),
+});
+
+export const CredentialItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  entity: z.literal("credential"),
+  credentialId: z.string(),
+  clientId: z.string(),
+  userId: z.string(),
+  parentId: z.string(),
+  credentialName: z.string(),
+  credentialType: z.enum(CREDENTIAL_TYPES),
+  credentialAuthType: z.enum(AUTH_TYPES),
+  /** Immutable: the secret is encrypted with this region's key. */
+  credentialRegion: z.string(),
+  credentialDefaultRuleEffect: z.enum(["allow", "deny"]),
+  singleUse: z.boolean(),
+  notes: z.string().optional(),
+  /** Names of the headers that carry the secret: the request log redacts them. */
+  credentialSecretHeaders: z.array(z.string()).optional(),
+  credentialCreatedAt: z.string(),
+  credentialUpdatedAt: z.string(),
+  secretEnvelope: StoredSecretEnvelope,
+  /** An OAuth2 authorization_code / PKCE credential waiting for the provider's redirect. */
+  credentialTemporary: z.boolean().optional(),
+  /** Expiry (epoch seconds) of a temporary credential. */
+  TTL: z.number().optional(),
+  oauthAuthorizedAt: z.string().optional(),
+  oauthRefreshedAt: z.string().optional(),
+  /** Set while a single-use proxy credential's one request is in flight (lib/data-plane/engine.ts). */
+  usedAt: z.string().optional(),
+  /** A jwtVerify credential's fetched keys, owned and read by the data plane (runtime-config.ts). */
+  jwksCache: z.unknown().optional(),
+  /** Set when a cascade has started deleting the credential. */
+  deletingAt: z.string().optional(),
+});
+export type CredentialItem = z.infer<typeof CredentialItem>;
+
+/** A stored item as a CredentialItem; an item that is not one is a defect of the store, not of the caller. */
+export function credentialItemOf(item: Record<string, unknown>): CredentialItem {
+  const parsed = CredentialItem.safeParse({ entity: "credential", ...item });
+  if (!parsed.success)
+    throw new Error(
+      `Stored credential ${String(item.sKey)} does not match its schema: ${parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+        .join("; ")}`,
+    );
+  return parsed.data;
+}
+
+export const credentialKeys = {
+  item: keys.credential,
+} as const;
+
+/** Access pattern "credential by id" (region unknown): one GetItem per region, in parallel. */
+export async function findCredentialInAnyRegion(
+  clientId: string,
+  credentialId: string,
+): Promise<{ region: string; credential: CredentialItem } | undefined> {
+  const found = await findInRegions(credentialKeys.item(clientId, credentialId));
+  return found ? { region: found.region, credential: credentialItemOf(found.item) } : undefined;
+}
+
+/** Access pattern "credentials of a client": one Query per region on the client partition. */
+export async function listCredentialsOfClient(clientId: string): Promise<CredentialItem[]> {
+  return (await listAcrossRegions(clientId, REGIONAL_SK.credentialPrefix)).map(credentialItemOf);
+}
+
+/** Access pattern "credentials of a client in one region" (the per-region cap). */
+export async function listCredentialsOfClientInRegion(
+  region: string,
+  clientId: string,
+): Promise<CredentialItem[]> {
+  return (await listInRegion(region, clientId, REGIONAL_SK.credentialPrefix)).map(credentialItemOf);
+}
