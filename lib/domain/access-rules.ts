@@ -11,47 +11,30 @@
 import { randomUUID } from "node:crypto";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
-import { type Item, nowIso, queryPartition, tableName, transactionCancellationCodes } from "../db/store.ts";
+import {
+  findRule,
+  findRuleCounter,
+  listRulesOfParent,
+  type RuleItem,
+  ruleKeys,
+} from "../db/entities/rule.ts";
+import { keys } from "../db/keys.ts";
+import { cancelledSteps, nowIso, type TransactionStep, tableName, transactItemsOf } from "../db/store.ts";
 import type { ClientAccess } from "./access.ts";
 import { requireCredential } from "./credentials.ts";
-import { badRequest, conflict, notFound } from "./errors.ts";
+import { badRequest, conflict, type DomainError, notFound } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
-import { getInRegion, MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
-import { compileRules, type EvaluableRule } from "./rules/rule-evaluator.ts";
+import { MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
+import { compileRules } from "./rules/rule-evaluator.ts";
 import { type CreateRuleInput, MAX_RULE_PATTERN_COST, normaliseRule } from "./rules/rule-schema.ts";
 import { requireTarget } from "./targets.ts";
 
 export type RuleParentKind = "credential" | "proxy" | "target";
 export const RULE_NOT_FOUND = "Rule not found";
 
-const RULE_ATTRIBUTES = [
-  "ruleId",
-  "effect",
-  "priority",
-  "methods",
-  "path",
-  "pathPattern",
-  "pathPresence",
-  "headerChecks",
-  "queryChecks",
-  "regexFlags",
-  "notes",
-  "userId",
-  "clientId",
-  "parentId",
-  "parentType",
-  "createdAt",
-  "updatedAt",
-] as const;
-
-/** The list shape of spec 2.8: pKey `RULE`, sKey the rule id. */
-export function toApiRule(item: Item) {
-  return {
-    pKey: "RULE",
-    sKey: String(item.ruleId),
-    ...Object.fromEntries(RULE_ATTRIBUTES.filter((name) => name in item).map((name) => [name, item[name]])),
-  };
+/** The list shape of spec 2.8: pKey `RULE`, sKey the rule id; the response schema (lib/api/operations/rules.ts) picks the fields. */
+export function toApiRule(rule: RuleItem) {
+  return { ...rule, pKey: "RULE", sKey: rule.ruleId };
 }
 
 async function locateParent(clientId: string, kind: RuleParentKind, parentId: string) {
@@ -71,91 +54,110 @@ const parentKey = (clientId: string, kind: RuleParentKind, parentId: string) =>
       ? keys.proxy(clientId, parentId)
       : keys.target(clientId, parentId);
 
-/** The counter of a parent's rules: its sort key sorts among the rules, so cascades delete it with them. */
-const RULE_COUNTER_ID = "#COUNTER";
-const counterKey = (clientId: string, parentId: string) => keys.rule(clientId, parentId, RULE_COUNTER_ID);
+const parentNotFound = (kind: RuleParentKind) =>
+  notFound(`${kind === "credential" ? "Credential" : kind === "proxy" ? "Proxy" : "Target"} not found`);
+
 /** Attempts of an optimistic counter write before answering 409. */
 const COUNTER_ATTEMPTS = 8;
 
-const listRuleItems = (region: string, clientId: string, parentId: string) =>
-  queryPartition(keys.clientPartition(clientId), {
-    region,
-    sKeyPrefix: `${REGIONAL_SK.rulePrefix}${parentId}#`,
-    max: MAX_RULES_PER_PARENT * 2,
-  }).then((items) => items.filter((item) => item.entity === "rule"));
-
 /** The pattern cost of a stored rule (stored since the cost cap; computed for older rules). */
-const costOf = (item: Item) =>
-  typeof item.patternCost === "number"
-    ? item.patternCost
-    : compileRules([item as unknown as EvaluableRule]).cost;
+const costOf = (rule: RuleItem) => rule.patternCost ?? compileRules([rule]).cost;
+
+/** The parent's rule count and pattern cost as read, with the condition that they are unchanged. */
+interface SeenCounter {
+  count: number;
+  cost: number;
+  condition: { expression: string; values: Record<string, number> };
+}
 
 /**
  * The parent's current rule count and pattern cost, with the condition that they are unchanged.
  * Without a counter yet (rules stored before it existed), counted from the rules themselves.
  */
-async function readCounter(region: string, clientId: string, parentId: string) {
-  const counter = await getInRegion(region, counterKey(clientId, parentId));
+async function readCounter(region: string, clientId: string, parentId: string): Promise<SeenCounter> {
+  const counter = await findRuleCounter(region, clientId, parentId);
   if (counter) {
-    const count = Number(counter.ruleCount ?? 0);
-    const cost = Number(counter.patternCost ?? 0);
+    const { ruleCount: count, patternCost: cost } = counter;
     return {
       count,
       cost,
       condition: {
-        ConditionExpression: "ruleCount = :seenCount AND patternCost = :seenCost",
+        expression: "ruleCount = :seenCount AND patternCost = :seenCost",
         values: { ":seenCount": count, ":seenCost": cost },
       },
     };
   }
-  const rules = await listRuleItems(region, clientId, parentId);
+  const rules = await listRulesOfParent(region, clientId, parentId);
   return {
     count: rules.length,
-    cost: rules.reduce((sum, item) => sum + costOf(item), 0),
-    condition: { ConditionExpression: "attribute_not_exists(pKey)", values: {} },
+    cost: rules.reduce((sum, rule) => sum + costOf(rule), 0),
+    condition: { expression: "attribute_not_exists(pKey)", values: {} },
   };
 }
 
-/** The counter write of a transaction: set count and cost if they are still what was read. */
-function counterUpdate(
+// The named steps of the rule transactions.
+const CHECK_PARENT = "check parent";
+const UPDATE_COUNTER = "update counter";
+const WRITE_RULE = "write rule";
+const DELETE_RULE = "delete rule";
+
+/** The counter step of a transaction: set count and cost if they are still what was read. */
+function counterStep(
   clientId: string,
   parentId: string,
-  seen: Awaited<ReturnType<typeof readCounter>>,
+  seen: SeenCounter,
   count: number,
   cost: number,
-) {
+): TransactionStep {
   return {
-    Update: {
-      TableName: tableName(),
-      Key: counterKey(clientId, parentId),
-      UpdateExpression:
-        "SET entity = :entity, clientId = :clientId, parentId = :parentId, ruleCount = :count, patternCost = :cost",
-      ConditionExpression: seen.condition.ConditionExpression,
-      ExpressionAttributeValues: {
-        ...seen.condition.values,
-        ":entity": "rule-counter",
-        ":clientId": clientId,
-        ":parentId": parentId,
-        ":count": count,
-        ":cost": cost,
+    name: UPDATE_COUNTER,
+    action: {
+      Update: {
+        TableName: tableName(),
+        Key: ruleKeys.counter(clientId, parentId),
+        UpdateExpression:
+          "SET entity = :entity, clientId = :clientId, parentId = :parentId, ruleCount = :count, patternCost = :cost",
+        ConditionExpression: seen.condition.expression,
+        ExpressionAttributeValues: {
+          ...seen.condition.values,
+          ":entity": "rule-counter",
+          ":clientId": clientId,
+          ":parentId": parentId,
+          ":count": count,
+          ":cost": cost,
+        },
       },
     },
   };
 }
 
-/** True when the transaction lost a race on the counter (retry with fresh values). */
-const lostCounterRace = (codes: string[] | undefined) =>
-  codes !== undefined &&
-  (codes[1] === "ConditionalCheckFailed" || codes.some((code) => code === "TransactionConflict"));
+/**
+ * Write the steps (one of them the counter's) in one transaction. True when written; false when
+ * it lost the race on the counter (its condition, or a conflicting transaction: retry with fresh
+ * values). A failed step that `refusal` answers for throws that answer; other errors are rethrown.
+ */
+async function writeCounted(
+  region: string,
+  steps: TransactionStep[],
+  refusal: (failed: readonly string[]) => DomainError | undefined,
+): Promise<boolean> {
+  try {
+    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    return true;
+  } catch (error) {
+    const cancelled = cancelledSteps(error, steps);
+    if (!cancelled) throw error;
+    const refused = refusal(cancelled.failed);
+    if (refused) throw refused;
+    if (cancelled.failed.includes(UPDATE_COUNTER) || cancelled.conflict) return false;
+    throw error;
+  }
+}
 
 export async function listRules({ clientId }: ClientAccess, kind: RuleParentKind, parentId: string) {
   const { region } = await locateParent(clientId, kind, parentId);
-  const rules = await listRuleItems(region, clientId, parentId);
-  return rules
-    .sort(
-      (a, b) => Number(b.priority) - Number(a.priority) || String(a.ruleId).localeCompare(String(b.ruleId)),
-    )
-    .map(toApiRule);
+  const rules = await listRulesOfParent(region, clientId, parentId);
+  return rules.sort((a, b) => b.priority - a.priority || a.ruleId.localeCompare(b.ruleId)).map(toApiRule);
 }
 
 /**
@@ -175,8 +177,8 @@ export async function createRule(
   const ruleId = randomUUID();
   const patternCost = compileRules([{ ruleId, ...conditions }]).cost;
   const now = nowIso();
-  const item: Item = {
-    ...keys.rule(clientId, parentId, ruleId),
+  const rule: RuleItem = {
+    ...ruleKeys.item(clientId, parentId, ruleId),
     entity: "rule",
     ruleId,
     ...conditions,
@@ -188,14 +190,23 @@ export async function createRule(
     createdAt: now,
     updatedAt: now,
   };
-  const parentCheck = {
-    ConditionCheck: {
-      TableName: tableName(),
-      Key: key,
-      ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+  const checkParent: TransactionStep = {
+    name: CHECK_PARENT,
+    action: {
+      ConditionCheck: {
+        TableName: tableName(),
+        Key: key,
+        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
+      },
     },
   };
-  for (let attempt = 0; ; attempt++) {
+  const writeRule: TransactionStep = {
+    name: WRITE_RULE,
+    action: {
+      Put: { TableName: tableName(), Item: rule, ConditionExpression: "attribute_not_exists(pKey)" },
+    },
+  };
+  for (let attempt = 1; ; attempt++) {
     const seen = await readCounter(region, clientId, parentId);
     if (seen.count >= MAX_RULES_PER_PARENT)
       throw badRequest(`A ${kind} can have at most ${MAX_RULES_PER_PARENT} rules`);
@@ -203,32 +214,20 @@ export async function createRule(
       throw badRequest(
         `The patterns of a ${kind}'s rules can cost at most ${MAX_RULE_PATTERN_COST} in total; this rule's cost ${patternCost} and the existing rules' ${seen.cost} exceed it (see docs/access-rules.md)`,
       );
-    try {
-      await regionalDb(region).send(
-        new TransactWriteCommand({
-          TransactItems: [
-            parentCheck,
-            counterUpdate(clientId, parentId, seen, seen.count + 1, seen.cost + patternCost),
-            {
-              Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" },
-            },
-          ],
-        }),
-      );
-      break;
-    } catch (error) {
-      const codes = transactionCancellationCodes(error);
-      if (codes?.[0] === "ConditionalCheckFailed")
-        throw notFound(
-          `${kind === "credential" ? "Credential" : kind === "proxy" ? "Proxy" : "Target"} not found`,
-        );
-      if (!lostCounterRace(codes)) throw error;
-      if (attempt + 1 >= COUNTER_ATTEMPTS)
-        throw conflict(`The rules of this ${kind} are being changed concurrently; retry`);
-    }
+    const steps = [
+      checkParent,
+      counterStep(clientId, parentId, seen, seen.count + 1, seen.cost + patternCost),
+      writeRule,
+    ];
+    const written = await writeCounted(region, steps, (failed) =>
+      failed.includes(CHECK_PARENT) ? parentNotFound(kind) : undefined,
+    );
+    if (written) break;
+    if (attempt >= COUNTER_ATTEMPTS)
+      throw conflict(`The rules of this ${kind} are being changed concurrently; retry`);
   }
   await bumpConfigVersion(region, clientId);
-  return toApiRule(item);
+  return toApiRule(rule);
 }
 
 export async function deleteRule(
@@ -238,41 +237,36 @@ export async function deleteRule(
   ruleId: string,
 ) {
   const { region } = await locateParent(clientId, kind, parentId);
-  const ruleKey = keys.rule(clientId, parentId, ruleId);
-  for (let attempt = 0; ; attempt++) {
-    const rule = await getInRegion(region, ruleKey);
-    if (rule?.entity !== "rule") throw notFound(RULE_NOT_FOUND);
+  for (let attempt = 1; ; attempt++) {
+    const rule = await findRule(region, clientId, parentId, ruleId);
+    if (!rule) throw notFound(RULE_NOT_FOUND);
     const seen = await readCounter(region, clientId, parentId);
-    try {
-      await regionalDb(region).send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Delete: {
-                TableName: tableName(),
-                Key: ruleKey,
-                ConditionExpression: "attribute_exists(pKey) AND entity = :rule",
-                ExpressionAttributeValues: { ":rule": "rule" },
-              },
-            },
-            counterUpdate(
-              clientId,
-              parentId,
-              seen,
-              Math.max(0, seen.count - 1),
-              Math.max(0, seen.cost - costOf(rule)),
-            ),
-          ],
-        }),
-      );
-      break;
-    } catch (error) {
-      const codes = transactionCancellationCodes(error);
-      if (codes?.[0] === "ConditionalCheckFailed") throw notFound(RULE_NOT_FOUND);
-      if (!lostCounterRace(codes)) throw error;
-      if (attempt + 1 >= COUNTER_ATTEMPTS)
-        throw conflict(`The rules of this ${kind} are being changed concurrently; retry`);
-    }
+    const steps: TransactionStep[] = [
+      {
+        name: DELETE_RULE,
+        action: {
+          Delete: {
+            TableName: tableName(),
+            Key: ruleKeys.item(clientId, parentId, ruleId),
+            ConditionExpression: "attribute_exists(pKey) AND entity = :rule",
+            ExpressionAttributeValues: { ":rule": "rule" },
+          },
+        },
+      },
+      counterStep(
+        clientId,
+        parentId,
+        seen,
+        Math.max(0, seen.count - 1),
+        Math.max(0, seen.cost - costOf(rule)),
+      ),
+    ];
+    const written = await writeCounted(region, steps, (failed) =>
+      failed.includes(DELETE_RULE) ? notFound(RULE_NOT_FOUND) : undefined,
+    );
+    if (written) break;
+    if (attempt >= COUNTER_ATTEMPTS)
+      throw conflict(`The rules of this ${kind} are being changed concurrently; retry`);
   }
   await bumpConfigVersion(region, clientId);
 }
