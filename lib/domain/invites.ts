@@ -13,19 +13,26 @@
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
-import { DeleteCommand, GetCommand, TransactWriteCommand } from "../db/document-client.ts";
-import { CLIENT_SK, keys } from "../db/keys.ts";
+import { DeleteCommand, TransactWriteCommand } from "../db/document-client.ts";
 import {
+  findPendingInvite,
+  findPendingInviteAddressedTo,
+  type InviteEmailLockItem,
+  type InviteItem,
+  inviteKeys,
+  listPendingInvitesAddressedTo,
+  listPendingInvitesOfClient,
+} from "../db/entities/invite.ts";
+import { keys } from "../db/keys.ts";
+import {
+  cancelledSteps,
   homeDb,
   type Item,
-  isExpired,
   nowIso,
   nowSeconds,
-  queryAll,
-  queryPartition,
+  type TransactionStep,
   tableName,
-  transactionCancellationCodes,
-  transactionConditionFailedAt,
+  transactItemsOf,
 } from "../db/store.ts";
 import { sendEmail } from "../email.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
@@ -34,7 +41,7 @@ import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getClientItem, getMemberItem, MAX_CLIENTS_PER_USER } from "./clients.ts";
 import { badRequest, conflict, forbidden, notFound, upstreamFailed } from "./errors.ts";
 import { createNotification } from "./notifications.ts";
-import { normaliseRoles } from "./roles.ts";
+import { type ClientRole, normaliseRoles } from "./roles.ts";
 import { findUserIdByEmail, requireUser } from "./users.ts";
 
 export const INVITE_LIFETIME_SECONDS = 7 * 86_400;
@@ -42,20 +49,21 @@ export const MAX_PENDING_INVITES_PER_CLIENT = 100;
 export const INVITE_NOT_FOUND = "Invite not found";
 export const INVITE_EXISTS = "Invite already exists for this email";
 
-export function toApiInvite(item: Item) {
+/** The invite as the API shows it: the response schema (lib/api/operations/invites.ts) picks its fields. */
+export function toApiInvite(invite: InviteItem) {
   return {
-    inviteId: String(item.inviteId),
-    clientName: String(item.clientName),
+    inviteId: invite.inviteId,
+    clientName: invite.clientName,
     pKey: "INVITATION",
-    sKey: String(item.inviteId),
-    roles: Array.isArray(item.roles) ? item.roles.map(String) : [],
-    userEmail: String(item.userEmail),
-    parentId: String(item.clientId),
-    TTL: Number(item.TTL),
-    inviteExpiresAt: new Date(Number(item.TTL) * 1000).toISOString(),
-    invitedBy: item.invitedBy,
-    inviteCreated: item.inviteCreated,
-    inviteUpdated: item.inviteUpdated,
+    sKey: invite.inviteId,
+    roles: invite.roles,
+    userEmail: invite.userEmail,
+    parentId: invite.clientId,
+    TTL: invite.TTL,
+    inviteExpiresAt: new Date(invite.TTL * 1000).toISOString(),
+    invitedBy: invite.invitedBy,
+    inviteCreated: invite.inviteCreated,
+    inviteUpdated: invite.inviteUpdated,
   };
 }
 export type ApiInvite = ReturnType<typeof toApiInvite>;
@@ -65,17 +73,17 @@ function assertCanGrant(actorRoles: readonly string[], roles: readonly string[])
     throw forbidden("Only an owner can invite an owner");
 }
 
-async function sendInviteEmail(invite: Item, inviter: Item | undefined) {
+async function sendInviteEmail(invite: InviteItem, inviter: Item | undefined) {
   const link = `${getConfig().appUrl}/invites/${invite.inviteId}`;
   const who = inviter
     ? `${inviter.userFirstName} ${inviter.userLastName}`.trim() || String(inviter.userEmail)
     : "A member";
-  const expires = new Date(Number(invite.TTL) * 1000).toUTCString();
+  const expires = new Date(invite.TTL * 1000).toUTCString();
   await sendEmail({
-    to: String(invite.userEmail),
+    to: invite.userEmail,
     subject: `You are invited to join ${invite.clientName}`,
     text: [
-      `${who} invited you to join ${invite.clientName} as ${(invite.roles as string[]).join(", ")}.`,
+      `${who} invited you to join ${invite.clientName} as ${invite.roles.join(", ")}.`,
       "",
       `Accept the invitation: ${link}`,
       "",
@@ -84,18 +92,48 @@ async function sendInviteEmail(invite: Item, inviter: Item | undefined) {
   });
 }
 
-async function pendingInvitesOfClient(clientId: string): Promise<Item[]> {
-  const items = await queryPartition(keys.clientPartition(clientId), { sKeyPrefix: CLIENT_SK.invitePrefix });
-  return items.filter((i) => !isExpired(i));
+async function getPendingInvite(clientId: string, inviteId: string): Promise<InviteItem> {
+  const invite = await findPendingInvite(clientId, inviteId);
+  if (!invite) throw notFound(INVITE_NOT_FOUND);
+  return invite;
 }
 
-async function getPendingInvite(clientId: string, inviteId: string): Promise<Item> {
-  const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.invite(clientId, inviteId), ConsistentRead: true }),
-  );
-  if (!result.Item || isExpired(result.Item)) throw notFound(INVITE_NOT_FOUND);
-  return result.Item;
+/** What a cancelled transaction means for the caller, read by step name; undefined rethrows the error. */
+type Explain = (cancelled: { failed: string[]; conflict: boolean }) => Error | undefined;
+
+/** Write the steps in one home-region transaction; a cancellation becomes the caller's answer. */
+async function writeInviteSteps(steps: TransactionStep[], explain: Explain): Promise<void> {
+  try {
+    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+  } catch (error) {
+    const cancelled = cancelledSteps(error, steps);
+    throw (cancelled && explain(cancelled)) ?? error;
+  }
 }
+
+// Step names of the invite transactions, read back on cancellation.
+const WRITE_INVITE = "write invite";
+const CLAIM_EMAIL_LOCK = "claim e-mail lock";
+const REMOVE_INVITE = "remove invite";
+const RELEASE_EMAIL_LOCK = "release e-mail lock";
+const UPDATE_INVITE = "update invite";
+const RENEW_EMAIL_LOCK = "renew e-mail lock";
+const ADD_MEMBER = "add member";
+const COUNT_MEMBER = "count member on client";
+const ADD_CLIENT_TO_USER = "add client to user";
+
+/** Delete the e-mail lock only while it still belongs to this invite (a newer invite may hold it). */
+const releaseEmailLock = (invite: InviteItem): TransactionStep => ({
+  name: RELEASE_EMAIL_LOCK,
+  action: {
+    Delete: {
+      TableName: tableName(),
+      Key: inviteKeys.emailLock(invite.clientId, invite.userEmail),
+      ConditionExpression: "inviteId = :id",
+      ExpressionAttributeValues: { ":id": invite.inviteId },
+    },
+  },
+});
 
 /** POST /api/clients/{clientId}/invites: the caller holds the admin role (checked before). */
 export async function createInvite(access: ClientAccess, input: { email: string; role: string }) {
@@ -106,7 +144,7 @@ export async function createInvite(access: ClientAccess, input: { email: string;
   const [client, existingUserId, pending, inviter] = await Promise.all([
     getClientItem(clientId),
     findUserIdByEmail(email),
-    pendingInvitesOfClient(clientId),
+    listPendingInvitesOfClient(clientId),
     requireUser(callerId),
   ]);
   if (!client) throw notFound(CLIENT_NOT_FOUND);
@@ -120,13 +158,13 @@ export async function createInvite(access: ClientAccess, input: { email: string;
   const inviteId = randomUUID();
   const now = nowIso();
   const ttl = nowSeconds() + INVITE_LIFETIME_SECONDS;
-  const invite: Item = {
-    ...keys.invite(clientId, inviteId),
-    ...keys.inviteByEmailIndex(email, inviteId),
+  const invite: InviteItem = {
+    ...inviteKeys.item(clientId, inviteId),
+    ...inviteKeys.byEmail(email, inviteId),
     entity: "invite",
     inviteId,
     clientId,
-    clientName: client.clientName,
+    clientName: String(client.clientName),
     roles,
     userEmail: email,
     invitedBy: callerId,
@@ -134,35 +172,36 @@ export async function createInvite(access: ClientAccess, input: { email: string;
     inviteUpdated: now,
     TTL: ttl,
   };
-  try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: { TableName: tableName(), Item: invite, ConditionExpression: "attribute_not_exists(pKey)" },
+  const lock: InviteEmailLockItem = {
+    ...inviteKeys.emailLock(clientId, email),
+    entity: "inviteEmailLock",
+    inviteId,
+    TTL: ttl,
+  };
+  await writeInviteSteps(
+    [
+      {
+        name: WRITE_INVITE,
+        action: {
+          Put: { TableName: tableName(), Item: invite, ConditionExpression: "attribute_not_exists(pKey)" },
+        },
+      },
+      {
+        name: CLAIM_EMAIL_LOCK,
+        action: {
+          Put: {
+            TableName: tableName(),
+            Item: lock,
+            // an expired invite's lock no longer counts
+            ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
+            ExpressionAttributeNames: { "#ttl": "TTL" },
+            ExpressionAttributeValues: { ":now": nowSeconds() },
           },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: {
-                ...keys.inviteEmailLock(clientId, email),
-                entity: "inviteEmailLock",
-                inviteId,
-                TTL: ttl,
-              },
-              // an expired invite's lock no longer counts
-              ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
-              ExpressionAttributeNames: { "#ttl": "TTL" },
-              ExpressionAttributeValues: { ":now": nowSeconds() },
-            },
-          },
-        ],
-      }),
-    );
-  } catch (error) {
-    if (transactionConditionFailedAt(error, 1)) throw conflict(INVITE_EXISTS);
-    throw error;
-  }
+        },
+      },
+    ],
+    ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
+  );
   try {
     await sendInviteEmail(invite, inviter);
   } catch (error) {
@@ -172,7 +211,7 @@ export async function createInvite(access: ClientAccess, input: { email: string;
       inviteId,
       ...describeError(error),
     });
-    await removeInviteItems(clientId, inviteId);
+    await removeInviteItems(invite);
     throw upstreamFailed("Could not send the invite email; the invite was not created");
   }
   if (existingUserId) {
@@ -180,53 +219,49 @@ export async function createInvite(access: ClientAccess, input: { email: string;
       { kind: "user", userId: existingUserId },
       {
         type: "invitation",
-        title: `Invitation to ${client.clientName}`,
-        message: `You are invited to join ${client.clientName} as ${roles.join(", ")}.`,
+        title: `Invitation to ${invite.clientName}`,
+        message: `You are invited to join ${invite.clientName} as ${roles.join(", ")}.`,
       },
     ).catch((error: unknown) => log.warn("Invite notification failed", describeError(error)));
   }
   return toApiInvite(invite);
 }
 
-/** Delete an invite and, when it still points at this invite, its e-mail lock. */
-async function removeInviteItems(clientId: string, inviteId: string, emailCondition?: string): Promise<Item> {
-  const invite = await getPendingInvite(clientId, inviteId);
+/**
+ * Delete an invite and, when it still points at this invite, its e-mail lock. With `onlyForEmail`
+ * (the invitee's side) the invite must still be addressed to that e-mail.
+ */
+async function removeInviteItems(invite: InviteItem, onlyForEmail?: string): Promise<void> {
+  const removeInvite: TransactionStep = {
+    name: REMOVE_INVITE,
+    action: {
+      Delete: {
+        TableName: tableName(),
+        Key: inviteKeys.item(invite.clientId, invite.inviteId),
+        ConditionExpression: onlyForEmail
+          ? "attribute_exists(pKey) AND userEmail = :email"
+          : "attribute_exists(pKey)",
+        ...(onlyForEmail ? { ExpressionAttributeValues: { ":email": onlyForEmail } } : {}),
+      },
+    },
+  };
+  const steps = [removeInvite, releaseEmailLock(invite)];
   try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Delete: {
-              TableName: tableName(),
-              Key: keys.invite(clientId, inviteId),
-              ConditionExpression: emailCondition
-                ? "attribute_exists(pKey) AND userEmail = :email"
-                : "attribute_exists(pKey)",
-              ...(emailCondition ? { ExpressionAttributeValues: { ":email": emailCondition } } : {}),
-            },
-          },
-          {
-            Delete: {
-              TableName: tableName(),
-              Key: keys.inviteEmailLock(clientId, String(invite.userEmail)),
-              ConditionExpression: "inviteId = :id",
-              ExpressionAttributeValues: { ":id": inviteId },
-            },
-          },
-        ],
-      }),
-    );
+    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    return;
   } catch (error) {
-    if (transactionConditionFailedAt(error, 0)) throw notFound(INVITE_NOT_FOUND);
-    if (!transactionConditionFailedAt(error, 1)) throw error;
-    // The lock belongs to a newer invite: remove only this one.
-    await homeDb().send(new DeleteCommand({ TableName: tableName(), Key: keys.invite(clientId, inviteId) }));
+    const failed = cancelledSteps(error, steps)?.failed ?? [];
+    if (failed.includes(REMOVE_INVITE)) throw notFound(INVITE_NOT_FOUND);
+    if (!failed.includes(RELEASE_EMAIL_LOCK)) throw error;
   }
-  return invite;
+  // The lock belongs to a newer invite: remove only this one.
+  await homeDb().send(
+    new DeleteCommand({ TableName: tableName(), Key: inviteKeys.item(invite.clientId, invite.inviteId) }),
+  );
 }
 
 export async function listClientInvites(access: ClientAccess, page: PageRequest) {
-  const { items, pagination } = paginate(await pendingInvitesOfClient(access.clientId), page);
+  const { items, pagination } = paginate(await listPendingInvitesOfClient(access.clientId), page);
   return { invites: items.map(toApiInvite), pagination };
 }
 
@@ -242,48 +277,48 @@ export async function updateClientInvite(
 ) {
   const { clientId, userId: callerId } = access;
   const invite = await getPendingInvite(clientId, inviteId);
-  const roles = input.roles ? normaliseRoles(input.roles) : (invite.roles as string[]);
+  const roles = input.roles ? normaliseRoles(input.roles) : invite.roles;
   assertCanGrant(access.roles, roles);
-  const ttl = input.resend ? nowSeconds() + INVITE_LIFETIME_SECONDS : Number(invite.TTL);
+  const ttl = input.resend ? nowSeconds() + INVITE_LIFETIME_SECONDS : invite.TTL;
   const now = nowIso();
-  try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.invite(clientId, inviteId),
-              UpdateExpression: "SET #roles = :roles, #ttl = :ttl, inviteUpdated = :now",
-              ConditionExpression: "attribute_exists(pKey) AND #ttl > :nowSec",
-              ExpressionAttributeNames: { "#roles": "roles", "#ttl": "TTL" },
-              ExpressionAttributeValues: {
-                ":roles": roles,
-                ":ttl": ttl,
-                ":now": now,
-                ":nowSec": nowSeconds(),
-              },
+  await writeInviteSteps(
+    [
+      {
+        name: UPDATE_INVITE,
+        action: {
+          Update: {
+            TableName: tableName(),
+            Key: inviteKeys.item(clientId, inviteId),
+            UpdateExpression: "SET #roles = :roles, #ttl = :ttl, inviteUpdated = :now",
+            ConditionExpression: "attribute_exists(pKey) AND #ttl > :nowSec",
+            ExpressionAttributeNames: { "#roles": "roles", "#ttl": "TTL" },
+            ExpressionAttributeValues: {
+              ":roles": roles,
+              ":ttl": ttl,
+              ":now": now,
+              ":nowSec": nowSeconds(),
             },
           },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.inviteEmailLock(clientId, String(invite.userEmail)),
-              UpdateExpression: "SET #ttl = :ttl",
-              ConditionExpression: "inviteId = :id",
-              ExpressionAttributeNames: { "#ttl": "TTL" },
-              ExpressionAttributeValues: { ":ttl": ttl, ":id": inviteId },
-            },
+        },
+      },
+      {
+        name: RENEW_EMAIL_LOCK,
+        action: {
+          Update: {
+            TableName: tableName(),
+            Key: inviteKeys.emailLock(clientId, invite.userEmail),
+            UpdateExpression: "SET #ttl = :ttl",
+            ConditionExpression: "inviteId = :id",
+            ExpressionAttributeNames: { "#ttl": "TTL" },
+            ExpressionAttributeValues: { ":ttl": ttl, ":id": inviteId },
           },
-        ],
-      }),
-    );
-  } catch (error) {
-    if (transactionCancellationCodes(error)?.includes("ConditionalCheckFailed"))
-      throw notFound(INVITE_NOT_FOUND);
-    throw error;
-  }
-  const updated = { ...invite, roles, TTL: ttl, inviteUpdated: now };
+        },
+      },
+    ],
+    // gone, expired, or its lock no longer points at it
+    ({ failed }) => (failed.length > 0 ? notFound(INVITE_NOT_FOUND) : undefined),
+  );
+  const updated: InviteItem = { ...invite, roles, TTL: ttl, inviteUpdated: now };
   if (input.resend) {
     try {
       await sendInviteEmail(updated, await requireUser(callerId));
@@ -296,7 +331,7 @@ export async function updateClientInvite(
 }
 
 export async function cancelClientInvite(access: ClientAccess, inviteId: string) {
-  await removeInviteItems(access.clientId, inviteId);
+  await removeInviteItems(await getPendingInvite(access.clientId, inviteId));
 }
 
 // ---- the invitee's side: /api/users/{userId}/invites ----
@@ -306,127 +341,116 @@ async function inviteeEmail(userId: string): Promise<string> {
 }
 
 /** An invite addressed to this user, or 404 (also for someone else's invite: no probing). */
-async function findInviteForInvitee(userId: string, inviteId: string): Promise<Item> {
-  const email = await inviteeEmail(userId);
-  const index = keys.inviteByEmailIndex(email, inviteId);
-  const hits = await queryAll({
-    IndexName: "GSI1",
-    KeyConditionExpression: "gsi1pk = :pk AND gsi1sk = :sk",
-    ExpressionAttributeValues: { ":pk": index.gsi1pk, ":sk": index.gsi1sk },
-  });
-  const hit = hits[0];
-  if (!hit) throw notFound(INVITE_NOT_FOUND);
-  // The index is eventually consistent: confirm against the item itself.
-  const invite = await getPendingInvite(String(hit.clientId), inviteId);
-  if (String(invite.userEmail) !== email) throw notFound(INVITE_NOT_FOUND);
+async function findInviteForInvitee(userId: string, inviteId: string): Promise<InviteItem> {
+  const invite = await findPendingInviteAddressedTo(await inviteeEmail(userId), inviteId);
+  if (!invite) throw notFound(INVITE_NOT_FOUND);
   return invite;
 }
 
 export async function listInviteeInvites(userId: string, page: PageRequest) {
-  const email = await inviteeEmail(userId);
-  const items = await queryAll({
-    IndexName: "GSI1",
-    KeyConditionExpression: "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-    ExpressionAttributeValues: { ":pk": keys.inviteByEmailIndex(email, "").gsi1pk, ":prefix": "INVITE#" },
-  });
-  const { items: pageItems, pagination } = paginate(
-    items.filter((i) => !isExpired(i) && i.entity === "invite"),
-    page,
-  );
-  return { invites: pageItems.map(toApiInvite), pagination };
+  const invites = await listPendingInvitesAddressedTo(await inviteeEmail(userId));
+  const { items, pagination } = paginate(invites, page);
+  return { invites: items.map(toApiInvite), pagination };
 }
 
 export async function getInviteeInvite(userId: string, inviteId: string) {
   return toApiInvite(await findInviteForInvitee(userId, inviteId));
 }
 
-export async function acceptInvite(userId: string, inviteId: string) {
+/**
+ * The steps of accepting an invite, in one transaction: the invite and its lock go, the
+ * membership is written, the client counts it (while active) and the user lists the client
+ * (within the per-user cap).
+ */
+function acceptSteps(invite: InviteItem, userId: string, now: string): TransactionStep[] {
+  const { clientId, inviteId, roles } = invite;
+  return [
+    {
+      name: REMOVE_INVITE,
+      action: {
+        Delete: {
+          TableName: tableName(),
+          Key: inviteKeys.item(clientId, inviteId),
+          ConditionExpression: "attribute_exists(pKey) AND #ttl > :nowSec AND userEmail = :email",
+          ExpressionAttributeNames: { "#ttl": "TTL" },
+          ExpressionAttributeValues: { ":nowSec": nowSeconds(), ":email": invite.userEmail },
+        },
+      },
+    },
+    releaseEmailLock(invite),
+    {
+      name: ADD_MEMBER,
+      action: {
+        Put: {
+          TableName: tableName(),
+          Item: {
+            ...keys.member(clientId, userId),
+            entity: "member",
+            clientId,
+            userId,
+            roles,
+            memberCreated: now,
+            memberUpdated: now,
+            joinedByInvite: inviteId,
+          },
+          ConditionExpression: "attribute_not_exists(pKey)",
+        },
+      },
+    },
+    {
+      name: COUNT_MEMBER,
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: keys.client(clientId),
+          UpdateExpression: "ADD memberCount :one, adminCount :ad, ownerCount :od SET clientUpdated = :now",
+          ConditionExpression: "attribute_exists(pKey) AND clientStatus = :active",
+          ExpressionAttributeValues: {
+            ":one": 1,
+            ":ad": roles.includes("admin") ? 1 : 0,
+            ":od": roles.includes("owner") ? 1 : 0,
+            ":now": now,
+            ":active": "active",
+          },
+        },
+      },
+    },
+    {
+      name: ADD_CLIENT_TO_USER,
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: keys.user(userId),
+          UpdateExpression: "ADD userClients :client SET userUpdated = :now",
+          ConditionExpression:
+            "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
+          ExpressionAttributeValues: {
+            ":client": new Set([clientId]),
+            ":now": now,
+            ":max": MAX_CLIENTS_PER_USER,
+          },
+        },
+      },
+    },
+  ];
+}
+
+export async function acceptInvite(
+  userId: string,
+  inviteId: string,
+): Promise<{ clientId: string; roles: ClientRole[] }> {
   const invite = await findInviteForInvitee(userId, inviteId);
-  const clientId = String(invite.clientId);
-  const roles = invite.roles as string[];
-  const now = nowIso();
-  try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Delete: {
-              TableName: tableName(),
-              Key: keys.invite(clientId, inviteId),
-              ConditionExpression: "attribute_exists(pKey) AND #ttl > :nowSec AND userEmail = :email",
-              ExpressionAttributeNames: { "#ttl": "TTL" },
-              ExpressionAttributeValues: { ":nowSec": nowSeconds(), ":email": invite.userEmail },
-            },
-          },
-          {
-            Delete: {
-              TableName: tableName(),
-              Key: keys.inviteEmailLock(clientId, String(invite.userEmail)),
-              ConditionExpression: "inviteId = :id",
-              ExpressionAttributeValues: { ":id": inviteId },
-            },
-          },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: {
-                ...keys.member(clientId, userId),
-                entity: "member",
-                clientId,
-                userId,
-                roles,
-                memberCreated: now,
-                memberUpdated: now,
-                joinedByInvite: inviteId,
-              },
-              ConditionExpression: "attribute_not_exists(pKey)",
-            },
-          },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.client(clientId),
-              UpdateExpression:
-                "ADD memberCount :one, adminCount :ad, ownerCount :od SET clientUpdated = :now",
-              ConditionExpression: "attribute_exists(pKey) AND clientStatus = :active",
-              ExpressionAttributeValues: {
-                ":one": 1,
-                ":ad": Number(roles.includes("admin")),
-                ":od": Number(roles.includes("owner")),
-                ":now": now,
-                ":active": "active",
-              },
-            },
-          },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.user(userId),
-              UpdateExpression: "ADD userClients :client SET userUpdated = :now",
-              ConditionExpression:
-                "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
-              ExpressionAttributeValues: {
-                ":client": new Set([clientId]),
-                ":now": now,
-                ":max": MAX_CLIENTS_PER_USER,
-              },
-            },
-          },
-        ],
-      }),
-    );
-  } catch (error) {
-    const codes = transactionCancellationCodes(error);
-    if (!codes) throw error;
-    if (codes[0] === "ConditionalCheckFailed" || codes[1] === "ConditionalCheckFailed")
-      throw notFound(INVITE_NOT_FOUND);
-    if (codes[2] === "ConditionalCheckFailed") throw conflict("User is already a member of this client");
-    if (codes[3] === "ConditionalCheckFailed") throw conflict("Client is no longer accepting members");
-    if (codes[4] === "ConditionalCheckFailed")
-      throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
-    if (codes.includes("TransactionConflict")) throw conflict("The invite changed concurrently; retry");
-    throw error;
-  }
+  const { clientId, roles } = invite;
+  await writeInviteSteps(acceptSteps(invite, userId, nowIso()), ({ failed, conflict: concurrent }) => {
+    if (failed.includes(REMOVE_INVITE) || failed.includes(RELEASE_EMAIL_LOCK))
+      return notFound(INVITE_NOT_FOUND);
+    if (failed.includes(ADD_MEMBER)) return conflict("User is already a member of this client");
+    if (failed.includes(COUNT_MEMBER)) return conflict("Client is no longer accepting members");
+    if (failed.includes(ADD_CLIENT_TO_USER))
+      return badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
+    if (concurrent) return conflict("The invite changed concurrently; retry");
+    return undefined;
+  });
   const user = await requireUser(userId);
   await createNotification(
     { kind: "client", clientId },
@@ -441,5 +465,5 @@ export async function acceptInvite(userId: string, inviteId: string) {
 
 export async function rejectInvite(userId: string, inviteId: string) {
   const invite = await findInviteForInvitee(userId, inviteId);
-  await removeInviteItems(String(invite.clientId), inviteId, String(invite.userEmail));
+  await removeInviteItems(invite, invite.userEmail);
 }
