@@ -9,31 +9,27 @@
  */
 
 import { v7 as uuidv7 } from "uuid";
-import { GetCommand, PutCommand, UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
 import {
-  batchGet,
-  homeDb,
-  type Item,
-  isConditionalCheckFailure,
-  isExpired,
-  nowIso,
-  nowSeconds,
-  queryPartition,
-  tableName,
-} from "../db/store.ts";
+  findNotification,
+  listNotificationsOfInbox,
+  markNotificationRead,
+  type NotificationItem,
+  type NotificationScope,
+  notificationKeys,
+  putNotification,
+  putReadReceipt,
+  readIdsOfUser,
+} from "../db/entities/notification.ts";
+import { nowIso, nowSeconds } from "../db/store.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { ClientAccess } from "./access.ts";
 import { notFound } from "./errors.ts";
 
+export type { NotificationScope } from "../db/entities/notification.ts";
+
 export const NOTIFICATION_NOT_FOUND = "Notification not found";
 /** Notifications expire after 180 days (TTL), which also bounds every inbox. */
 export const NOTIFICATION_RETENTION_DAYS = 180;
-
-export type NotificationScope =
-  | { kind: "system" }
-  | { kind: "user"; userId: string }
-  | { kind: "client"; clientId: string };
 
 /**
  * The inbox an API caller reads: the shared system inbox (read receipts are the reader's own), the
@@ -50,37 +46,30 @@ function scopeOf(inbox: NotificationInbox): NotificationScope {
   return { kind: "client", clientId: inbox.access.clientId };
 }
 
-export function partitionOf(scope: NotificationScope): string {
-  if (scope.kind === "system") return keys.systemNotificationPartition();
-  if (scope.kind === "user") return keys.userNotificationPartition(scope.userId);
-  return keys.clientNotificationPartition(scope.clientId);
-}
-
 /** The logical pKey the API shows: SYSTEM, the user id or the client id. */
 const logicalOwner = (scope: NotificationScope) =>
   scope.kind === "system" ? "SYSTEM" : scope.kind === "user" ? scope.userId : scope.clientId;
 
-export function toApiNotification(item: Item, scope: NotificationScope, read?: boolean) {
+export function toApiNotification(item: NotificationItem, scope: NotificationScope, read?: boolean) {
   return {
-    notificationId: String(item.notificationId),
-    type: String(item.type),
-    title: String(item.title),
-    message: String(item.message),
-    read: read ?? item.read === true,
+    notificationId: item.notificationId,
+    type: item.type,
+    title: item.title,
+    message: item.message,
+    read: read ?? item.read,
     createdAt: item.createdAt,
     pKey: logicalOwner(scope),
-    sKey: String(item.notificationId),
+    sKey: item.notificationId,
   };
 }
 
 export async function createNotification(
   scope: NotificationScope,
   input: { type: string; title: string; message: string },
-): Promise<Item> {
+): Promise<NotificationItem> {
   const notificationId = uuidv7();
-  const item: Item = {
-    pKey: partitionOf(scope),
-    sKey: notificationId,
+  const item: NotificationItem = {
+    ...notificationKeys.item(scope, notificationId),
     entity: "notification",
     notificationId,
     type: input.type,
@@ -90,25 +79,22 @@ export async function createNotification(
     createdAt: nowIso(),
     TTL: nowSeconds() + NOTIFICATION_RETENTION_DAYS * 86_400,
   };
-  await homeDb().send(new PutCommand({ TableName: tableName(), Item: item }));
+  await putNotification(item);
   return item;
 }
 
 export async function listNotifications(inbox: NotificationInbox, page: PageRequest) {
   const scope = scopeOf(inbox);
-  const items = (await queryPartition(partitionOf(scope), { newestFirst: true })).filter(
-    (i) => !isExpired(i),
-  );
-  const { items: pageItems, pagination } = paginate(items, page);
+  const { items: pageItems, pagination } = paginate(await listNotificationsOfInbox(scope), page);
   if (inbox.kind !== "system") {
-    return { notifications: pageItems.map((i) => toApiNotification(i, scope)), pagination };
+    return { notifications: pageItems.map((item) => toApiNotification(item, scope)), pagination };
   }
-  const receipts = await batchGet(
-    pageItems.map((i) => keys.systemNotificationReceipt(inbox.readerId, String(i.notificationId))),
+  const readIds = await readIdsOfUser(
+    inbox.readerId,
+    pageItems.map((item) => item.notificationId),
   );
-  const readIds = new Set(receipts.map((r) => String(r.sKey)));
   return {
-    notifications: pageItems.map((i) => toApiNotification(i, scope, readIds.has(String(i.notificationId)))),
+    notifications: pageItems.map((item) => toApiNotification(item, scope, readIds.has(item.notificationId))),
     pagination,
   };
 }
@@ -116,40 +102,13 @@ export async function listNotifications(inbox: NotificationInbox, page: PageRequ
 /** Get one notification and mark it read (for the reader, in the system inbox). */
 export async function readNotification(inbox: NotificationInbox, notificationId: string) {
   const scope = scopeOf(inbox);
-  const key = { pKey: partitionOf(scope), sKey: notificationId };
   if (inbox.kind === "system") {
-    const result = await homeDb().send(
-      new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }),
-    );
-    if (!result.Item || isExpired(result.Item)) throw notFound(NOTIFICATION_NOT_FOUND);
-    await homeDb().send(
-      new PutCommand({
-        TableName: tableName(),
-        Item: {
-          ...keys.systemNotificationReceipt(inbox.readerId, notificationId),
-          entity: "notificationReceipt",
-          readAt: nowIso(),
-          TTL: result.Item.TTL,
-        },
-      }),
-    );
-    return toApiNotification(result.Item, scope, true);
+    const notification = await findNotification(scope, notificationId);
+    if (!notification) throw notFound(NOTIFICATION_NOT_FOUND);
+    await putReadReceipt(inbox.readerId, notification);
+    return toApiNotification(notification, scope, true);
   }
-  try {
-    const result = await homeDb().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: key,
-        UpdateExpression: "SET #read = :true, readAt = if_not_exists(readAt, :now)",
-        ConditionExpression: "attribute_exists(pKey) AND (attribute_not_exists(#ttl) OR #ttl > :nowSec)",
-        ExpressionAttributeNames: { "#read": "read", "#ttl": "TTL" },
-        ExpressionAttributeValues: { ":true": true, ":now": nowIso(), ":nowSec": nowSeconds() },
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    return toApiNotification(result.Attributes ?? {}, scope);
-  } catch (error) {
-    if (isConditionalCheckFailure(error)) throw notFound(NOTIFICATION_NOT_FOUND);
-    throw error;
-  }
+  const notification = await markNotificationRead(scope, notificationId);
+  if (!notification) throw notFound(NOTIFICATION_NOT_FOUND);
+  return toApiNotification(notification, scope);
 }
