@@ -17,6 +17,7 @@
 import { getConfig } from "../config.ts";
 import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { UpdateCommand } from "../db/document-client.ts";
+import type { UserItem } from "../db/entities/user.ts";
 import {
   clientOwnedRegionalPartitions,
   keys,
@@ -182,8 +183,8 @@ interface UserDeletionPlan {
 }
 
 /** Decide, for every client of the user, what deleting the user does; refuse when it would orphan one. */
-async function planUserDeletion(user: Item): Promise<UserDeletionPlan> {
-  const userId = String(user.userId);
+async function planUserDeletion(user: UserItem): Promise<UserDeletionPlan> {
+  const userId = user.userId;
   const plan: UserDeletionPlan = { purge: [], leave: [] };
   for (const clientId of userClientIds(user)) {
     const entry = await loadClient(clientId);

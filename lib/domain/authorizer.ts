@@ -31,7 +31,7 @@ export async function authenticate(
     userId: token.userId,
     tokenId: token.tokenId,
     rateLimitPerMinute: coreApiRateLimit(configs),
-    systemAdmin: user.systemAdmin === true,
+    systemAdmin: user.systemAdmin,
   };
 }
 

@@ -4,19 +4,23 @@
  * form for display (`userTokens`), which deliberately hardens the spec: it never returns raw tokens.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { GetCommand, TransactWriteCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { homeDb, nowIso, tableName, transactionConditionFailedAt } from "../db/store.ts";
+import { TransactWriteCommand } from "../db/document-client.ts";
+import { findTokenByHash, type StoredTokenRef, type TokenItem, tokenKeys } from "../db/entities/token.ts";
+import { findUser, userKeys } from "../db/entities/user.ts";
+import {
+  cancelledSteps,
+  homeDb,
+  nowIso,
+  type TransactionStep,
+  tableName,
+  transactItemsOf,
+} from "../db/store.ts";
 import { badRequest, notFound } from "./errors.ts";
+
+export type { StoredTokenRef };
 
 export const TOKEN_PREFIX = "u-";
 export const MAX_TOKENS_PER_USER = 10;
-
-export interface StoredTokenRef {
-  hash: string;
-  masked: string;
-  createdAt: string;
-}
 
 export const hashToken = (raw: string) => createHash("sha256").update(raw, "utf8").digest("hex");
 
@@ -41,43 +45,40 @@ export async function issueToken(
 ): Promise<{ token: string; tokenId: string; masked: string }> {
   const token = generateToken();
   const createdAt = nowIso();
+  const tokenItem: TokenItem = {
+    ...tokenKeys.item(token.hash),
+    entity: "token",
+    userId,
+    tokenId: token.tokenId,
+    createdAt,
+  };
+  const ref: StoredTokenRef = { hash: token.hash, masked: token.masked, createdAt };
+  const steps: TransactionStep[] = [
+    {
+      name: "put token",
+      action: {
+        Put: { TableName: tableName(), Item: tokenItem, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+    {
+      name: "add to user",
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: userKeys.item(userId),
+          UpdateExpression: "SET tokens.#id = :ref",
+          ConditionExpression: "attribute_exists(pKey) AND size(tokens) < :max",
+          ExpressionAttributeNames: { "#id": token.tokenId },
+          ExpressionAttributeValues: { ":ref": ref, ":max": MAX_TOKENS_PER_USER },
+        },
+      },
+    },
+  ];
   try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: tableName(),
-              Item: {
-                ...keys.userToken(token.hash),
-                entity: "token",
-                userId,
-                tokenId: token.tokenId,
-                createdAt,
-              },
-              ConditionExpression: "attribute_not_exists(pKey)",
-            },
-          },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.user(userId),
-              UpdateExpression: "SET tokens.#id = :ref",
-              ConditionExpression: "attribute_exists(pKey) AND size(tokens) < :max",
-              ExpressionAttributeNames: { "#id": token.tokenId },
-              ExpressionAttributeValues: {
-                ":ref": { hash: token.hash, masked: token.masked, createdAt } satisfies StoredTokenRef,
-                ":max": MAX_TOKENS_PER_USER,
-              },
-            },
-          },
-        ],
-      }),
-    );
+    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
   } catch (error) {
-    if (transactionConditionFailedAt(error, 1)) {
-      const user = await homeDb().send(new GetCommand({ TableName: tableName(), Key: keys.user(userId) }));
-      if (!user.Item) throw notFound("User not found");
+    if (cancelledSteps(error, steps)?.failed.includes("add to user")) {
+      if (!(await findUser(userId))) throw notFound("User not found");
       throw badRequest(`A user can hold at most ${MAX_TOKENS_PER_USER} tokens; revoke one first`);
     }
     throw error;
@@ -86,36 +87,31 @@ export async function issueToken(
 }
 
 export async function revokeToken(userId: string, tokenId: string): Promise<void> {
-  const user = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.user(userId), ConsistentRead: true }),
-  );
-  const ref = (user.Item?.tokens as Record<string, StoredTokenRef> | undefined)?.[tokenId];
-  if (!user.Item || !ref) throw notFound("Token not found");
-  await homeDb().send(
-    new TransactWriteCommand({
-      TransactItems: [
-        { Delete: { TableName: tableName(), Key: keys.userToken(ref.hash) } },
-        {
-          Update: {
-            TableName: tableName(),
-            Key: keys.user(userId),
-            UpdateExpression: "REMOVE tokens.#id",
-            ExpressionAttributeNames: { "#id": tokenId },
-          },
+  const user = await findUser(userId);
+  const ref = user?.tokens[tokenId];
+  if (!ref) throw notFound("Token not found");
+  const steps: TransactionStep[] = [
+    { name: "delete token", action: { Delete: { TableName: tableName(), Key: tokenKeys.item(ref.hash) } } },
+    {
+      name: "remove from user",
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: userKeys.item(userId),
+          UpdateExpression: "REMOVE tokens.#id",
+          ExpressionAttributeNames: { "#id": tokenId },
         },
-      ],
-    }),
-  );
+      },
+    },
+  ];
+  await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
 }
 
 /** The authorizer's look-up: token -> owning user, or undefined for an unknown token. */
 export async function resolveToken(raw: string): Promise<{ userId: string; tokenId: string } | undefined> {
   if (!looksLikeToken(raw)) return undefined;
-  const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.userToken(hashToken(raw)), ConsistentRead: true }),
-  );
-  if (!result.Item) return undefined;
-  return { userId: String(result.Item.userId), tokenId: String(result.Item.tokenId) };
+  const token = await findTokenByHash(hashToken(raw));
+  return token ? { userId: token.userId, tokenId: token.tokenId } : undefined;
 }
 
 export function listTokens(tokens: Record<string, StoredTokenRef> | undefined) {

@@ -4,18 +4,29 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { GetCommand, TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
+import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import {
+  findUser,
+  findUserIdByEmail,
+  type NewUserItem,
+  type UserEmailItem,
+  type UserItem,
+  userItemOf,
+  userKeys,
+} from "../db/entities/user.ts";
+import {
+  cancelledSteps,
   homeDb,
-  type Item,
   isConditionalCheckFailure,
   nowIso,
+  type TransactionStep,
   tableName,
-  transactionConditionFailedAt,
+  transactItemsOf,
 } from "../db/store.ts";
 import { conflict, notFound } from "./errors.ts";
-import { listTokens, type StoredTokenRef } from "./tokens.ts";
+import { listTokens } from "./tokens.ts";
+
+export { findUserIdByEmail };
 
 export const NewUser = z.object({
   email: z.string().trim().toLowerCase().email().max(254),
@@ -46,28 +57,27 @@ export const UserProfileUpdate = z
   });
 export type UserProfileUpdate = z.infer<typeof UserProfileUpdate>;
 
-const asSortedArray = (value: unknown): string[] =>
-  value instanceof Set ? [...value].map(String).sort() : Array.isArray(value) ? value.map(String).sort() : [];
+const sorted = (ids: ReadonlySet<string>) => [...ids].sort();
 
-export const userClientIds = (user: Item) => asSortedArray(user.userClients);
-export const userMspIds = (user: Item) => asSortedArray(user.userMsps);
+export const userClientIds = (user: UserItem) => sorted(user.userClients);
+export const userMspIds = (user: UserItem) => sorted(user.userMsps);
 
 /** The user as the API shows it: spec fields, masked tokens, no internals. */
-export function toApiUser(user: Item) {
+export function toApiUser(user: UserItem) {
   return {
-    userId: String(user.userId),
+    userId: user.userId,
     pKey: "USER",
-    sKey: String(user.userId),
+    sKey: user.userId,
     userClients: userClientIds(user),
-    userUsername: user.userUsername ?? "",
-    userEmail: user.userEmail ?? "",
-    userBio: user.userBio ?? "",
-    userPhone: user.userPhone ?? "",
-    userFirstName: user.userFirstName ?? "",
-    userLastName: user.userLastName ?? "",
-    userTokens: listTokens(user.tokens as Record<string, StoredTokenRef> | undefined).map((t) => t.masked),
+    userUsername: user.userUsername,
+    userEmail: user.userEmail,
+    userBio: user.userBio,
+    userPhone: user.userPhone,
+    userFirstName: user.userFirstName,
+    userLastName: user.userLastName,
+    userTokens: listTokens(user.tokens).map((t) => t.masked),
     userMsps: userMspIds(user),
-    systemAdmin: user.systemAdmin === true,
+    systemAdmin: user.systemAdmin,
     ...(user.userStatus
       ? { userStatus: user.userStatus, userDeletionScheduledAt: user.userDeletionScheduledAt }
       : {}),
@@ -77,32 +87,21 @@ export function toApiUser(user: Item) {
 }
 export type ApiUser = ReturnType<typeof toApiUser>;
 
-export async function getUser(userId: string): Promise<Item | undefined> {
-  const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.user(userId), ConsistentRead: true }),
-  );
-  return result.Item;
-}
+/** The user by id, or undefined. */
+export const getUser = (userId: string): Promise<UserItem | undefined> => findUser(userId);
 
-export async function requireUser(userId: string): Promise<Item> {
-  const user = await getUser(userId);
+export async function requireUser(userId: string): Promise<UserItem> {
+  const user = await findUser(userId);
   if (!user) throw notFound("User not found");
   return user;
 }
 
-export async function findUserIdByEmail(email: string): Promise<string | undefined> {
-  const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.userEmail(email), ConsistentRead: true }),
-  );
-  return result.Item ? String(result.Item.userId) : undefined;
-}
-
-export async function createUser(input: NewUser): Promise<Item> {
+export async function createUser(input: NewUser): Promise<UserItem> {
   const data = NewUser.parse(input);
   const userId = randomUUID();
   const now = nowIso();
-  const user: Item = {
-    ...keys.user(userId),
+  const user: NewUserItem = {
+    ...userKeys.item(userId),
     entity: "user",
     userId,
     userEmail: data.email,
@@ -116,29 +115,32 @@ export async function createUser(input: NewUser): Promise<Item> {
     userCreated: now,
     userUpdated: now,
   };
+  const emailItem: UserEmailItem = { ...userKeys.email(data.email), entity: "userEmail", userId };
+  const steps: TransactionStep[] = [
+    {
+      name: "put user",
+      action: {
+        Put: { TableName: tableName(), Item: user, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+    {
+      name: "claim email",
+      action: {
+        Put: { TableName: tableName(), Item: emailItem, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+  ];
   try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: tableName(), Item: user, ConditionExpression: "attribute_not_exists(pKey)" } },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: { ...keys.userEmail(data.email), entity: "userEmail", userId },
-              ConditionExpression: "attribute_not_exists(pKey)",
-            },
-          },
-        ],
-      }),
-    );
+    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
   } catch (error) {
-    if (transactionConditionFailedAt(error, 1)) throw conflict("A user with this email already exists");
+    if (cancelledSteps(error, steps)?.failed.includes("claim email"))
+      throw conflict("A user with this email already exists");
     throw error;
   }
-  return user;
+  return userItemOf(user);
 }
 
-export async function updateUserProfile(userId: string, changes: UserProfileUpdate): Promise<Item> {
+export async function updateUserProfile(userId: string, changes: UserProfileUpdate): Promise<UserItem> {
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ":now": nowIso() };
   const sets = ["userUpdated = :now"];
@@ -151,7 +153,7 @@ export async function updateUserProfile(userId: string, changes: UserProfileUpda
     const result = await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.user(userId),
+        Key: userKeys.item(userId),
         UpdateExpression: `SET ${sets.join(", ")}`,
         ConditionExpression: "attribute_exists(pKey)",
         ExpressionAttributeNames: names,
@@ -159,26 +161,26 @@ export async function updateUserProfile(userId: string, changes: UserProfileUpda
         ReturnValues: "ALL_NEW",
       }),
     );
-    return result.Attributes ?? {};
+    return userItemOf(result.Attributes ?? {});
   } catch (error) {
     if (isConditionalCheckFailure(error)) throw notFound("User not found");
     throw error;
   }
 }
 
-export async function setSystemAdmin(userId: string, systemAdmin: boolean): Promise<Item> {
+export async function setSystemAdmin(userId: string, systemAdmin: boolean): Promise<UserItem> {
   try {
     const result = await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.user(userId),
+        Key: userKeys.item(userId),
         UpdateExpression: "SET systemAdmin = :flag, userUpdated = :now",
         ConditionExpression: "attribute_exists(pKey)",
         ExpressionAttributeValues: { ":flag": systemAdmin, ":now": nowIso() },
         ReturnValues: "ALL_NEW",
       }),
     );
-    return result.Attributes ?? {};
+    return userItemOf(result.Attributes ?? {});
   } catch (error) {
     if (isConditionalCheckFailure(error)) throw notFound("User not found");
     throw error;

@@ -1,0 +1,56 @@
+/**
+ * The user API token (spec 5.1) as stored: the token item, addressed by the SHA-256 of the raw
+ * token, and the token reference kept in the owning user's `tokens` map (lib/db/entities/user.ts).
+ * The domain (lib/domain/tokens.ts) works on these types, never on an untyped item.
+ */
+import { z } from "zod";
+import { GetCommand } from "../document-client.ts";
+import { keys } from "../keys.ts";
+import { homeDb, tableName } from "../store.ts";
+
+export const TokenItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  entity: z.literal("token"),
+  /** The owning user. */
+  userId: z.string(),
+  tokenId: z.string(),
+  createdAt: z.string(),
+});
+export type TokenItem = z.infer<typeof TokenItem>;
+
+/** One entry of the user item's `tokens` map (keyed by token id): never the raw token. */
+export const StoredTokenRef = z.object({
+  /** SHA-256 of the raw token: the token item's key. */
+  hash: z.string(),
+  /** What the API shows (`userTokens`): the prefix and the last four characters. */
+  masked: z.string(),
+  createdAt: z.string(),
+});
+export type StoredTokenRef = z.infer<typeof StoredTokenRef>;
+
+/** A stored item as a TokenItem; an item that is not one is a defect of the store, not of the caller. */
+export function tokenItemOf(item: Record<string, unknown>): TokenItem {
+  const parsed = TokenItem.safeParse({ entity: "token", ...item });
+  if (!parsed.success)
+    throw new Error(
+      `Stored token ${String(item.tokenId)} does not match its schema: ${parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+        .join("; ")}`,
+    );
+  return parsed.data;
+}
+
+export const tokenKeys = {
+  /** The token item, by the SHA-256 of the raw token. */
+  item: keys.userToken,
+} as const;
+
+/** Access pattern "token -> user (the authorizer)": a consistent GetItem on the token's hash. */
+export async function findTokenByHash(tokenHash: string): Promise<TokenItem | undefined> {
+  const result = await homeDb().send(
+    new GetCommand({ TableName: tableName(), Key: tokenKeys.item(tokenHash), ConsistentRead: true }),
+  );
+  return result.Item ? tokenItemOf(result.Item) : undefined;
+}
