@@ -4,7 +4,8 @@
  * that act on an organisation take a ClientAccess instead of a user id, so none of them can run
  * without the check, and none repeats it.
  */
-import { CLIENT_NOT_FOUND, getMemberItem, memberRef } from "./clients.ts";
+import { findMember } from "../db/entities/member.ts";
+import { CLIENT_NOT_FOUND } from "./clients.ts";
 import { DomainError } from "./errors.ts";
 import { type ClientRole, hasRole } from "./roles.ts";
 
@@ -23,9 +24,9 @@ export async function requireClientAccess(
   userId: string,
   minimum: ClientRole,
 ): Promise<ClientAccess> {
-  const item = await getMemberItem(clientId, userId);
-  if (!item) throw new DomainError("notFound", CLIENT_NOT_FOUND);
-  const { roles } = memberRef(item);
+  const member = await findMember(clientId, userId);
+  if (!member) throw new DomainError("notFound", CLIENT_NOT_FOUND);
+  const roles: string[] = [...member.roles];
   if (!hasRole(roles, minimum)) throw new DomainError("forbidden", `Forbidden: requires the ${minimum} role`);
   return { clientId, userId, roles };
 }

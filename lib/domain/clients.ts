@@ -6,16 +6,18 @@
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
 import { syncClientRuntime } from "../data-plane/client-runtime.ts";
-import { GetCommand, TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
-import { CLIENT_SK, keys } from "../db/keys.ts";
+import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
+import { type ClientItem, clientKeys, findClient } from "../db/entities/client.ts";
+import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "../db/entities/member.ts";
+import { keys } from "../db/keys.ts";
 import {
+  cancelledSteps,
   homeDb,
-  type Item,
   isConditionalCheckFailure,
   nowIso,
-  queryPartition,
+  type TransactionStep,
   tableName,
-  transactionConditionFailedAt,
+  transactItemsOf,
 } from "../db/store.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { ClientAccess } from "./access.ts";
@@ -33,12 +35,12 @@ export interface MemberRef {
   roles: string[];
 }
 
-export function toApiClient(client: Item, members: readonly MemberRef[]) {
+export function toApiClient(client: ClientItem, members: readonly MemberRef[]) {
   return {
-    clientId: String(client.clientId),
-    clientName: String(client.clientName),
+    clientId: client.clientId,
+    clientName: client.clientName,
     clientMembers: members.map((m) => ({ userId: m.userId, roles: [...m.roles] })),
-    clientStatus: client.clientStatus ?? "active",
+    clientStatus: client.clientStatus,
     ...(client.clientDeletionScheduledAt
       ? { clientDeletionScheduledAt: client.clientDeletionScheduledAt }
       : {}),
@@ -48,37 +50,29 @@ export function toApiClient(client: Item, members: readonly MemberRef[]) {
 }
 export type ApiClient = ReturnType<typeof toApiClient>;
 
-export const memberRef = (item: Item): MemberRef => ({
-  userId: String(item.userId),
-  roles: Array.isArray(item.roles) ? item.roles.map(String) : [],
-});
+export const memberRef = (item: MemberItem): MemberRef => ({ userId: item.userId, roles: [...item.roles] });
 
-export async function getClientItem(clientId: string): Promise<Item | undefined> {
-  const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.client(clientId), ConsistentRead: true }),
-  );
-  return result.Item;
-}
-
-export async function getMemberItem(clientId: string, userId: string): Promise<Item | undefined> {
-  const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: keys.member(clientId, userId), ConsistentRead: true }),
-  );
-  return result.Item;
-}
-
-export async function listMemberItems(clientId: string): Promise<Item[]> {
-  return queryPartition(keys.clientPartition(clientId), { sKeyPrefix: CLIENT_SK.memberPrefix });
-}
+/** The client item (access pattern "client", lib/db/entities/client.ts). */
+export const getClientItem = findClient;
+/** The member item (access pattern "membership check of one user", lib/db/entities/member.ts). */
+export const getMemberItem = findMember;
+/** The client's member items (access pattern "members of a client"). */
+export const listMemberItems = listMembersOfClient;
 
 /** The client with its members, or undefined. Two reads in parallel. */
 export async function loadClient(
   clientId: string,
-): Promise<{ client: Item; members: MemberRef[] } | undefined> {
-  const [client, members] = await Promise.all([getClientItem(clientId), listMemberItems(clientId)]);
+): Promise<{ client: ClientItem; members: MemberRef[] } | undefined> {
+  const [client, members] = await Promise.all([findClient(clientId), listMembersOfClient(clientId)]);
   if (!client) return undefined;
   return { client, members: members.map(memberRef) };
 }
+
+/** The steps of creating a client, named so that a cancellation is read by name. */
+const PUT_CLIENT = "putClient";
+const PUT_CLIENT_CONFIG = "putClientConfig";
+const PUT_CREATOR_MEMBER = "putCreatorMember";
+const ADD_CLIENT_TO_USER = "addClientToUser";
 
 export async function createClient(userId: string, clientName: string): Promise<ApiClient> {
   const config = getConfig();
@@ -93,9 +87,9 @@ export async function createClient(userId: string, clientName: string): Promise<
     clientName,
     email: String(user.userEmail ?? "") || undefined,
   });
-  const roles = ["owner", "admin"];
-  const client: Item = {
-    ...keys.client(clientId),
+  const roles: MemberItem["roles"] = ["owner", "admin"];
+  const client: ClientItem = {
+    ...clientKeys.item(clientId),
     entity: "client",
     clientId,
     clientName,
@@ -107,57 +101,59 @@ export async function createClient(userId: string, clientName: string): Promise<
     clientCreated: now,
     clientUpdated: now,
   };
+  const member: MemberItem = {
+    ...memberKeys.item(clientId, userId),
+    entity: "member",
+    clientId,
+    userId,
+    roles,
+    memberCreated: now,
+    memberUpdated: now,
+  };
+  const steps: TransactionStep[] = [
+    {
+      name: PUT_CLIENT,
+      action: {
+        Put: { TableName: tableName(), Item: client, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+    {
+      name: PUT_CLIENT_CONFIG,
+      action: {
+        Put: {
+          TableName: tableName(),
+          Item: {
+            ...clientKeys.config(clientId),
+            entity: "clientConfig",
+            ...defaultClientConfiguration({ clientId, regions: config.regions, createdAt: now, payment }),
+          },
+        },
+      },
+    },
+    { name: PUT_CREATOR_MEMBER, action: { Put: { TableName: tableName(), Item: member } } },
+    {
+      name: ADD_CLIENT_TO_USER,
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: keys.user(userId),
+          UpdateExpression: "ADD userClients :client SET userUpdated = :now",
+          ConditionExpression:
+            "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
+          ExpressionAttributeValues: {
+            ":client": new Set([clientId]),
+            ":now": now,
+            ":max": MAX_CLIENTS_PER_USER,
+          },
+        },
+      },
+    },
+  ];
   try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: { TableName: tableName(), Item: client, ConditionExpression: "attribute_not_exists(pKey)" },
-          },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: {
-                ...keys.clientConfig(clientId),
-                entity: "clientConfig",
-                ...defaultClientConfiguration({ clientId, regions: config.regions, createdAt: now, payment }),
-              },
-            },
-          },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: {
-                ...keys.member(clientId, userId),
-                entity: "member",
-                clientId,
-                userId,
-                roles,
-                memberCreated: now,
-                memberUpdated: now,
-              },
-            },
-          },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.user(userId),
-              UpdateExpression: "ADD userClients :client SET userUpdated = :now",
-              ConditionExpression:
-                "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
-              ExpressionAttributeValues: {
-                ":client": new Set([clientId]),
-                ":now": now,
-                ":max": MAX_CLIENTS_PER_USER,
-              },
-            },
-          },
-        ],
-      }),
-    );
+    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
   } catch (error) {
     if (payment.paymentCustomerId) await deleteCustomer(payment.paymentCustomerId);
-    if (transactionConditionFailedAt(error, 3)) {
+    if (cancelledSteps(error, steps)?.failed.includes(ADD_CLIENT_TO_USER)) {
       throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
     }
     throw error;
@@ -202,7 +198,7 @@ export async function renameClient(access: ClientAccess, clientName: string): Pr
     await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.client(access.clientId),
+        Key: clientKeys.item(access.clientId),
         UpdateExpression: "SET clientName = :name, clientUpdated = :now",
         ConditionExpression: "attribute_exists(pKey)",
         ExpressionAttributeValues: { ":name": clientName, ":now": nowIso() },

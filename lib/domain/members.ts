@@ -4,19 +4,24 @@
  * conditioned on the values the decision was made from; on a concurrent change it re-reads and
  * decides again.
  */
+
 import { TransactWriteCommand } from "../db/document-client.ts";
+import { type ClientItem, clientKeys } from "../db/entities/client.ts";
+import { findMember, type MemberItem, memberKeys } from "../db/entities/member.ts";
 import { keys } from "../db/keys.ts";
-import { batchGet, homeDb, type Item, nowIso, tableName, transactionCancellationCodes } from "../db/store.ts";
+import {
+  batchGet,
+  cancelledSteps,
+  homeDb,
+  type Item,
+  nowIso,
+  type TransactionStep,
+  tableName,
+  transactItemsOf,
+} from "../db/store.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { ClientAccess } from "./access.ts";
-import {
-  CLIENT_NOT_FOUND,
-  getClientItem,
-  getMemberItem,
-  listMemberItems,
-  type MemberRef,
-  memberRef,
-} from "./clients.ts";
+import { CLIENT_NOT_FOUND, getClientItem, listMemberItems, type MemberRef, memberRef } from "./clients.ts";
 import { conflict, forbidden, notFound } from "./errors.ts";
 import { MEMBER_MANAGER_ROLE, planMemberRemoval, planRoleChange, type RoleCounts } from "./member-rules.ts";
 import { hasRole } from "./roles.ts";
@@ -44,17 +49,33 @@ async function withUsers(members: MemberRef[]) {
   return members.map((m) => toApiMember(m, byId.get(m.userId)));
 }
 
-const countsOf = (client: Item): RoleCounts => ({
-  adminCount: Number(client.adminCount ?? 0),
-  ownerCount: Number(client.ownerCount ?? 0),
+const countsOf = (client: ClientItem): RoleCounts => ({
+  adminCount: client.adminCount,
+  ownerCount: client.ownerCount,
 });
 
+/** The steps of the membership transactions, named so that a cancellation is read by name. */
+const ACTOR_STILL_HOLDS = "actorStillHolds";
+const SET_MEMBER_ROLES = "setMemberRoles";
+const COUNT_ROLES = "countRoles";
+const DELETE_MEMBER = "deleteMember";
+const UNCOUNT_MEMBER = "uncountMember";
+const REMOVE_CLIENT_FROM_USER = "removeClientFromUser";
+/** Every step is conditioned on the state the decision was made from: any of them failing is a concurrent change. */
+const DECIDED_FROM: readonly string[] = [
+  ACTOR_STILL_HOLDS,
+  SET_MEMBER_ROLES,
+  COUNT_ROLES,
+  DELETE_MEMBER,
+  UNCOUNT_MEMBER,
+  REMOVE_CLIENT_FROM_USER,
+];
+
 /** A concurrent change to the same client or member: decide again from fresh state. */
-function isRetryableConflict(error: unknown): boolean {
+function isRetryableConflict(error: unknown, steps: readonly TransactionStep[]): boolean {
+  const cancelled = cancelledSteps(error, steps);
   return (
-    transactionCancellationCodes(error)?.some(
-      (c) => c === "ConditionalCheckFailed" || c === "TransactionConflict",
-    ) ?? false
+    cancelled !== undefined && (cancelled.conflict || cancelled.failed.some((n) => DECIDED_FROM.includes(n)))
   );
 }
 
@@ -64,14 +85,14 @@ export async function listMembers(access: ClientAccess, page: PageRequest) {
 }
 
 export async function getMember(access: ClientAccess, userId: string) {
-  const member = await getMemberItem(access.clientId, userId);
+  const member = await findMember(access.clientId, userId);
   if (!member) throw notFound(MEMBER_NOT_FOUND);
   return (await withUsers([memberRef(member)]))[0]!;
 }
 
 /** The actor's roles read afresh, still enough to manage members (a retry decides again). */
 async function currentManagerRoles(clientId: string, actorUserId: string): Promise<string[]> {
-  const item = await getMemberItem(clientId, actorUserId);
+  const item = await findMember(clientId, actorUserId);
   if (!item) throw notFound(CLIENT_NOT_FOUND);
   const { roles } = memberRef(item);
   if (!hasRole(roles, MEMBER_MANAGER_ROLE))
@@ -86,7 +107,7 @@ export async function updateMemberRoles(access: ClientAccess, userId: string, ro
     // decided afresh on every retry and re-checked in the transaction: an admin demoted while this
     // change is in flight must not complete it.
     const actor = { roles: attempt === 1 ? access.roles : await currentManagerRoles(clientId, callerId) };
-    const [client, member] = await Promise.all([getClientItem(clientId), getMemberItem(clientId, userId)]);
+    const [client, member] = await Promise.all([getClientItem(clientId), findMember(clientId, userId)]);
     if (!client) throw notFound(CLIENT_NOT_FOUND);
     if (!member) throw notFound(MEMBER_NOT_FOUND);
     const counts = countsOf(client);
@@ -99,42 +120,45 @@ export async function updateMemberRoles(access: ClientAccess, userId: string, ro
     });
     if (plan.changed) {
       const now = nowIso();
+      const steps: TransactionStep[] = [
+        ...actorStillHolds(clientId, callerId, userId, actor.roles),
+        {
+          name: SET_MEMBER_ROLES,
+          action: {
+            Update: {
+              TableName: tableName(),
+              Key: memberKeys.item(clientId, userId),
+              UpdateExpression: "SET #roles = :roles, memberUpdated = :now",
+              ConditionExpression: "#roles = :old",
+              ExpressionAttributeNames: { "#roles": "roles" },
+              ExpressionAttributeValues: { ":roles": plan.roles, ":old": member.roles, ":now": now },
+            },
+          },
+        },
+        {
+          name: COUNT_ROLES,
+          action: {
+            Update: {
+              TableName: tableName(),
+              Key: clientKeys.item(clientId),
+              UpdateExpression: "ADD adminCount :ad, ownerCount :od SET clientUpdated = :now",
+              ConditionExpression: "adminCount = :ac AND ownerCount = :oc",
+              ExpressionAttributeValues: {
+                ":ad": plan.adminDelta,
+                ":od": plan.ownerDelta,
+                ":ac": counts.adminCount,
+                ":oc": counts.ownerCount,
+                ":now": now,
+              },
+            },
+          },
+        },
+      ];
       try {
-        await homeDb().send(
-          new TransactWriteCommand({
-            TransactItems: [
-              ...actorStillHolds(clientId, callerId, userId, actor.roles),
-              {
-                Update: {
-                  TableName: tableName(),
-                  Key: keys.member(clientId, userId),
-                  UpdateExpression: "SET #roles = :roles, memberUpdated = :now",
-                  ConditionExpression: "#roles = :old",
-                  ExpressionAttributeNames: { "#roles": "roles" },
-                  ExpressionAttributeValues: { ":roles": plan.roles, ":old": member.roles, ":now": now },
-                },
-              },
-              {
-                Update: {
-                  TableName: tableName(),
-                  Key: keys.client(clientId),
-                  UpdateExpression: "ADD adminCount :ad, ownerCount :od SET clientUpdated = :now",
-                  ConditionExpression: "adminCount = :ac AND ownerCount = :oc",
-                  ExpressionAttributeValues: {
-                    ":ad": plan.adminDelta,
-                    ":od": plan.ownerDelta,
-                    ":ac": counts.adminCount,
-                    ":oc": counts.ownerCount,
-                    ":now": now,
-                  },
-                },
-              },
-            ],
-          }),
-        );
+        await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
       } catch (error) {
-        if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
-        if (isRetryableConflict(error)) throw conflict(CONCURRENT_CHANGE);
+        if (isRetryableConflict(error, steps) && attempt < MAX_ATTEMPTS) continue;
+        if (isRetryableConflict(error, steps)) throw conflict(CONCURRENT_CHANGE);
         throw error;
       }
     }
@@ -161,9 +185,9 @@ export function leaveClient(userId: string, clientId: string): Promise<void> {
 async function removeMembership(clientId: string, callerId: string, userId: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     const [caller, client, member] = await Promise.all([
-      getMemberItem(clientId, callerId),
+      findMember(clientId, callerId),
       getClientItem(clientId),
-      getMemberItem(clientId, userId),
+      findMember(clientId, userId),
     ]);
     if (!caller) throw notFound(CLIENT_NOT_FOUND);
     if (!client) throw notFound(CLIENT_NOT_FOUND);
@@ -177,48 +201,70 @@ async function removeMembership(clientId: string, callerId: string, userId: stri
       targetRoles: target.roles,
       counts,
     });
+    const steps = membershipRemovalSteps(clientId, userId, member, counts, plan, {
+      actorUserId: callerId,
+      actorRoles: memberRef(caller).roles,
+    });
     try {
-      await homeDb().send(
-        membershipRemovalTransaction(clientId, userId, member, counts, plan, {
-          actorUserId: callerId,
-          actorRoles: memberRef(caller).roles,
-        }),
-      );
+      await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
       return;
     } catch (error) {
-      if (isRetryableConflict(error) && attempt < MAX_ATTEMPTS) continue;
-      if (isRetryableConflict(error)) throw conflict(CONCURRENT_CHANGE);
+      if (isRetryableConflict(error, steps) && attempt < MAX_ATTEMPTS) continue;
+      if (isRetryableConflict(error, steps)) throw conflict(CONCURRENT_CHANGE);
       throw error;
     }
   }
 }
 
-/** The one transaction that ends a membership; also used when a user account is deleted. */
+/**
+ * The one transaction that ends a membership; also used when a user account is deleted
+ * (lib/domain/account-deletion.ts, which still carries the member as an untyped Item).
+ */
 export function membershipRemovalTransaction(
   clientId: string,
   userId: string,
-  member: Item,
+  member: Pick<MemberItem, "roles"> | Item,
   counts: RoleCounts,
   plan: { adminDelta: number; ownerDelta: number },
   actor?: { actorUserId: string; actorRoles: string[] },
 ) {
-  const now = nowIso();
   return new TransactWriteCommand({
-    TransactItems: [
-      ...(actor ? actorStillHolds(clientId, actor.actorUserId, userId, actor.actorRoles) : []),
-      {
+    TransactItems: transactItemsOf(
+      membershipRemovalSteps(clientId, userId, { roles: member.roles }, counts, plan, actor),
+    ),
+  });
+}
+
+/** The steps of ending a membership, each conditioned on the state the removal was decided from. */
+function membershipRemovalSteps(
+  clientId: string,
+  userId: string,
+  member: Pick<MemberItem, "roles">,
+  counts: RoleCounts,
+  plan: { adminDelta: number; ownerDelta: number },
+  actor?: { actorUserId: string; actorRoles: string[] },
+): TransactionStep[] {
+  const now = nowIso();
+  return [
+    ...(actor ? actorStillHolds(clientId, actor.actorUserId, userId, actor.actorRoles) : []),
+    {
+      name: DELETE_MEMBER,
+      action: {
         Delete: {
           TableName: tableName(),
-          Key: keys.member(clientId, userId),
+          Key: memberKeys.item(clientId, userId),
           ConditionExpression: "#roles = :roles",
           ExpressionAttributeNames: { "#roles": "roles" },
           ExpressionAttributeValues: { ":roles": member.roles },
         },
       },
-      {
+    },
+    {
+      name: UNCOUNT_MEMBER,
+      action: {
         Update: {
           TableName: tableName(),
-          Key: keys.client(clientId),
+          Key: clientKeys.item(clientId),
           UpdateExpression:
             "ADD memberCount :minusOne, adminCount :ad, ownerCount :od SET clientUpdated = :now",
           ConditionExpression: "adminCount = :ac AND ownerCount = :oc",
@@ -232,7 +278,10 @@ export function membershipRemovalTransaction(
           },
         },
       },
-      {
+    },
+    {
+      name: REMOVE_CLIENT_FROM_USER,
+      action: {
         Update: {
           TableName: tableName(),
           Key: keys.user(userId),
@@ -241,8 +290,8 @@ export function membershipRemovalTransaction(
           ExpressionAttributeValues: { ":client": new Set([clientId]), ":now": now },
         },
       },
-    ],
-  });
+    },
+  ];
 }
 
 /**
@@ -250,16 +299,24 @@ export function membershipRemovalTransaction(
  * when acting on oneself: the target's own condition covers it). A concurrent demotion or removal
  * of the actor cancels the transaction, and the retry decides again from fresh state.
  */
-function actorStillHolds(clientId: string, actorUserId: string, targetUserId: string, roles: string[]) {
+function actorStillHolds(
+  clientId: string,
+  actorUserId: string,
+  targetUserId: string,
+  roles: string[],
+): TransactionStep[] {
   if (actorUserId === targetUserId) return [];
   return [
     {
-      ConditionCheck: {
-        TableName: tableName(),
-        Key: keys.member(clientId, actorUserId),
-        ConditionExpression: "#roles = :actorRoles",
-        ExpressionAttributeNames: { "#roles": "roles" },
-        ExpressionAttributeValues: { ":actorRoles": roles },
+      name: ACTOR_STILL_HOLDS,
+      action: {
+        ConditionCheck: {
+          TableName: tableName(),
+          Key: memberKeys.item(clientId, actorUserId),
+          ConditionExpression: "#roles = :actorRoles",
+          ExpressionAttributeNames: { "#roles": "roles" },
+          ExpressionAttributeValues: { ":actorRoles": roles },
+        },
       },
     },
   ];
