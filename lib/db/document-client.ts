@@ -14,6 +14,7 @@
  * property the value itself can carry), maps are built on null-prototype objects on the way in and
  * with `Object.fromEntries` (own data properties) on the way out, so every key name is data. The
  * command classes keep lib-dynamodb's names and input/output types, so call sites read the same.
+ * There is no Scan: every read is a GetItem or a Query on a key or index.
  */
 
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
@@ -25,7 +26,6 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand as QueryItemsCommand,
-  ScanCommand as ScanItemsCommand,
   TransactWriteItemsCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
@@ -43,8 +43,6 @@ import type {
   PutCommandOutput,
   QueryCommandInput,
   QueryCommandOutput,
-  ScanCommandInput,
-  ScanCommandOutput,
   TransactWriteCommandInput,
   TransactWriteCommandOutput,
   UpdateCommandInput,
@@ -59,7 +57,6 @@ export type {
   NativeAttributeValue,
   PutCommandInput,
   QueryCommandInput,
-  ScanCommandInput,
   TransactWriteCommandInput,
   UpdateCommandInput,
 };
@@ -198,10 +195,6 @@ export class DeleteCommand extends DocumentCommand<DeleteCommandInput, DeleteCom
 export class QueryCommand extends DocumentCommand<QueryCommandInput, QueryCommandOutput> {
   readonly kind = "query";
 }
-/** For operators' tools and tests only: no request path scans. */
-export class ScanCommand extends DocumentCommand<ScanCommandInput, ScanCommandOutput> {
-  readonly kind = "scan";
-}
 export class TransactWriteCommand extends DocumentCommand<
   TransactWriteCommandInput,
   TransactWriteCommandOutput
@@ -221,7 +214,6 @@ type AnyCommand =
   | UpdateCommand
   | DeleteCommand
   | QueryCommand
-  | ScanCommand
   | TransactWriteCommand
   | BatchGetCommand
   | BatchWriteCommand;
@@ -312,18 +304,14 @@ export function documentClient(client: DynamoDBClient): DocumentClient {
         );
         return { ...out, Attributes: unmarshallOptional(out.Attributes) };
       }
-      case "query":
-      case "scan": {
+      case "query": {
         const { input } = command;
         const low = {
           ...input,
           ExclusiveStartKey: marshallOptional(input.ExclusiveStartKey),
           ...values(input),
         } as Low;
-        const out = await client.send(
-          command.kind === "query" ? new QueryItemsCommand(low) : new ScanItemsCommand(low),
-          options,
-        );
+        const out = await client.send(new QueryItemsCommand(low), options);
         return {
           ...out,
           Items: out.Items?.map(unmarshallItem),

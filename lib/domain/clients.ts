@@ -30,6 +30,34 @@ export const CLIENT_NOT_FOUND = "Client not found";
 /** Bound on the organisations one user can belong to (keeps every per-user list bounded). */
 export const MAX_CLIENTS_PER_USER = 100;
 
+/**
+ * The transaction step that adds a client to a user's `userClients`, refused (condition) when the
+ * user is gone or already belongs to MAX_CLIENTS_PER_USER clients. Creating a client and accepting
+ * an invite both take it.
+ */
+export const addClientToUserStep = (
+  name: string,
+  userId: string,
+  clientId: string,
+  now: string,
+): TransactionStep => ({
+  name,
+  action: {
+    Update: {
+      TableName: tableName(),
+      Key: keys.user(userId),
+      UpdateExpression: "ADD userClients :client SET userUpdated = :now",
+      ConditionExpression:
+        "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
+      ExpressionAttributeValues: {
+        ":client": new Set([clientId]),
+        ":now": now,
+        ":max": MAX_CLIENTS_PER_USER,
+      },
+    },
+  },
+});
+
 export interface MemberRef {
   userId: string;
   roles: string[];
@@ -131,23 +159,7 @@ export async function createClient(userId: string, clientName: string): Promise<
       },
     },
     { name: PUT_CREATOR_MEMBER, action: { Put: { TableName: tableName(), Item: member } } },
-    {
-      name: ADD_CLIENT_TO_USER,
-      action: {
-        Update: {
-          TableName: tableName(),
-          Key: keys.user(userId),
-          UpdateExpression: "ADD userClients :client SET userUpdated = :now",
-          ConditionExpression:
-            "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
-          ExpressionAttributeValues: {
-            ":client": new Set([clientId]),
-            ":now": now,
-            ":max": MAX_CLIENTS_PER_USER,
-          },
-        },
-      },
-    },
+    addClientToUserStep(ADD_CLIENT_TO_USER, userId, clientId, now),
   ];
   try {
     await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));

@@ -38,7 +38,13 @@ import { sendEmail } from "../email.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import { describeError, log } from "../log.ts";
 import type { ClientAccess } from "./access.ts";
-import { CLIENT_NOT_FOUND, getClientItem, getMemberItem, MAX_CLIENTS_PER_USER } from "./clients.ts";
+import {
+  addClientToUserStep,
+  CLIENT_NOT_FOUND,
+  getClientItem,
+  getMemberItem,
+  MAX_CLIENTS_PER_USER,
+} from "./clients.ts";
 import { badRequest, conflict, forbidden, notFound, upstreamFailed } from "./errors.ts";
 import { createNotification } from "./notifications.ts";
 import { type ClientRole, normaliseRoles } from "./roles.ts";
@@ -415,23 +421,7 @@ function acceptSteps(invite: InviteItem, userId: string, now: string): Transacti
         },
       },
     },
-    {
-      name: ADD_CLIENT_TO_USER,
-      action: {
-        Update: {
-          TableName: tableName(),
-          Key: keys.user(userId),
-          UpdateExpression: "ADD userClients :client SET userUpdated = :now",
-          ConditionExpression:
-            "attribute_exists(pKey) AND (attribute_not_exists(userClients) OR size(userClients) < :max)",
-          ExpressionAttributeValues: {
-            ":client": new Set([clientId]),
-            ":now": now,
-            ":max": MAX_CLIENTS_PER_USER,
-          },
-        },
-      },
-    },
+    addClientToUserStep(ADD_CLIENT_TO_USER, userId, clientId, now),
   ];
 }
 

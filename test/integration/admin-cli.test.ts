@@ -9,10 +9,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
-import { ScanCommand } from "#lib/db/document-client.ts";
+import { marshallItem } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createClient } from "#lib/domain/clients.ts";
 import { resolveToken } from "#lib/domain/tokens.ts";
@@ -214,15 +214,16 @@ describe.concurrent("admin CLI", () => {
 
     // Unknown owner: one clear line, and the transaction wrote nothing (no MSP of that name).
     expectOneLineError(unknownOwner, /Owner user not found/);
-    const leftovers = await dynamo(getConfig().homeRegion).send(
+    // A test-only Scan, on the low-level client: the project's document client has no Scan.
+    const leftovers = await new DynamoDBClient({ region: getConfig().homeRegion }).send(
       new ScanCommand({
         TableName: getConfig().tableName,
         FilterExpression: "mspName = :name OR (entity = :member AND userId = :ghost)",
-        ExpressionAttributeValues: {
+        ExpressionAttributeValues: marshallItem({
           ":name": unknownOwnerName,
           ":member": "mspMember",
           ":ghost": "no-such-user",
-        },
+        }),
         ConsistentRead: true,
       }),
     );
