@@ -9,6 +9,11 @@ moto's server, with two fixes that make it behave like DynamoDB for this project
    transaction to roll back: that copy made each transaction cost O(table size) and grew the
    server to gigabytes over a test run.
 
+3. TransactWriteItems honours `ClientRequestToken` as DynamoDB does: the same token with the same
+   items within 10 minutes succeeds again without writing anything (so an SDK retry of a
+   transaction that had committed never counts twice); with other items it fails with
+   IdempotentParameterMismatchException.
+
 Exit code 3 means moto is not importable by this Python; the caller then falls back to the
 `moto_server` command.
 """
@@ -27,7 +32,9 @@ try:
         TransactionCanceledException,
         TransactWriteSingleOpException,
     )
+    from moto.dynamodb.exceptions import DynamodbException, ERROR_TYPE_PREFIX
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler, ActionResult
     from moto.dynamodb.comparisons import get_filter_expression
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import run_simple
@@ -117,6 +124,43 @@ def transact_write_items(self, transact_items):
 
 
 DynamoDBBackend.transact_write_items = transact_write_items
+
+
+class IdempotentParameterMismatch(DynamodbException):
+    def __init__(self):
+        super().__init__(
+            ERROR_TYPE_PREFIX + "IdempotentParameterMismatchException",
+            message="The request uses the same client token as a previous, but non-identical request.",
+        )
+
+
+_TOKEN_LIFETIME_SECONDS = 600
+_tokens = {}
+_handler_transact_write_items = DynamoHandler.transact_write_items
+
+
+def transact_write_items_idempotent(self):
+    import json
+    import time
+
+    token = self.body.get("ClientRequestToken")
+    if not token:
+        return _handler_transact_write_items(self)
+    now = time.time()
+    for old in [t for t, (_, at) in _tokens.items() if now - at > _TOKEN_LIFETIME_SECONDS]:
+        del _tokens[old]
+    fingerprint = json.dumps(self.body["TransactItems"], sort_keys=True)
+    seen = _tokens.get(token)
+    if seen is not None:
+        if seen[0] != fingerprint:
+            raise IdempotentParameterMismatch()
+        return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+    result = _handler_transact_write_items(self)
+    _tokens[token] = (fingerprint, now)
+    return result
+
+
+DynamoHandler.transact_write_items = transact_write_items_idempotent
 
 
 class Serialized:

@@ -5,13 +5,14 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Writable } from "node:stream";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
-import { createFunctionUrlHandler } from "#lib/data-plane/function-url.ts";
+import { createStreamingHandler, type StreamMetadata } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
 import { createRestApi, type ProxyHandler, splitTarget, type TokenAuthorizer } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
@@ -63,7 +64,7 @@ async function listen(server: Server, port: number, host: string): Promise<strin
 const MAX_FUNCTION_URL_PAYLOAD = 6 * 1024 * 1024;
 
 function dataPlaneServer(region: string): Server {
-  const handler = createFunctionUrlHandler(region);
+  const handler = createStreamingHandler(region, localResponseMetadata);
   return createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -120,28 +121,25 @@ function dataPlaneServer(region: string): Server {
           timeEpoch: Date.now(),
         },
       } as APIGatewayProxyEventV2;
-      handler(event)
-        .then((result) => {
-          const responseBody = result.body
-            ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8")
-            : Buffer.alloc(0);
-          // As a function URL does: each of `cookies` becomes its own Set-Cookie header.
-          const headers: Record<string, string | string[]> = {
-            ...(result.headers as Record<string, string>),
-          };
-          if (result.cookies?.length) headers["set-cookie"] = result.cookies;
-          res.writeHead(result.statusCode ?? 200, headers);
-          res.end(req.method === "HEAD" ? undefined : responseBody);
-        })
-        .catch((error: unknown) => {
-          process.stderr.write(
-            `local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`,
-          );
-          if (!res.headersSent) res.writeHead(500);
-          res.end();
-        });
+      // As a function URL in RESPONSE_STREAM mode: the answer is written and ended first, then the
+      // handler goes on with the request log (lib/data-plane/function-url.ts).
+      handler(event, res).catch((error: unknown) => {
+        process.stderr.write(`local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`);
+        if (!res.headersSent) res.writeHead(500);
+        if (!res.writableEnded) res.end();
+      });
     });
   });
+}
+
+/** `awslambda.HttpResponseStream.from` for a Node response: the status, headers and cookies. */
+function localResponseMetadata(stream: Writable, metadata: StreamMetadata): Writable {
+  const res = stream as ServerResponse;
+  // As a function URL does: each of `cookies` becomes its own Set-Cookie header.
+  const headers: Record<string, string | string[]> = { ...metadata.headers };
+  if (metadata.cookies?.length) headers["set-cookie"] = metadata.cookies;
+  res.writeHead(metadata.statusCode, headers);
+  return res;
 }
 
 function scheduleEveryMs(expression: string): number {

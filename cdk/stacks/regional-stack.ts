@@ -106,7 +106,8 @@ export class RegionalStack extends Stack {
     // URL itself is public, as API Gateway's would be.
     this.dataPlaneUrl = this.dataPlane.function.addFunctionUrl({
       authType: lambda.FunctionUrlAuthType.NONE,
-      invokeMode: lambda.InvokeMode.BUFFERED,
+      // The answer is streamed and the request log written after it (lib/data-plane/function-url.ts).
+      invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
     });
     // The data plane counts every request log it could not write (EMF, lib/log.ts metricFields).
     this.requestLogAlarm = new cloudwatch.Alarm(this, "RequestLogWriteFailures", {

@@ -44,7 +44,10 @@ export interface CallerCredential {
   secret: ProxySecret;
 }
 
-export type CallerAuthResult = { ok: true } | { ok: false; reason: string };
+/** A jwtVerify caller's verified claims, for meter predicates and variables (`token`). */
+export type CallerClaims = Readonly<Record<string, unknown>>;
+
+export type CallerAuthResult = { ok: true; claims?: CallerClaims } | { ok: false; reason: string };
 
 export interface CallerAuthDeps {
   jwks?: JwksCache;
@@ -78,20 +81,30 @@ export function constantTimeEqual(a: string | Buffer, b: string | Buffer): boole
  * Bounded (least recently verified credentials dropped first).
  */
 export class LastVerifiedTokens {
-  private readonly tokens = new Map<string, { hash: Buffer; exp: number }>();
+  private readonly tokens = new Map<string, { hash: Buffer; exp: number; claims?: CallerClaims }>();
   constructor(private readonly maxEntries = 10_000) {}
 
   /** True when `token` is the last verified token of the credential and `exp` has not passed. */
   matches(credentialId: string, token: string, nowMs: number, skewSeconds = 0): boolean {
-    const last = this.tokens.get(credentialId);
-    if (!last) return false;
-    const same = timingSafeEqual(last.hash, sha256(token));
-    return same && nowMs < (last.exp + skewSeconds) * 1000;
+    return this.approved(credentialId, token, nowMs, skewSeconds) !== undefined;
   }
 
-  remember(credentialId: string, token: string, exp: number): void {
+  /** The claims of `token` when it is the credential's last verified token and `exp` has not passed. */
+  approved(
+    credentialId: string,
+    token: string,
+    nowMs: number,
+    skewSeconds = 0,
+  ): { claims: CallerClaims } | undefined {
+    const last = this.tokens.get(credentialId);
+    if (!last) return undefined;
+    const same = timingSafeEqual(last.hash, sha256(token));
+    return same && nowMs < (last.exp + skewSeconds) * 1000 ? { claims: last.claims ?? {} } : undefined;
+  }
+
+  remember(credentialId: string, token: string, exp: number, claims?: CallerClaims): void {
     this.tokens.delete(credentialId);
-    this.tokens.set(credentialId, { hash: sha256(token), exp });
+    this.tokens.set(credentialId, { hash: sha256(token), exp, ...(claims ? { claims } : {}) });
     while (this.tokens.size > this.maxEntries) {
       const oldest = this.tokens.keys().next().value;
       if (oldest === undefined) break;
@@ -283,7 +296,8 @@ async function checkJwtVerify(
   const skew = secret.clockSkewSeconds ?? 30;
   const last = deps.lastVerified ?? lastVerifiedTokens;
   // Spec 5.4: the last verified token is approved by comparison, without re-verification.
-  if (last.matches(credentialId, token, now(), skew)) return OK;
+  const approved = last.approved(credentialId, token, now(), skew);
+  if (approved) return { ok: true, claims: approved.claims };
 
   let header: ReturnType<typeof decodeProtectedHeader>;
   try {
@@ -335,8 +349,9 @@ async function checkJwtVerify(
   if (!subjectMatches(secret.subject, payload.sub)) return deny("claim sub invalid");
   const claim = failingClaim(payload, secret.requiredClaims);
   if (claim !== undefined) return deny(`claim ${claim} invalid`);
-  if (typeof payload.exp === "number") last.remember(credentialId, token, payload.exp);
-  return OK;
+  const claims = Object.freeze({ ...payload }) as CallerClaims;
+  if (typeof payload.exp === "number") last.remember(credentialId, token, payload.exp, claims);
+  return { ok: true, claims };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,21 +7,34 @@
  * item (version, billing, plan) and the proxy; then one BatchGetItem of both credentials and the
  * target and one Query per rule parent; secrets are decrypted with cached data keys; the rules are
  * compiled (patterns and order) once here, not per request.
- * Warm: one GetItem of the client runtime item; an unchanged `configVersion` means the cached
- * configuration is current (lib/data-plane/client-runtime.ts bumps it on every change).
+ * Warm: nothing is read. The count transaction (lib/data-plane/counters.ts) checks that the
+ * client's `configVersion` is still the one the cached configuration was loaded at; when it moved,
+ * `revalidate` reads the client runtime item (one GetItem) and reloads what changed.
  */
 
 import { dynamo } from "../aws/clients.ts";
 import { UpdateCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
-import { batchGet, type Item, queryPartition, tableName } from "../db/store.ts";
+import {
+  type ClientRuntimeItem,
+  DEFAULT_CLIENT_RUNTIME,
+  findClientRuntime,
+  findProxyLocator,
+} from "../db/entities/client-runtime.ts";
+import { type CredentialItem, credentialItemOf, credentialKeys } from "../db/entities/credential.ts";
+import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts";
+import { listMetersOfProxy } from "../db/entities/meter.ts";
+import { listRulesOfParent } from "../db/entities/rule.ts";
+import { type TargetItem, targetItemOf, targetKeys } from "../db/entities/target.ts";
+import { keys } from "../db/keys.ts";
+import { batchGet, tableName } from "../db/store.ts";
 import { getInRegion } from "../domain/regional.ts";
 import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";
-import { decryptSecretCached, type SecretEnvelope } from "../vault/envelope.ts";
+import { decryptSecretCached } from "../vault/envelope.ts";
 import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
+import { type CompiledMeter, compileMeters } from "./meter-plan.ts";
 
 export interface LoadedCredential {
-  item: Item;
+  item: CredentialItem;
   secret: Record<string, unknown>;
 }
 
@@ -35,13 +48,15 @@ export interface ProxyRuntime {
   planTier: string;
   planStatus: string;
   clientStatus: string;
-  proxy: Item;
-  target?: Item;
+  proxy: ProxyItem;
+  target?: TargetItem;
   proxyCredential?: LoadedCredential;
   targetCredential?: LoadedCredential;
   rules: { credential: EvaluableRule[]; proxy: EvaluableRule[]; target: EvaluableRule[] };
   /** The same rules sorted and compiled once per load: the data plane evaluates these. */
   compiledRules: { credential: CompiledRules; proxy: CompiledRules; target: CompiledRules };
+  /** The proxy's active meters, compiled once per load. */
+  meters: CompiledMeter[];
 }
 
 const locators = new Map<string, string>();
@@ -72,65 +87,74 @@ export function clearRuntimeCache(): void {
   runtimes.clear();
 }
 
-async function loadCredential(region: string, item: Item | undefined): Promise<LoadedCredential | undefined> {
+const isJwks = (value: unknown): value is JwksDocument =>
+  typeof value === "object" && value !== null && Array.isArray((value as { keys?: unknown }).keys);
+
+async function loadCredential(region: string, item: CredentialItem | undefined) {
   if (!item || item.deletingAt) return undefined;
-  const credentialId = String(item.credentialId);
+  const { credentialId, clientId } = item;
   if (credentialHomes.size >= MAX_CACHED_PROXIES * 2) credentialHomes.clear();
-  credentialHomes.set(credentialId, { region, clientId: String(item.clientId) });
-  const stored = item.jwksCache as JwksDocument | undefined;
-  if (stored?.keys && !jwksCache.peek(credentialId)) jwksCache.seed(credentialId, stored);
-  const secret = await decryptSecretCached<Record<string, unknown>>(item.secretEnvelope as SecretEnvelope, {
+  credentialHomes.set(credentialId, { region, clientId });
+  if (isJwks(item.jwksCache) && !jwksCache.peek(credentialId)) jwksCache.seed(credentialId, item.jwksCache);
+  const secret = await decryptSecretCached<Record<string, unknown>>(item.secretEnvelope, {
     region,
-    clientId: String(item.clientId),
-    credentialId: String(item.credentialId),
+    clientId,
+    credentialId,
   });
-  return { item, secret };
+  return { item, secret } satisfies LoadedCredential;
 }
 
-const rulesOf = (region: string, clientId: string, parentId: string | undefined) =>
-  parentId
-    ? queryPartition(keys.clientPartition(clientId), {
-        region,
-        sKeyPrefix: `${REGIONAL_SK.rulePrefix}${parentId}#`,
-        max: 200,
-      }).then((items) => items.filter((item) => item.entity === "rule") as unknown as EvaluableRule[])
-    : Promise.resolve([] as EvaluableRule[]);
+const rulesOf = (region: string, clientId: string, parentId: string): Promise<EvaluableRule[]> =>
+  listRulesOfParent(region, clientId, parentId);
 
-async function loadFull(region: string, proxyId: string, clientId: string, runtimeItem: Item | undefined) {
-  const proxy = await getInRegion(region, keys.proxy(clientId, proxyId));
-  if (!proxy) return undefined;
-  const credentialId = String(proxy.proxyProxyCredentialId);
-  const targetCredentialId = String(proxy.proxyTargetCredentialId);
-  const targetId = String(proxy.proxyTargetId);
-  const [linked, credentialRules, proxyRules, targetRules] = await Promise.all([
+async function loadFull(
+  region: string,
+  proxyId: string,
+  clientId: string,
+  settings: ClientRuntimeItem,
+): Promise<ProxyRuntime | undefined> {
+  const stored = await getInRegion(region, proxyKeys.item(clientId, proxyId));
+  if (!stored) return undefined;
+  const proxy = proxyItemOf(stored);
+  const credentialId = proxy.proxyProxyCredentialId;
+  const targetCredentialId = proxy.proxyTargetCredentialId;
+  const targetId = proxy.proxyTargetId;
+  const [linked, credentialRules, proxyRules, targetRules, meters] = await Promise.all([
     batchGet(
       [
-        keys.credential(clientId, credentialId),
-        keys.credential(clientId, targetCredentialId),
-        keys.target(clientId, targetId),
+        credentialKeys.item(clientId, credentialId),
+        credentialKeys.item(clientId, targetCredentialId),
+        targetKeys.item(clientId, targetId),
       ],
       { region },
     ),
     rulesOf(region, clientId, credentialId),
     rulesOf(region, clientId, proxyId),
     rulesOf(region, clientId, targetId),
+    listMetersOfProxy(region, clientId, proxyId),
   ]);
-  const find = (entity: string, idField: string, id: string) =>
-    linked.find((item) => item.entity === entity && item[idField] === id);
+  const credentials = linked.filter((item) => item.entity === "credential").map(credentialItemOf);
+  const targets = linked.filter((item) => item.entity === "target").map(targetItemOf);
   const [proxyCredential, targetCredential] = await Promise.all([
-    loadCredential(region, find("credential", "credentialId", credentialId)),
-    loadCredential(region, find("credential", "credentialId", targetCredentialId)),
+    loadCredential(
+      region,
+      credentials.find((item) => item.credentialId === credentialId),
+    ),
+    loadCredential(
+      region,
+      credentials.find((item) => item.credentialId === targetCredentialId),
+    ),
   ]);
-  const target = find("target", "targetId", targetId);
-  const runtime: ProxyRuntime = {
+  const target = targets.find((item) => item.targetId === targetId);
+  return {
     proxyId,
     clientId,
     region,
-    version: Number(runtimeItem?.configVersion ?? 0),
-    billingStatus: String(runtimeItem?.billingStatus ?? "active"),
-    planTier: String(runtimeItem?.planTier ?? "basic"),
-    planStatus: String(runtimeItem?.planStatus ?? "active"),
-    clientStatus: String(runtimeItem?.clientStatus ?? "active"),
+    version: settings.configVersion,
+    billingStatus: settings.billingStatus,
+    planTier: settings.planTier,
+    planStatus: settings.planStatus,
+    clientStatus: settings.clientStatus,
     proxy,
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,
@@ -141,8 +165,8 @@ async function loadFull(region: string, proxyId: string, clientId: string, runti
       proxy: compileRules(proxyRules),
       target: compileRules(targetRules),
     },
+    meters: compileMeters(meters),
   };
-  return runtime;
 }
 
 export interface LoadedRuntime {
@@ -166,16 +190,15 @@ export async function loadProxyRuntime(
   if (cached && !options.revalidate) return { runtime: cached, fresh: false };
   let clientId = locators.get(proxyId);
   if (!clientId) {
-    const locator = await getInRegion(region, keys.proxyRuntime(proxyId));
+    const locator = await findProxyLocator(region, proxyId);
     if (!locator) return undefined;
-    clientId = String(locator.clientId);
+    clientId = locator.clientId;
     if (locators.size >= MAX_CACHED_PROXIES) locators.clear();
     locators.set(proxyId, clientId);
   }
-  const runtimeItem = await getInRegion(region, keys.clientRuntime(clientId));
-  const version = Number(runtimeItem?.configVersion ?? 0);
-  if (cached && cached.version === version && runtimeItem) return { runtime: cached, fresh: true };
-  const loaded = await loadFull(region, proxyId, clientId, runtimeItem);
+  const settings = await findClientRuntime(region, clientId);
+  if (cached && settings && cached.version === settings.configVersion) return { runtime: cached, fresh: true };
+  const loaded = await loadFull(region, proxyId, clientId, settings ?? DEFAULT_CLIENT_RUNTIME);
   if (!loaded) {
     // Deleted since it was located: forget it, so a new proxy never inherits a stale locator.
     locators.delete(proxyId);

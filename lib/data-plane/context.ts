@@ -1,0 +1,148 @@
+/**
+ * One proxied request as it moves through the data plane's stages (lib/data-plane/pipeline.ts):
+ * what arrived, what each stage decided, and the answer. A stage reads and writes the context and
+ * either lets the request go on or ends it with an answer; it never writes the log or releases a
+ * single-use claim itself (the pipeline does both, once, on every path).
+ */
+import type { MeterUse } from "./meter-plan.ts";
+import type { ValidationData } from "./request-log.ts";
+import type { LoadedCredential, ProxyRuntime } from "./runtime-config.ts";
+
+export interface DataPlaneRequest {
+  method: string;
+  /** Path as received, e.g. /api/<proxyId>/v1/items */
+  path: string;
+  /** Raw query string without `?`, passed to the target unchanged. */
+  rawQuery: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  sourceIp: string;
+  stage: string;
+  arnBase: string;
+}
+
+export interface DataPlaneResponse {
+  status: number;
+  headers: Record<string, string>;
+  /** `Set-Cookie` values, one each (a function URL answers them in `cookies`). */
+  cookies?: string[];
+  body: Buffer;
+}
+
+/** The service headers of an answer (spec 4.13). */
+export interface Outcome {
+  code: string;
+  message: string;
+  warning?: string;
+}
+
+export interface Answer {
+  response: DataPlaneResponse;
+  outcome: Outcome;
+}
+
+/** What the caller authentication and the access rules decided (stage admit). */
+export interface Admission {
+  proxyCredential: LoadedCredential;
+  targetCredential: LoadedCredential;
+  /** The proxy credential's id (the rate counter's owner). */
+  credentialId: string;
+  /** Requests per minute of the client's plan, per proxy credential (spec 8). */
+  rateLimit: number;
+  /** The verified claims of a jwtVerify caller. */
+  claims?: Readonly<Record<string, unknown>>;
+}
+
+/** A meter window that refused the request. */
+export interface RefusedWindow {
+  meterId: string;
+  window: "minute" | "hour" | "day" | "month";
+}
+
+/** What the target answered (stage forward). */
+export interface TargetTrace {
+  sentAt: number;
+  receivedAt: number;
+  status: number;
+  location: string | null;
+  headers: Record<string, string | string[]>;
+  body?: Buffer;
+}
+
+export interface RequestContext {
+  readonly requestId: string;
+  readonly receivedAt: number;
+  readonly request: DataPlaneRequest;
+  /** The proxy id of the path ("" when the path has none). */
+  readonly proxyId: string;
+  /** The path after /api/{proxyId}, "/" at least. */
+  readonly apiPath: string;
+  /** True when the path is /api/{proxyId}[/...]. */
+  readonly pathMatched: boolean;
+  /** The caller's query parameters, decoded; the first value of each name (null prototype). */
+  readonly query: Record<string, string>;
+  validation: Partial<ValidationData>;
+  runtime?: ProxyRuntime;
+  /** True when `runtime` was read from the table during this request (its version is current). */
+  fresh: boolean;
+  admission?: Admission;
+  /** The meters that applied and the windows that refused (absent when the proxy has none). */
+  metering?: { applied: string[]; refused: RefusedWindow[] };
+  /** The meters the request counts in (stage count), settled after the answer. */
+  meterUses?: MeterUse[];
+  /** True once the count transaction committed: the request was counted. */
+  counted: boolean;
+  /** A single-use proxy credential claimed for this request (released or consumed by the pipeline). */
+  claim?: { clientId: string; credentialId: string };
+  target: TargetTrace | null;
+  processed: boolean;
+  /** The token fetched for the target credential (customToken, oauth2): redacted from the log. */
+  dynamicToken?: string;
+}
+
+/** `/api/{proxyId}` and the path after it. */
+const PROXY_PATH = /^\/api\/([^/]+)(\/.*)?$/;
+
+function parseQuery(raw: string): Record<string, string> {
+  // Null prototype: `constructor` or `toString` must not be found already set on Object.prototype.
+  const query: Record<string, string> = Object.create(null);
+  for (const [name, value] of new URLSearchParams(raw)) query[name] ??= value;
+  return query;
+}
+
+export function newContext(request: DataPlaneRequest, requestId: string, receivedAt: number): RequestContext {
+  const match = PROXY_PATH.exec(request.path);
+  return {
+    requestId,
+    receivedAt,
+    request,
+    proxyId: match?.[1] ?? "",
+    apiPath: match?.[2] ?? "/",
+    pathMatched: match !== null,
+    query: parseQuery(request.rawQuery),
+    validation: {},
+    fresh: false,
+    counted: false,
+    target: null,
+    processed: false,
+  };
+}
+
+/** An answer of the gateway itself: a JSON body and the service headers. */
+export function serviceAnswer(status: number, outcome: Outcome, extra: Record<string, string> = {}): Answer {
+  return {
+    response: {
+      status,
+      headers: { "content-type": "application/json; charset=utf-8", ...extra },
+      body: Buffer.from(JSON.stringify({ message: outcome.message, code: outcome.code })),
+    },
+    outcome,
+  };
+}
+
+export const denied = (message: string): Answer =>
+  serviceAnswer(403, { code: "proxy-access-denied", message });
+
+/** The gateway granted access but could not complete the request (502). */
+export const notForwarded = (message: string): Answer =>
+  serviceAnswer(502, { code: "proxy-access-granted", message });

@@ -1,0 +1,172 @@
+/**
+ * The one counter primitive of the data plane: the plan's rate limit and every meter window are
+ * counter items in the region's table, each a fixed calendar window (lib/domain/meters/windows.ts)
+ * holding an accumulated `value`.
+ *
+ * Before the target is called, every counter that can refuse the request (a limited window) and
+ * the check that the configuration the request was admitted on is still current are written in
+ * ONE TransactWriteItems: either every window takes the request or none counts it. Its
+ * `ClientRequestToken` is derived from the request id, so an SDK retry of a transaction that had
+ * committed is answered as a success without counting again.
+ *
+ * After the answer, what can wait (windows without a limit, values taken from the response) is
+ * added in one more transaction with the request log (lib/data-plane/stages/settle.ts).
+ */
+import { createHash } from "node:crypto";
+import { dynamo } from "../aws/clients.ts";
+import { TransactWriteCommand } from "../db/document-client.ts";
+import { type Key, keys } from "../db/keys.ts";
+import { cancelledSteps, type TransactionStep, tableName, transactItemsOf } from "../db/store.ts";
+import { type CalendarWindow, counterTtl } from "../domain/meters/windows.ts";
+
+/** What a counter item records besides its value (for the stream consumers and for reads). */
+export interface CounterOwner {
+  entity: "meterCounter" | "rateCounter";
+  clientId: string;
+  proxyId: string;
+  /** The meter's id; for the rate counter, the proxy credential's id. */
+  counterOf: string;
+}
+
+export interface CounterStep {
+  /** Unique within the transaction; a refusal is reported by this name. */
+  name: string;
+  key: Key;
+  window: CalendarWindow;
+  owner: CounterOwner;
+  /**
+   * `add`: add `amount`, refused when the value would go above `limit`.
+   * `check`: add nothing, refused when the value has already reached `limit` (a response_value
+   * meter admits a request while its accumulated value is below the limit).
+   */
+  mode: "add" | "check";
+  amount: number;
+  limit?: number;
+}
+
+/** A client's configVersion at admission: the transaction is refused as stale if it moved. */
+export interface VersionCheck {
+  clientId: string;
+  version: number;
+}
+
+export type CountDecision =
+  | { outcome: "counted" }
+  | { outcome: "refused"; refused: string[] }
+  | { outcome: "stale" };
+
+/** An idempotency token (at most 36 characters) for one transaction of one request. */
+export function clientRequestToken(requestId: string, purpose: string): string {
+  return createHash("sha256").update(`${requestId}\u0000${purpose}`).digest("hex").slice(0, 36);
+}
+
+function counterAction(step: CounterStep): TransactionStep {
+  const names = { "#v": "value", "#ttl": "TTL" };
+  if (step.mode === "check") {
+    return {
+      name: step.name,
+      action: {
+        ConditionCheck: {
+          TableName: tableName(),
+          Key: step.key,
+          ConditionExpression: "attribute_not_exists(#v) OR #v < :limit",
+          ExpressionAttributeNames: { "#v": "value" },
+          ExpressionAttributeValues: { ":limit": step.limit ?? Number.MAX_SAFE_INTEGER },
+        },
+      },
+    };
+  }
+  const limited = step.limit !== undefined;
+  return {
+    name: step.name,
+    action: {
+      Update: {
+        TableName: tableName(),
+        Key: step.key,
+        UpdateExpression:
+          "ADD #v :amount SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
+          "proxyId = :proxyId, counterOf = :counterOf, #window = :window, windowStart = :start, windowEnd = :end",
+        ...(limited ? { ConditionExpression: "attribute_not_exists(#v) OR #v <= :room" } : {}),
+        ExpressionAttributeNames: { ...names, "#window": "window" },
+        ExpressionAttributeValues: {
+          ":amount": step.amount,
+          ":ttl": counterTtl(step.window),
+          ":entity": step.owner.entity,
+          ":clientId": step.owner.clientId,
+          ":proxyId": step.owner.proxyId,
+          ":counterOf": step.owner.counterOf,
+          ":window": step.window.kind,
+          ":start": step.window.start,
+          ":end": step.window.end,
+          ...(limited ? { ":room": (step.limit as number) - step.amount } : {}),
+        },
+      },
+    },
+  };
+}
+
+function versionAction(check: VersionCheck): TransactionStep {
+  return {
+    name: "configVersion",
+    action: {
+      ConditionCheck: {
+        TableName: tableName(),
+        Key: keys.clientRuntime(check.clientId),
+        ConditionExpression:
+          check.version === 0
+            ? "attribute_not_exists(configVersion) OR configVersion = :version"
+            : "configVersion = :version",
+        ExpressionAttributeValues: { ":version": check.version },
+      },
+    },
+  };
+}
+
+/** The named transaction steps for these counters (and the version check, when given). */
+export function counterTransaction(
+  steps: readonly CounterStep[],
+  version: VersionCheck | undefined,
+): TransactionStep[] {
+  return [...steps.map(counterAction), ...(version ? [versionAction(version)] : [])];
+}
+
+/**
+ * Count the request in every step, or in none: `refused` names the steps whose limit it would
+ * break, `stale` says the configuration changed since admission (nothing counted either way).
+ * Transaction conflicts with concurrent requests are retried here a few times with jitter; a
+ * conflict that persists is thrown (the caller answers 503).
+ */
+export async function commitCounters(
+  region: string,
+  steps: readonly CounterStep[],
+  options: { version?: VersionCheck; token: string },
+): Promise<CountDecision> {
+  const transaction = counterTransaction(steps, options.version);
+  if (transaction.length === 0) return { outcome: "counted" };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await dynamo(region).send(
+        new TransactWriteCommand({
+          TransactItems: transactItemsOf(transaction),
+          ClientRequestToken: options.token,
+        }),
+      );
+      return { outcome: "counted" };
+    } catch (error) {
+      const cancelled = cancelledSteps(error, transaction);
+      if (!cancelled) throw error;
+      if (cancelled.failed.includes("configVersion")) return { outcome: "stale" };
+      if (cancelled.failed.length > 0) return { outcome: "refused", refused: cancelled.failed };
+      if (!cancelled.conflict || attempt >= 4) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10 * attempt));
+    }
+  }
+}
+
+/** Counter keys: the rate window of a proxy credential, and a meter's window (per caller, optionally). */
+export const counterKeys = {
+  rate: (credentialId: string, window: CalendarWindow): Key =>
+    keys.rateWindow(`CRED#${credentialId}`, window.start),
+  meter: (meterId: string, callerHash: string | undefined, window: CalendarWindow): Key =>
+    keys.meterWindow(meterId, window.kind, window.start, callerHash),
+};

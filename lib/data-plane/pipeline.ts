@@ -1,0 +1,195 @@
+/**
+ * The data plane (spec 4.13) as ordered stages over one request context (docs/data-plane.md):
+ *
+ *   locate -> admit -> count -> forward -> [answer] -> settle -> log
+ *
+ * - locate (stages/locate.ts): the proxy and its cached configuration;
+ * - admit (stages/admit.ts): proxy active, billing, caller authentication, access rules;
+ * - count (stages/count.ts): the rate window, the meters' limited windows and the configuration
+ *   version in one transaction; 429 when a window refuses;
+ * - forward (stages/forward.ts): the single-use claim, the target credential, the call;
+ * - the answer is handed back here; then, off the caller's wait,
+ * - settle (meter-plan.ts settlementSteps): response values and unlimited windows;
+ * - log (stages/log.ts): the request log, in one write with the settlement.
+ *
+ * The next issue's request and response transforms slot in before and after forward.
+ *
+ * Exactly one place settles a single-use claim (`settleClaim`, before the answer) and exactly one
+ * place writes the log (`finish`), on every path: a refusal, a target failure, and an internal
+ * error, which is answered 500 (503 when the store is unavailable) with the service headers and
+ * the request id, and logged with `systemError` true.
+ *
+ * A denial decided on a cached configuration is confirmed on the current one before it is
+ * answered; a count refused as stale reloads the configuration and admits again (at most three
+ * times, then the request is decided on the configuration just loaded, still counted).
+ */
+import { isServiceUnavailable } from "../aws/clients.ts";
+import { getCustomToken } from "../vault/custom-token.ts";
+import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
+import { describeError, log } from "../log.ts";
+import { sendOutbound } from "../net/outbound.ts";
+import { authenticateCaller } from "./caller-auth.ts";
+import {
+  type Answer,
+  type DataPlaneRequest,
+  type DataPlaneResponse,
+  newContext,
+  type RequestContext,
+  serviceAnswer,
+} from "./context.ts";
+import { commitCounters } from "./counters.ts";
+import { settlementSteps } from "./meter-plan.ts";
+import { currentOAuthToken } from "./oauth-tokens.ts";
+import { newRequestId } from "./request-log.ts";
+import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
+import { type Authenticate, admit } from "./stages/admit.ts";
+import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
+import { type CommitCounters, count } from "./stages/count.ts";
+import { forward } from "./stages/forward.ts";
+import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
+import { requestLogItem, writeLogAndSettlement } from "./stages/log.ts";
+
+export type { DataPlaneRequest, DataPlaneResponse } from "./context.ts";
+export { hasDotSegment, PROXY_METHODS } from "./stages/locate.ts";
+export { DEFAULT_TIMEOUT_SECONDS, MAX_RESPONSE_BYTES, MAX_TIMEOUT_SECONDS } from "./stages/forward.ts";
+
+/** Attempts decided with the configuration-version check before deciding without it. */
+const VERSIONED_ATTEMPTS = 3;
+
+export interface PipelineDeps {
+  region: string;
+  now: () => number;
+  loadRuntime: LoadRuntime;
+  authenticate: Authenticate;
+  commit: CommitCounters;
+  claims: SingleUseClaims;
+  send: typeof sendOutbound;
+  dynamicToken: (runtime: ProxyRuntime) => Promise<string | undefined>;
+  /** What happens after the answer: the log and the settlement (tests may observe it). */
+  writeAfter: typeof writeLogAndSettlement;
+}
+
+/** The target credential's current dynamic token (customToken, oauth2), when it needs one. */
+async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefined> {
+  const credential = runtime.targetCredential!;
+  const authType = credential.item.credentialAuthType;
+  if (authType === "customToken") {
+    const token = await getCustomToken(
+      `${runtime.clientId}/${credential.item.credentialId}`,
+      credential.secret as CustomTokenSecret,
+    );
+    return token.token;
+  }
+  if (authType === "oauth2") return currentOAuthToken(runtime.region, credential);
+  return undefined;
+}
+
+export function defaultDeps(region: string): PipelineDeps {
+  return {
+    region,
+    now: Date.now,
+    loadRuntime: (proxyId, options) => loadProxyRuntime(region, proxyId, options),
+    authenticate: authenticateCaller,
+    commit: commitCounters,
+    claims: singleUseClaims(region),
+    send: sendOutbound,
+    dynamicToken: dynamicTokenFor,
+    writeAfter: writeLogAndSettlement,
+  };
+}
+
+/** locate -> admit -> count -> forward: the answer of the request. */
+async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> {
+  const malformed = checkRequestShape(ctx);
+  if (malformed) return malformed;
+  let revalidate = false;
+  for (let attempt = 1; ; attempt++) {
+    const unlocated = await locate(ctx, deps.loadRuntime, { revalidate });
+    if (unlocated) return unlocated;
+    const refused = await admit(ctx, deps.authenticate);
+    if (refused) {
+      if (ctx.fresh) return refused;
+      revalidate = true; // confirm a denial of a cached configuration on the current one
+      continue;
+    }
+    const counted = await count(ctx, deps, { attempt, checkVersion: attempt <= VERSIONED_ATTEMPTS });
+    if (counted === "stale") {
+      revalidate = true;
+      continue;
+    }
+    if (counted) return counted;
+    return forward(ctx, deps);
+  }
+}
+
+/** The answer to an internal error: never a bare 500 (service headers, request id, logged). */
+function internalError(ctx: RequestContext, error: unknown): Answer {
+  // A store that stalls or fails (timeouts bound every call, lib/aws/clients.ts) is a 503 the
+  // caller may retry.
+  const unavailable = isServiceUnavailable(error);
+  log.error(unavailable ? "Data plane: store unavailable" : "Data plane failure", {
+    ...describeError(error),
+    path: ctx.request.path,
+    requestId: ctx.requestId,
+  });
+  ctx.validation.systemError = true;
+  return unavailable
+    ? serviceAnswer(503, { code: "proxy-error", message: "The gateway's store is unavailable; try again shortly" })
+    : serviceAnswer(500, { code: "proxy-error", message: "Internal error of the gateway" });
+}
+
+/** The answer as sent: the service headers of spec 4.13 and the request id. */
+function shaped(answer: Answer, requestId: string): DataPlaneResponse {
+  const { response, outcome } = answer;
+  response.headers["service-proxy-code"] = outcome.code;
+  response.headers["service-proxy-message"] = outcome.message;
+  if (outcome.warning) response.headers["service-proxy-warning"] = outcome.warning;
+  response.headers["x-request-id"] = requestId;
+  return response;
+}
+
+export interface Served {
+  response: DataPlaneResponse;
+  /** The work after the answer (settlement and request log). Never rejects. */
+  finish(): Promise<void>;
+}
+
+export function createDataPlane(region: string, overrides: Partial<PipelineDeps> = {}) {
+  const deps: PipelineDeps = { ...defaultDeps(region), ...overrides };
+
+  /** Decide the answer; the caller sends it, then awaits `finish`. */
+  async function serve(request: DataPlaneRequest): Promise<Served> {
+    const receivedAt = deps.now();
+    const ctx = newContext(request, newRequestId(receivedAt), receivedAt);
+    let answer: Answer;
+    try {
+      answer = await decide(ctx, deps);
+    } catch (error) {
+      answer = internalError(ctx, error);
+    }
+    await settleClaim(ctx, deps.claims, ctx.processed && answer.response.status < 400);
+    const response = shaped(answer, ctx.requestId);
+    const answeredAt = deps.now();
+    return {
+      response,
+      async finish() {
+        try {
+          const settlement = ctx.counted ? settlementSteps(ctx) : [];
+          await deps.writeAfter(region, ctx, requestLogItem(ctx, answer, answeredAt), settlement);
+        } catch (error) {
+          log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });
+        }
+      },
+    };
+  }
+
+  return {
+    serve,
+    /** Serve and finish: the answer once the log is written (tests, buffered invocations). */
+    async handle(request: DataPlaneRequest): Promise<DataPlaneResponse> {
+      const served = await serve(request);
+      await served.finish();
+      return served.response;
+    },
+  };
+}

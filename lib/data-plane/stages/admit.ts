@@ -1,0 +1,96 @@
+/**
+ * Stage 2, admit: whether the configuration lets this request through, in the order of spec 4.13:
+ * proxy active -> organisation not being deleted -> billing not suspended -> caller authenticated
+ * by the proxy credential -> target present -> access rules (credential, proxy, target) -> target
+ * credential present. Records each check passed in `ctx.validation` and the admission in
+ * `ctx.admission`. No store call: everything comes from the loaded configuration.
+ */
+import { rateLimitForPlan } from "../../domain/plans.ts";
+import { evaluateAccess } from "../../domain/rules/rule-evaluator.ts";
+import type { ProxySecret } from "../../vault/secret-schemas.ts";
+import type { authenticateCaller } from "../caller-auth.ts";
+import { type Answer, denied, notForwarded, type RequestContext, serviceAnswer } from "../context.ts";
+
+export type Authenticate = typeof authenticateCaller;
+
+export async function admit(ctx: RequestContext, authenticate: Authenticate): Promise<Answer | undefined> {
+  const runtime = ctx.runtime;
+  if (!runtime) return denied("Unknown proxy");
+  const v = ctx.validation;
+  const { proxy } = runtime;
+  if (proxy.proxyActive !== true || proxy.deletingAt) return denied("The proxy is inactive");
+  if (runtime.clientStatus === "pendingDeletion") return denied("The organisation is scheduled for deletion");
+  v.proxyActive = true;
+  if (runtime.billingStatus === "suspended") {
+    return serviceAnswer(402, {
+      code: "billing-suspended",
+      message: "Payment required: the account's billing is suspended",
+    });
+  }
+  const proxyCredential = runtime.proxyCredential;
+  if (!proxyCredential) return denied("Invalid proxy credential");
+  v.proxyCredentialExists = true;
+  v.proxyCredentialActive = true;
+  v.proxyCredentialRelationship = proxyCredential.item.credentialType === "proxy";
+  const authType = proxyCredential.item.credentialAuthType;
+  if (
+    authType !== "apiKey" &&
+    authType !== "bearer" &&
+    authType !== "basicAuth" &&
+    authType !== "jwt" &&
+    authType !== "jwtVerify"
+  )
+    return denied("Invalid proxy credential");
+  const auth = await authenticate(
+    { headers: ctx.request.headers, query: ctx.query },
+    { credentialId: proxyCredential.item.credentialId, authType, secret: proxyCredential.secret as ProxySecret },
+  );
+  if (!auth.ok) return denied("Invalid proxy credential");
+  v.proxyAuthenticated = true;
+  v.proxyCredentialScopeValid = true;
+
+  const target = runtime.target;
+  if (!target) return notForwarded("The proxy's target is not available");
+  v.targetExists = true;
+  v.targetRelationship = true;
+  const decision = evaluateAccess(
+    [
+      {
+        name: "credential",
+        defaultEffect: proxyCredential.item.credentialDefaultRuleEffect,
+        rules: runtime.compiledRules.credential,
+      },
+      { name: "proxy", defaultEffect: proxy.proxyDefaultRuleEffect, rules: runtime.compiledRules.proxy },
+      { name: "target", defaultEffect: target.targetDefaultRuleEffect, rules: runtime.compiledRules.target },
+    ],
+    { method: ctx.request.method, path: ctx.apiPath, headers: ctx.request.headers, query: ctx.query },
+  );
+  if (!decision.allowed) {
+    if (decision.layer === "target") v.proxyScopeValid = true;
+    return serviceAnswer(403, {
+      code: "proxy-access-granted",
+      message: `Access denied by an access rule: ${decision.reason}`,
+    });
+  }
+  v.proxyScopeValid = true;
+  v.targetScopeValid = true;
+
+  const targetCredential = runtime.targetCredential;
+  if (!targetCredential) {
+    v.requestConfigError = true;
+    return notForwarded("The proxy's target credential is not available");
+  }
+  v.targetCredentialExists = true;
+  v.targetCredentialActive = true;
+  v.targetCredentialRelationship = targetCredential.item.credentialType === "target";
+  v.targetCredentialScopeValid = true;
+  ctx.admission = {
+    proxyCredential,
+    targetCredential,
+    credentialId: proxyCredential.item.credentialId,
+    // Data-plane rate limit (spec 8): per proxy credential, by the client's plan.
+    rateLimit: rateLimitForPlan({ planTier: runtime.planTier as never, planStatus: runtime.planStatus as never }),
+    ...(auth.claims ? { claims: auth.claims } : {}),
+  };
+  return undefined;
+}

@@ -1,0 +1,116 @@
+/**
+ * Stage 3, count: the request is counted in every window that can refuse it (the plan's rate
+ * limit per proxy credential, and each limited window of each meter that applies), together with
+ * the check that the configuration it was admitted on is still current, in ONE transaction
+ * (lib/data-plane/counters.ts). Refused: 429 with `Retry-After` and the IETF RateLimit headers,
+ * nothing counted, the target never called. Stale configuration: the pipeline reloads and admits
+ * again.
+ */
+import { type CalendarWindow, retryAfterSeconds, windowAt } from "../../domain/meters/windows.ts";
+import { rateLimitHeaders } from "../../domain/meters/rate-limit-headers.ts";
+import type { Answer, RequestContext } from "../context.ts";
+import { serviceAnswer } from "../context.ts";
+import {
+  type CounterStep,
+  type CountDecision,
+  clientRequestToken,
+  commitCounters,
+  counterKeys,
+} from "../counters.ts";
+import { type MeterUse, planMeters } from "../meter-plan.ts";
+
+export type CommitCounters = typeof commitCounters;
+
+/** The step name of the plan's rate counter. */
+export const RATE_STEP = "rate";
+
+/** The counters written before the target is called: the rate window and every limited meter window. */
+export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs: number): CounterStep[] {
+  const runtime = ctx.runtime!;
+  const admission = ctx.admission!;
+  const rateWindow = windowAt("minute", nowMs);
+  const steps: CounterStep[] = [
+    {
+      name: RATE_STEP,
+      key: counterKeys.rate(admission.credentialId, rateWindow),
+      window: rateWindow,
+      owner: { entity: "rateCounter", clientId: runtime.clientId, proxyId: runtime.proxyId, counterOf: admission.credentialId },
+      mode: "add",
+      amount: 1,
+      limit: admission.rateLimit,
+    },
+  ];
+  for (const use of uses) {
+    for (const window of use.windows) {
+      if (window.limit === undefined) continue;
+      steps.push({
+        name: meterStepName(use.meterId, window.window),
+        key: counterKeys.meter(use.meterId, use.callerHash, window.window),
+        window: window.window,
+        owner: { entity: "meterCounter", clientId: runtime.clientId, proxyId: runtime.proxyId, counterOf: use.meterId },
+        mode: use.type === "request_count" ? "add" : "check",
+        amount: use.type === "request_count" ? 1 : 0,
+        limit: window.limit,
+      });
+    }
+  }
+  return steps;
+}
+
+export const meterStepName = (meterId: string, window: CalendarWindow) => `meter:${meterId}:${window.kind}`;
+
+/** The 429 for the refused steps: the window that resets last decides `Retry-After`. */
+export function refusal(ctx: RequestContext, steps: readonly CounterStep[], refused: readonly string[], nowMs: number): Answer {
+  const refusedSteps = steps.filter((step) => refused.includes(step.name));
+  const latest = refusedSteps.reduce((a, b) => (b.window.end > a.window.end ? b : a));
+  const retryAfter = retryAfterSeconds(nowMs, latest.window);
+  const meters = refusedSteps.filter((step) => step.name !== RATE_STEP);
+  if (ctx.metering)
+    ctx.metering.refused = meters.map((step) => ({ meterId: step.owner.counterOf, window: step.window.kind }));
+  const byRate = meters.length === 0;
+  return serviceAnswer(
+    429,
+    byRate
+      ? { code: "proxy-access-granted", message: "Too many requests: the proxy credential's rate limit is exceeded" }
+      : {
+          code: "meter-limit-exceeded",
+          message: `Too many requests: the ${latest.window.kind} limit of meter ${latest.owner.counterOf} is exceeded`,
+        },
+    {
+      "retry-after": String(retryAfter),
+      ...rateLimitHeaders({
+        policy: byRate ? "rate" : `${latest.owner.counterOf}-${latest.window.kind}`,
+        limit: latest.limit ?? 0,
+        remaining: 0,
+        window: latest.window,
+        nowMs,
+      }),
+      ...(byRate ? { "x-ratelimit-limit": String(latest.limit ?? 0), "x-ratelimit-remaining": "0" } : {}),
+    },
+  );
+}
+
+/**
+ * Count the request. Answers a 429 when a window refuses it, "stale" when the configuration
+ * changed since admission, undefined when counted (the request goes on).
+ */
+export async function count(
+  ctx: RequestContext,
+  deps: { region: string; commit: CommitCounters; now: () => number },
+  options: { attempt: number; checkVersion: boolean },
+): Promise<Answer | "stale" | undefined> {
+  const runtime = ctx.runtime!;
+  const nowMs = deps.now();
+  const uses = planMeters(ctx, nowMs);
+  ctx.meterUses = uses;
+  if (runtime.meters.length > 0) ctx.metering = { applied: uses.map((use) => use.meterId), refused: [] };
+  const steps = countSteps(ctx, uses, nowMs);
+  const decision: CountDecision = await deps.commit(deps.region, steps, {
+    ...(options.checkVersion ? { version: { clientId: runtime.clientId, version: runtime.version } } : {}),
+    token: clientRequestToken(ctx.requestId, `count:${options.attempt}`),
+  });
+  if (decision.outcome === "stale") return "stale";
+  if (decision.outcome === "refused") return refusal(ctx, steps, decision.refused, nowMs);
+  ctx.counted = true;
+  return undefined;
+}

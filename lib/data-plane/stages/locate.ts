@@ -1,0 +1,73 @@
+/**
+ * Stage 1, locate: which proxy the request is for, and its configuration (cached in the warm
+ * function; read from the region's table on a miss, lib/data-plane/runtime-config.ts).
+ */
+import { type Answer, denied, type RequestContext, serviceAnswer } from "../context.ts";
+import type { LoadedRuntime } from "../runtime-config.ts";
+
+/** Spec 4.13: the methods the data plane forwards. */
+export const PROXY_METHODS: ReadonlySet<string> = new Set([
+  "GET",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+  "HEAD",
+]);
+
+const PROXY_ID = /^[A-Za-z0-9-]{1,64}$/;
+
+/**
+ * True when the path has a segment the URL parser would resolve: `.` or `..` in any spelling
+ * (`%2e`, `%2E.`), or a backslash, which WHATWG URLs treat as `/` for http(s). Joined to the target's
+ * base URL such a path would climb out of the base path (`/v1/tenant-a/%2e%2e/tenant-b`) and reach
+ * the target as a path the access rules never saw (`/x/..%2fadmin` is fine: `%2f` stays a
+ * character). The data plane refuses them.
+ */
+export function hasDotSegment(apiPath: string): boolean {
+  if (apiPath.includes("\\")) return true;
+  return apiPath.split("/").some((segment) => {
+    const plain = segment.replace(/%2e/gi, ".");
+    return plain === "." || plain === "..";
+  });
+}
+
+/** What the request can be refused for before any configuration is read. */
+export function checkRequestShape(ctx: RequestContext): Answer | undefined {
+  if (!ctx.pathMatched || !PROXY_ID.test(ctx.proxyId)) return denied("Unknown proxy");
+  if (!PROXY_METHODS.has(ctx.request.method)) {
+    return serviceAnswer(
+      405,
+      { code: "proxy-access-denied", message: `Method ${ctx.request.method.slice(0, 20)} is not supported` },
+      { allow: [...PROXY_METHODS].join(", ") },
+    );
+  }
+  return undefined;
+}
+
+export type LoadRuntime = (proxyId: string, options: { revalidate: boolean }) => Promise<LoadedRuntime | undefined>;
+
+/**
+ * Find the proxy's configuration: `revalidate` false takes the cached copy without a call (the
+ * count stage's transaction then proves it current). Sets `ctx.runtime` and `ctx.fresh`.
+ */
+export async function locate(
+  ctx: RequestContext,
+  loadRuntime: LoadRuntime,
+  options: { revalidate: boolean },
+): Promise<Answer | undefined> {
+  const loaded = await loadRuntime(ctx.proxyId, options);
+  ctx.validation = {};
+  ctx.runtime = loaded?.runtime;
+  ctx.fresh = loaded?.fresh ?? true;
+  if (!loaded) return denied("Unknown proxy");
+  ctx.validation.proxyExists = true;
+  if (hasDotSegment(ctx.apiPath)) {
+    return serviceAnswer(400, {
+      code: "proxy-access-denied",
+      message: "The path must not contain . or .. segments (in any encoding) or backslashes",
+    });
+  }
+  return undefined;
+}

@@ -1,0 +1,102 @@
+/**
+ * Stage 6, log: the request log record of spec 2.11 (lib/data-plane/request-log.ts builds it, with
+ * every secret the request used redacted), written after the answer has been handed back, in one
+ * write with the settlement of the request's meters (settle.ts): a TransactWriteItems when there
+ * is something to settle (idempotent under an SDK retry by its ClientRequestToken), else a
+ * PutItem. A record that cannot be written is never a silent loss: the error line counts in a
+ * metric that raises an alarm.
+ */
+import { dynamo } from "../../aws/clients.ts";
+import { PutCommand, TransactWriteCommand } from "../../db/document-client.ts";
+import { tableName, transactItemsOf } from "../../db/store.ts";
+import { ALARMED_METRICS, describeError, log, metricFields } from "../../log.ts";
+import { credentialHeaderNames, credentialQueryParamNames } from "../../vault/apply-credential.ts";
+import { secretValues } from "../../vault/secret-redaction.ts";
+import type { AuthType } from "../../vault/secret-schemas.ts";
+import type { Answer, RequestContext } from "../context.ts";
+import { type CounterStep, clientRequestToken, counterTransaction } from "../counters.ts";
+import { buildRequestLogItem } from "../request-log.ts";
+import type { LoadedCredential } from "../runtime-config.ts";
+
+/** The request log item of this request, or undefined when there is no proxy to file it under. */
+export function requestLogItem(ctx: RequestContext, answer: Answer, answeredAt: number) {
+  const runtime = ctx.runtime;
+  if (!runtime) return undefined;
+  const credentials = [runtime.proxyCredential, runtime.targetCredential].filter(
+    (credential): credential is LoadedCredential => credential !== undefined,
+  );
+  const namesOf = (pick: typeof credentialHeaderNames) =>
+    credentials.flatMap((credential) =>
+      pick(credential.item.credentialAuthType as AuthType, credential.secret as never),
+    );
+  const item = buildRequestLogItem({
+    requestId: ctx.requestId,
+    proxy: { proxyId: runtime.proxyId, clientId: runtime.clientId, userId: runtime.proxy.userId },
+    proxyIdFromPath: ctx.proxyId,
+    stage: ctx.request.stage,
+    method: ctx.request.method,
+    apiPath: ctx.apiPath,
+    query: ctx.query,
+    requestHeaders: ctx.request.headers,
+    requestBody: ctx.request.body,
+    receivedAt: ctx.receivedAt,
+    sentAt: answeredAt,
+    status: answer.response.status,
+    message: answer.outcome.message,
+    arnBase: ctx.request.arnBase,
+    target: ctx.target
+      ? {
+          sentAt: ctx.target.sentAt,
+          receivedAt: ctx.target.receivedAt,
+          status: ctx.target.status,
+          location: ctx.target.location,
+          responseHeaders: ctx.target.headers,
+          responseBody: ctx.target.body,
+        }
+      : null,
+    validation: ctx.validation,
+    processed: ctx.processed,
+    redactHeaders: namesOf(credentialHeaderNames),
+    redactQuery: namesOf(credentialQueryParamNames),
+    // Every secret the request used, wherever a target echoes it (issue 7).
+    secretValues: [
+      ...credentials.flatMap((credential) => secretValues(credential.item.credentialAuthType, credential.secret)),
+      ...(ctx.dynamicToken ? [ctx.dynamicToken] : []),
+    ],
+  });
+  return ctx.metering ? { ...item, metering: ctx.metering } : item;
+}
+
+/** Most actions of one TransactWriteItems. */
+const MAX_TRANSACTION_ACTIONS = 100;
+
+/** Write the log record and the settlement in one write (see the module comment). */
+export async function writeLogAndSettlement(
+  region: string,
+  ctx: RequestContext,
+  item: Record<string, unknown> | undefined,
+  settlement: readonly CounterStep[],
+): Promise<void> {
+  try {
+    if (settlement.length === 0) {
+      if (item) await dynamo(region).send(new PutCommand({ TableName: tableName(), Item: item }));
+      return;
+    }
+    const counters = transactItemsOf(counterTransaction(settlement, undefined));
+    const actions = [...(item ? [{ Put: { TableName: tableName(), Item: item } }] : []), ...counters];
+    for (let start = 0, part = 0; start < actions.length; start += MAX_TRANSACTION_ACTIONS, part++) {
+      await dynamo(region).send(
+        new TransactWriteCommand({
+          TransactItems: actions.slice(start, start + MAX_TRANSACTION_ACTIONS),
+          ClientRequestToken: clientRequestToken(ctx.requestId, `settle:${part}`),
+        }),
+      );
+    }
+  } catch (error) {
+    log.error("Request log could not be written", {
+      ...describeError(error),
+      requestId: ctx.requestId,
+      ...metricFields(ALARMED_METRICS.requestLogWriteFailures, "data-plane"),
+    });
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The data plane's two entry items in a regional table (docs/access-patterns.md):
+ * - the proxy locator (`keys.proxyRuntime`): proxy id -> client id, written and deleted with the
+ *   proxy (lib/domain/proxies.ts), because the data-plane URL carries only the proxy id;
+ * - the client runtime item (`keys.clientRuntime`): the client's `configVersion` in that region
+ *   and the billing status and plan copied from the home region (lib/data-plane/client-runtime.ts).
+ */
+import { z } from "zod";
+import { getInRegion } from "../../domain/regional.ts";
+import { keys } from "../keys.ts";
+
+export const ProxyLocatorItem = z.object({ clientId: z.string() });
+export type ProxyLocatorItem = z.infer<typeof ProxyLocatorItem>;
+
+export const ClientRuntimeItem = z.object({
+  clientId: z.string().optional(),
+  /** Absent until the first change of the client's regional resources: version 0. */
+  configVersion: z.number().int().default(0),
+  billingStatus: z.string().default("active"),
+  planTier: z.string().default("basic"),
+  planStatus: z.string().default("active"),
+  /** `pendingDeletion` while the client waits for its purge: its proxies serve no traffic. */
+  clientStatus: z.string().default("active"),
+});
+export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
+
+function parsed<T>(schema: z.ZodType<T>, what: string, item: Record<string, unknown>): T {
+  const result = schema.safeParse(item);
+  if (!result.success)
+    throw new Error(
+      `Stored ${what} does not match its schema: ${result.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+        .join("; ")}`,
+    );
+  return result.data;
+}
+
+export const clientRuntimeKeys = { locator: keys.proxyRuntime, runtime: keys.clientRuntime } as const;
+
+/** Access pattern "locate a proxy for the data plane": GetItem of the locator in the proxy's region. */
+export async function findProxyLocator(region: string, proxyId: string): Promise<ProxyLocatorItem | undefined> {
+  const item = await getInRegion(region, clientRuntimeKeys.locator(proxyId));
+  return item ? parsed(ProxyLocatorItem, "proxy locator", item) : undefined;
+}
+
+/** What a client without a runtime item (no regional change yet) reads as. */
+export const DEFAULT_CLIENT_RUNTIME: ClientRuntimeItem = ClientRuntimeItem.parse({});
+
+/** Access pattern "a client's data-plane state in a region": GetItem; undefined when there is none. */
+export async function findClientRuntime(region: string, clientId: string): Promise<ClientRuntimeItem | undefined> {
+  const item = await getInRegion(region, clientRuntimeKeys.runtime(clientId));
+  return item ? parsed(ClientRuntimeItem, "client runtime", item) : undefined;
+}
