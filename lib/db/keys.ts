@@ -122,9 +122,16 @@ export const keys = {
   clientTelemetryPartition: (clientId: string, interval: string) =>
     `TELEMETRY#CLIENT#${clientId}#${interval}`,
   proxyTelemetryPartition: (proxyId: string, interval: string) => `TELEMETRY#PROXY#${proxyId}#${interval}`,
-  /** Accumulated value of one meter in one window bucket. */
-  meterWindow: (meterId: string, window: string, bucket: string) =>
-    key(`METERUSE#${meterId}`, `${window}#${bucket}`),
+  /**
+   * Accumulated value of one meter in one calendar window (lib/domain/meters/windows.ts): sKey
+   * `<window>#<windowStartMs>`. A per-caller meter (`limitBy`) has one partition per caller:
+   * `METERUSE#<meterId>#<callerHash>` (callerHash in windows.ts).
+   */
+  meterWindow: (meterId: string, window: string, windowStartMs: number, callerHash?: string) =>
+    key(
+      callerHash === undefined ? `METERUSE#${meterId}` : `METERUSE#${meterId}#${callerHash}`,
+      `${window}#${windowStartMs}`,
+    ),
   /** Single-use OAuth2 authorization state (TTL-bound). */
   oauthState: (state: string) => key(`OAUTHSTATE#${state}`, "STATE"),
   /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */
