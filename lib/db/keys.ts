@@ -122,7 +122,11 @@ export const keys = {
   clientTelemetryPartition: (clientId: string, interval: string) =>
     `TELEMETRY#CLIENT#${clientId}#${interval}`,
   proxyTelemetryPartition: (proxyId: string, interval: string) => `TELEMETRY#PROXY#${proxyId}#${interval}`,
-  /** Accumulated value of one meter in one fixed window (per caller: one partition per caller hash). */
+  /**
+   * Accumulated value of one meter in one calendar window (lib/domain/meters/windows.ts): sKey
+   * `<window>#<windowStartMs>`. A per-caller meter (`limitBy`) has one partition per caller:
+   * `METERUSE#<meterId>#<callerHash>` (callerHash in windows.ts).
+   */
   meterWindow: (meterId: string, window: string, windowStartMs: number, callerHash?: string) =>
     key(
       callerHash === undefined ? `METERUSE#${meterId}` : `METERUSE#${meterId}#${callerHash}`,

@@ -9,23 +9,22 @@ import { getConfig } from "../config.ts";
 import { UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
 import { isConditionalCheckFailure } from "../db/store.ts";
+import { fixedWindowAt, MINUTE_MS, retryAfterSeconds, type TimeWindow, windowAt } from "./meters/windows.ts";
 
-export const RATE_WINDOW_MS = 60_000;
+export const RATE_WINDOW_MS = MINUTE_MS;
 
-export interface RateWindow {
-  start: number;
-  end: number;
-}
+export type RateWindow = TimeWindow;
 
+/** The rate window holding `nowMs`: the UTC minute (windows.ts), or another fixed length. */
 export function rateWindowAt(nowMs: number, windowMs = RATE_WINDOW_MS): RateWindow {
-  const start = Math.floor(nowMs / windowMs) * windowMs;
-  return { start, end: start + windowMs };
+  if (windowMs === RATE_WINDOW_MS) {
+    const { start, end } = windowAt("minute", nowMs);
+    return { start, end };
+  }
+  return fixedWindowAt(nowMs, windowMs);
 }
 
-/** Whole seconds until the window ends, at least 1 (the value of `Retry-After`). */
-export function retryAfterSeconds(nowMs: number, window: RateWindow): number {
-  return Math.max(1, Math.ceil((window.end - nowMs) / 1000));
-}
+export { retryAfterSeconds };
 
 export interface RateDecision {
   allowed: boolean;

@@ -69,7 +69,8 @@ export const counterTtl = (window: Pick<TimeWindow, "end">): number =>
  * Whether a counter belongs to a window that has ended: TTL deletion is late (up to days), so a
  * read ignores such an item instead of trusting that it is gone.
  */
-export const isExpired = (counter: { windowEnd: number }, nowMs: number): boolean => counter.windowEnd <= nowMs;
+export const isExpired = (counter: { windowEnd: number }, nowMs: number): boolean =>
+  counter.windowEnd <= nowMs;
 
 /** Per-window numbers of a meter (limits, alert thresholds); absent or null windows are unset. */
 export type WindowNumbers = Partial<Record<MeterWindow, number | null | undefined>>;
