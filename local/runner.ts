@@ -124,7 +124,9 @@ function dataPlaneServer(region: string): Server {
       // As a function URL in RESPONSE_STREAM mode: the answer is written and ended first, then the
       // handler goes on with the request log (lib/data-plane/function-url.ts).
       handler(event, res).catch((error: unknown) => {
-        process.stderr.write(`local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`);
+        process.stderr.write(
+          `local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`,
+        );
         if (!res.headersSent) res.writeHead(500);
         if (!res.writableEnded) res.end();
       });

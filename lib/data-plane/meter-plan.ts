@@ -50,7 +50,8 @@ export function compileMeters(items: readonly MeterItem[]): CompiledMeter[] {
   return items
     .filter((item) => item.meterActive)
     .map((item) => {
-      const thresholds = item.alerts?.enabled && item.alerts.notifyTrigger === "threshold" ? item.alerts : null;
+      const thresholds =
+        item.alerts?.enabled && item.alerts.notifyTrigger === "threshold" ? item.alerts : null;
       const counted = METER_WINDOWS.filter(
         (kind) =>
           windowLimit(item.limits, kind) !== null ||
@@ -148,7 +149,12 @@ export function settlementSteps(ctx: RequestContext): CounterStep[] {
         name: `settle:${use.meterId}:${window.kind}`,
         key: counterKeys.meter(use.meterId, use.callerHash, window),
         window,
-        owner: { entity: "meterCounter", clientId: runtime.clientId, proxyId: runtime.proxyId, counterOf: use.meterId },
+        owner: {
+          entity: "meterCounter",
+          clientId: runtime.clientId,
+          proxyId: runtime.proxyId,
+          counterOf: use.meterId,
+        },
         mode: "add",
         amount,
       });

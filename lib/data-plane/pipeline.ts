@@ -24,10 +24,10 @@
  * times, then the request is decided on the configuration just loaded, still counted).
  */
 import { isServiceUnavailable } from "../aws/clients.ts";
-import { getCustomToken } from "../vault/custom-token.ts";
-import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { describeError, log } from "../log.ts";
 import { sendOutbound } from "../net/outbound.ts";
+import { getCustomToken } from "../vault/custom-token.ts";
+import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import {
   type Answer,
@@ -50,8 +50,8 @@ import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts"
 import { requestLogItem, writeLogAndSettlement } from "./stages/log.ts";
 
 export type { DataPlaneRequest, DataPlaneResponse } from "./context.ts";
-export { hasDotSegment, PROXY_METHODS } from "./stages/locate.ts";
 export { DEFAULT_TIMEOUT_SECONDS, MAX_RESPONSE_BYTES, MAX_TIMEOUT_SECONDS } from "./stages/forward.ts";
+export { hasDotSegment, PROXY_METHODS } from "./stages/locate.ts";
 
 /** Attempts decided with the configuration-version check before deciding without it. */
 const VERSIONED_ATTEMPTS = 3;
@@ -134,7 +134,10 @@ function internalError(ctx: RequestContext, error: unknown): Answer {
   });
   ctx.validation.systemError = true;
   return unavailable
-    ? serviceAnswer(503, { code: "proxy-error", message: "The gateway's store is unavailable; try again shortly" })
+    ? serviceAnswer(503, {
+        code: "proxy-error",
+        message: "The gateway's store is unavailable; try again shortly",
+      })
     : serviceAnswer(500, { code: "proxy-error", message: "Internal error of the gateway" });
 }
 

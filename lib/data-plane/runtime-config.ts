@@ -21,8 +21,8 @@ import {
   findProxyLocator,
 } from "../db/entities/client-runtime.ts";
 import { type CredentialItem, credentialItemOf, credentialKeys } from "../db/entities/credential.ts";
-import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts";
 import { listMetersOfProxy } from "../db/entities/meter.ts";
+import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts";
 import { listRulesOfParent } from "../db/entities/rule.ts";
 import { type TargetItem, targetItemOf, targetKeys } from "../db/entities/target.ts";
 import { keys } from "../db/keys.ts";
@@ -197,7 +197,8 @@ export async function loadProxyRuntime(
     locators.set(proxyId, clientId);
   }
   const settings = await findClientRuntime(region, clientId);
-  if (cached && settings && cached.version === settings.configVersion) return { runtime: cached, fresh: true };
+  if (cached && settings && cached.version === settings.configVersion)
+    return { runtime: cached, fresh: true };
   const loaded = await loadFull(region, proxyId, clientId, settings ?? DEFAULT_CLIENT_RUNTIME);
   if (!loaded) {
     // Deleted since it was located: forget it, so a new proxy never inherits a stale locator.

@@ -7,7 +7,7 @@
  */
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { resetClients, SDK_TIMEOUT_DEFAULTS } from "#lib/aws/clients.ts";
 import { SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/api-manifest.ts";
 import {
@@ -145,6 +145,15 @@ async function makeProxy(): Promise<string> {
     headers: { "x-api-key": KEY },
   });
   expect(warm.status, warm.text).toBe(200);
+  // The request log is written after the answer: wait for it, so no write of the warm request is
+  // still under way when a test stalls the store.
+  await vi.waitFor(
+    async () => {
+      const logged = await owner.api.get(`${api}/proxies/${proxy.proxyId}/requests`);
+      expect(logged.body.requests).toHaveLength(1);
+    },
+    { timeout: 10_000, interval: 100 },
+  );
   return proxy.proxyId as string;
 }
 
@@ -169,9 +178,14 @@ describe("data plane with a stalled store", () => {
       code: "proxy-error",
       message: result.headers.get("service-proxy-message"),
     });
-    // Two store calls fail (the rate window, then the request log), each after its bounded
-    // attempts: nowhere near the 75 s Lambda timeout, and no retry storm.
-    expect(ms).toBeLessThan(2 * WORST_CALL_MS);
+    // One store call is on the caller's wait (the count transaction), after its bounded attempts:
+    // nowhere near the 75 s Lambda timeout, and no retry storm. The request log's write comes
+    // after the answer and fails the same bounded way.
+    expect(ms).toBeLessThan(WORST_CALL_MS);
+    await vi.waitFor(() => expect(stalledCalls).toHaveLength(2 * SDK_TIMEOUT_DEFAULTS.maxAttempts), {
+      timeout: 2 * WORST_CALL_MS,
+      interval: 100,
+    });
     expect(stalledCalls).toEqual([
       ...Array(SDK_TIMEOUT_DEFAULTS.maxAttempts).fill("DynamoDB_20120810.TransactWriteItems"),
       ...Array(SDK_TIMEOUT_DEFAULTS.maxAttempts).fill("DynamoDB_20120810.PutItem"),

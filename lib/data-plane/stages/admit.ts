@@ -43,7 +43,11 @@ export async function admit(ctx: RequestContext, authenticate: Authenticate): Pr
     return denied("Invalid proxy credential");
   const auth = await authenticate(
     { headers: ctx.request.headers, query: ctx.query },
-    { credentialId: proxyCredential.item.credentialId, authType, secret: proxyCredential.secret as ProxySecret },
+    {
+      credentialId: proxyCredential.item.credentialId,
+      authType,
+      secret: proxyCredential.secret as ProxySecret,
+    },
   );
   if (!auth.ok) return denied("Invalid proxy credential");
   v.proxyAuthenticated = true;
@@ -89,7 +93,10 @@ export async function admit(ctx: RequestContext, authenticate: Authenticate): Pr
     targetCredential,
     credentialId: proxyCredential.item.credentialId,
     // Data-plane rate limit (spec 8): per proxy credential, by the client's plan.
-    rateLimit: rateLimitForPlan({ planTier: runtime.planTier as never, planStatus: runtime.planStatus as never }),
+    rateLimit: rateLimitForPlan({
+      planTier: runtime.planTier as never,
+      planStatus: runtime.planStatus as never,
+    }),
     ...(auth.claims ? { claims: auth.claims } : {}),
   };
   return undefined;

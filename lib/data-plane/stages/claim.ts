@@ -64,7 +64,11 @@ export function singleUseClaims(region: string): SingleUseClaims {
  * Settle the request's claim, if it holds one: consumed when the target answered with success,
  * released otherwise. Never throws (a failure is logged): the answer is already decided.
  */
-export async function settleClaim(ctx: RequestContext, claims: SingleUseClaims, success: boolean): Promise<void> {
+export async function settleClaim(
+  ctx: RequestContext,
+  claims: SingleUseClaims,
+  success: boolean,
+): Promise<void> {
   const held = ctx.claim;
   if (!held) return;
   ctx.claim = undefined;
@@ -72,9 +76,12 @@ export async function settleClaim(ctx: RequestContext, claims: SingleUseClaims, 
     if (success) await claims.consume(held.clientId, held.credentialId);
     else await claims.release(held.clientId, held.credentialId);
   } catch (error) {
-    log.error(success ? "Single-use credential could not be deleted" : "Single-use claim could not be released", {
-      ...describeError(error),
-      credentialId: held.credentialId,
-    });
+    log.error(
+      success ? "Single-use credential could not be deleted" : "Single-use claim could not be released",
+      {
+        ...describeError(error),
+        credentialId: held.credentialId,
+      },
+    );
   }
 }

@@ -6,15 +6,15 @@
  * nothing counted, the target never called. Stale configuration: the pipeline reloads and admits
  * again.
  */
-import { type CalendarWindow, retryAfterSeconds, windowAt } from "../../domain/meters/windows.ts";
-import { rateLimitHeaders } from "../../domain/meters/rate-limit-headers.ts";
+import { meterPolicyName, type QuotaState, refusalHeaders } from "../../domain/meters/rate-limit-headers.ts";
+import { type CalendarWindow, windowAt } from "../../domain/meters/windows.ts";
 import type { Answer, RequestContext } from "../context.ts";
 import { serviceAnswer } from "../context.ts";
 import {
-  type CounterStep,
   type CountDecision,
+  type CounterStep,
   clientRequestToken,
-  commitCounters,
+  type commitCounters,
   counterKeys,
 } from "../counters.ts";
 import { type MeterUse, planMeters } from "../meter-plan.ts";
@@ -34,7 +34,12 @@ export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs
       name: RATE_STEP,
       key: counterKeys.rate(admission.credentialId, rateWindow),
       window: rateWindow,
-      owner: { entity: "rateCounter", clientId: runtime.clientId, proxyId: runtime.proxyId, counterOf: admission.credentialId },
+      owner: {
+        entity: "rateCounter",
+        clientId: runtime.clientId,
+        proxyId: runtime.proxyId,
+        counterOf: admission.credentialId,
+      },
       mode: "add",
       amount: 1,
       limit: admission.rateLimit,
@@ -47,7 +52,12 @@ export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs
         name: meterStepName(use.meterId, window.window),
         key: counterKeys.meter(use.meterId, use.callerHash, window.window),
         window: window.window,
-        owner: { entity: "meterCounter", clientId: runtime.clientId, proxyId: runtime.proxyId, counterOf: use.meterId },
+        owner: {
+          entity: "meterCounter",
+          clientId: runtime.clientId,
+          proxyId: runtime.proxyId,
+          counterOf: use.meterId,
+        },
         mode: use.type === "request_count" ? "add" : "check",
         amount: use.type === "request_count" ? 1 : 0,
         limit: window.limit,
@@ -59,34 +69,51 @@ export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs
 
 export const meterStepName = (meterId: string, window: CalendarWindow) => `meter:${meterId}:${window.kind}`;
 
-/** The 429 for the refused steps: the window that resets last decides `Retry-After`. */
-export function refusal(ctx: RequestContext, steps: readonly CounterStep[], refused: readonly string[], nowMs: number): Answer {
+/** The 429 for the refused steps: `Retry-After` is the longest wait among them. */
+export function refusal(
+  ctx: RequestContext,
+  steps: readonly CounterStep[],
+  refused: readonly string[],
+  nowMs: number,
+  uses: readonly MeterUse[] = [],
+): Answer {
   const refusedSteps = steps.filter((step) => refused.includes(step.name));
-  const latest = refusedSteps.reduce((a, b) => (b.window.end > a.window.end ? b : a));
-  const retryAfter = retryAfterSeconds(nowMs, latest.window);
   const meters = refusedSteps.filter((step) => step.name !== RATE_STEP);
   if (ctx.metering)
-    ctx.metering.refused = meters.map((step) => ({ meterId: step.owner.counterOf, window: step.window.kind }));
-  const byRate = meters.length === 0;
+    ctx.metering.refused = meters.map((step) => ({
+      meterId: step.owner.counterOf,
+      window: step.window.kind,
+    }));
+  const states: QuotaState[] = refusedSteps.map((step) => {
+    const use = uses.find((candidate) => candidate.meterId === step.owner.counterOf);
+    return {
+      name: step.name === RATE_STEP ? "rate" : meterPolicyName(step.owner.counterOf, step.window.kind),
+      limit: step.limit ?? 0,
+      used: step.limit ?? 0,
+      window: step.window,
+      ...(use?.type === "response_value" ? { unit: "value" as const } : {}),
+      ...(use?.callerHash ? { partitionKey: use.callerHash } : {}),
+    };
+  });
+  const headers = refusalHeaders(states, nowMs);
+  const first = meters[0];
+  if (!first) {
+    return serviceAnswer(
+      429,
+      {
+        code: "proxy-access-granted",
+        message: "Too many requests: the proxy credential's rate limit is exceeded",
+      },
+      { ...headers, "x-ratelimit-limit": String(refusedSteps[0]?.limit ?? 0), "x-ratelimit-remaining": "0" },
+    );
+  }
   return serviceAnswer(
     429,
-    byRate
-      ? { code: "proxy-access-granted", message: "Too many requests: the proxy credential's rate limit is exceeded" }
-      : {
-          code: "meter-limit-exceeded",
-          message: `Too many requests: the ${latest.window.kind} limit of meter ${latest.owner.counterOf} is exceeded`,
-        },
     {
-      "retry-after": String(retryAfter),
-      ...rateLimitHeaders({
-        policy: byRate ? "rate" : `${latest.owner.counterOf}-${latest.window.kind}`,
-        limit: latest.limit ?? 0,
-        remaining: 0,
-        window: latest.window,
-        nowMs,
-      }),
-      ...(byRate ? { "x-ratelimit-limit": String(latest.limit ?? 0), "x-ratelimit-remaining": "0" } : {}),
+      code: "meter-limit-exceeded",
+      message: `Too many requests: the ${first.window.kind} limit of meter ${first.owner.counterOf} is reached`,
     },
+    { ...headers },
   );
 }
 
@@ -110,7 +137,7 @@ export async function count(
     token: clientRequestToken(ctx.requestId, `count:${options.attempt}`),
   });
   if (decision.outcome === "stale") return "stale";
-  if (decision.outcome === "refused") return refusal(ctx, steps, decision.refused, nowMs);
+  if (decision.outcome === "refused") return refusal(ctx, steps, decision.refused, nowMs, uses);
   ctx.counted = true;
   return undefined;
 }

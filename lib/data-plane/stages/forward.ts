@@ -119,7 +119,10 @@ export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<A
   }
   v.requestValid = true;
 
-  const timeoutSeconds = Math.min(MAX_TIMEOUT_SECONDS, runtime.proxy.proxyTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS);
+  const timeoutSeconds = Math.min(
+    MAX_TIMEOUT_SECONDS,
+    runtime.proxy.proxyTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+  );
   const sentAt = deps.now();
   let response: OutboundResponse;
   try {
@@ -168,7 +171,12 @@ export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<A
   if (forwarded.droppedCookies.length > 0)
     warnings.push(`__Host- cookies of the target were dropped: ${forwarded.droppedCookies.join(", ")}`);
   return {
-    response: { status: response.status, headers: forwarded.headers, cookies: forwarded.cookies, body: response.body },
+    response: {
+      status: response.status,
+      headers: forwarded.headers,
+      cookies: forwarded.cookies,
+      body: response.body,
+    },
     outcome: {
       code: "proxy-access-granted",
       message: "Request forwarded to the target",

@@ -46,7 +46,10 @@ export function checkRequestShape(ctx: RequestContext): Answer | undefined {
   return undefined;
 }
 
-export type LoadRuntime = (proxyId: string, options: { revalidate: boolean }) => Promise<LoadedRuntime | undefined>;
+export type LoadRuntime = (
+  proxyId: string,
+  options: { revalidate: boolean },
+) => Promise<LoadedRuntime | undefined>;
 
 /**
  * Find the proxy's configuration: `revalidate` false takes the cached copy without a call (the

@@ -60,7 +60,9 @@ export function requestLogItem(ctx: RequestContext, answer: Answer, answeredAt: 
     redactQuery: namesOf(credentialQueryParamNames),
     // Every secret the request used, wherever a target echoes it (issue 7).
     secretValues: [
-      ...credentials.flatMap((credential) => secretValues(credential.item.credentialAuthType, credential.secret)),
+      ...credentials.flatMap((credential) =>
+        secretValues(credential.item.credentialAuthType, credential.secret),
+      ),
       ...(ctx.dynamicToken ? [ctx.dynamicToken] : []),
     ],
   });

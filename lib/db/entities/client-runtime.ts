@@ -39,7 +39,10 @@ function parsed<T>(schema: z.ZodType<T>, what: string, item: Record<string, unkn
 export const clientRuntimeKeys = { locator: keys.proxyRuntime, runtime: keys.clientRuntime } as const;
 
 /** Access pattern "locate a proxy for the data plane": GetItem of the locator in the proxy's region. */
-export async function findProxyLocator(region: string, proxyId: string): Promise<ProxyLocatorItem | undefined> {
+export async function findProxyLocator(
+  region: string,
+  proxyId: string,
+): Promise<ProxyLocatorItem | undefined> {
   const item = await getInRegion(region, clientRuntimeKeys.locator(proxyId));
   return item ? parsed(ProxyLocatorItem, "proxy locator", item) : undefined;
 }
@@ -48,7 +51,10 @@ export async function findProxyLocator(region: string, proxyId: string): Promise
 export const DEFAULT_CLIENT_RUNTIME: ClientRuntimeItem = ClientRuntimeItem.parse({});
 
 /** Access pattern "a client's data-plane state in a region": GetItem; undefined when there is none. */
-export async function findClientRuntime(region: string, clientId: string): Promise<ClientRuntimeItem | undefined> {
+export async function findClientRuntime(
+  region: string,
+  clientId: string,
+): Promise<ClientRuntimeItem | undefined> {
   const item = await getInRegion(region, clientRuntimeKeys.runtime(clientId));
   return item ? parsed(ClientRuntimeItem, "client runtime", item) : undefined;
 }

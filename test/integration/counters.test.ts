@@ -1,0 +1,140 @@
+/**
+ * The counter primitive (lib/data-plane/counters.ts) against the emulator: counts up to a limit,
+ * refuses by step name, cancels everything on a stale configuration version, is exact under
+ * concurrency, and is idempotent under a retry with the same ClientRequestToken.
+ */
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { getConfig } from "#lib/config.ts";
+import { bumpConfigVersion } from "#lib/data-plane/client-runtime.ts";
+import {
+  type CounterStep,
+  clientRequestToken,
+  commitCounters,
+  counterKeys,
+} from "#lib/data-plane/counters.ts";
+import { windowAt } from "#lib/domain/meters/windows.ts";
+import { provisionTable } from "#local/provision.ts";
+import { storedItem } from "../support/stack.ts";
+
+const REGION = "eu-west-1";
+const NOW = windowAt("minute", Date.now()).start + 10_000;
+
+beforeAll(async () => {
+  await provisionTable(REGION, getConfig().tableName);
+});
+
+function step(
+  name: string,
+  meterId: string,
+  limit: number | undefined,
+  mode: "add" | "check" = "add",
+): CounterStep {
+  const window = windowAt("minute", NOW);
+  return {
+    name,
+    key: counterKeys.meter(meterId, undefined, window),
+    window,
+    owner: { entity: "meterCounter", clientId: "c", proxyId: "p", counterOf: meterId },
+    mode,
+    amount: mode === "add" ? 1 : 0,
+    ...(limit !== undefined ? { limit } : {}),
+  };
+}
+
+const storedValue = async (meterId: string) =>
+  (await storedItem(counterKeys.meter(meterId, undefined, windowAt("minute", NOW)), REGION))?.value;
+
+describe("commitCounters", () => {
+  it("counts every step up to its limit, then refuses by name and counts nothing", async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    for (let i = 0; i < 2; i++) {
+      const decision = await commitCounters(REGION, [step("a", a, 2), step("b", b, 5)], {
+        token: randomUUID(),
+      });
+      expect(decision).toEqual({ outcome: "counted" });
+    }
+    const refused = await commitCounters(REGION, [step("a", a, 2), step("b", b, 5)], { token: randomUUID() });
+    expect(refused).toEqual({ outcome: "refused", refused: ["a"] });
+    expect(await storedValue(a)).toBe(2);
+    expect(await storedValue(b)).toBe(2); // the refused transaction counted nothing in b either
+    const item = await storedItem(counterKeys.meter(a, undefined, windowAt("minute", NOW)), REGION);
+    expect(item).toMatchObject({
+      entity: "meterCounter",
+      counterOf: a,
+      window: "minute",
+      windowStart: windowAt("minute", NOW).start,
+      windowEnd: windowAt("minute", NOW).end,
+    });
+    expect(item?.TTL).toBe(Math.ceil(windowAt("minute", NOW).end / 1000) + 3600);
+  });
+
+  it("a check step refuses once the value has reached the limit, without adding", async () => {
+    const meterId = randomUUID();
+    const window = windowAt("minute", NOW);
+    const add: CounterStep = { ...step("add", meterId, undefined), amount: 7 };
+    await commitCounters(REGION, [add], { token: randomUUID() });
+    expect(
+      await commitCounters(REGION, [step("check", meterId, 8, "check")], { token: randomUUID() }),
+    ).toEqual({
+      outcome: "counted",
+    });
+    await commitCounters(REGION, [{ ...add, amount: 1 }], { token: randomUUID() });
+    expect(
+      await commitCounters(REGION, [step("check", meterId, 8, "check")], { token: randomUUID() }),
+    ).toEqual({
+      outcome: "refused",
+      refused: ["check"],
+    });
+    expect(window.kind).toBe("minute");
+    expect(await storedValue(meterId)).toBe(8);
+  });
+
+  it("answers stale, counting nothing, when the configuration changed since admission", async () => {
+    const clientId = randomUUID();
+    const meterId = randomUUID();
+    await bumpConfigVersion(REGION, clientId);
+    await bumpConfigVersion(REGION, clientId);
+    expect(
+      await commitCounters(REGION, [step("m", meterId, 10)], {
+        version: { clientId, version: 1 },
+        token: randomUUID(),
+      }),
+    ).toEqual({ outcome: "stale" });
+    expect(await storedValue(meterId)).toBeUndefined();
+    expect(
+      await commitCounters(REGION, [step("m", meterId, 10)], {
+        version: { clientId, version: 2 },
+        token: randomUUID(),
+      }),
+    ).toEqual({ outcome: "counted" });
+    expect(await storedValue(meterId)).toBe(1);
+  });
+
+  it("is exact under concurrency: 40 parallel transactions at limit 12 count exactly 12", async () => {
+    const clientId = randomUUID();
+    const meterId = randomUUID();
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        commitCounters(REGION, [step("m", meterId, 12)], {
+          version: { clientId, version: 0 },
+          token: randomUUID(),
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.outcome === "counted")).toHaveLength(12);
+    expect(await storedValue(meterId)).toBe(12);
+  });
+
+  it("a retry with the same ClientRequestToken (an SDK retry after a lost answer) counts once", async () => {
+    const meterId = randomUUID();
+    const token = clientRequestToken(randomUUID(), "count:1");
+    expect(token).toHaveLength(36);
+    for (let i = 0; i < 3; i++) {
+      expect(await commitCounters(REGION, [step("m", meterId, 10)], { token })).toEqual({
+        outcome: "counted",
+      });
+    }
+    expect(await storedValue(meterId)).toBe(1);
+  });
+});
