@@ -227,6 +227,8 @@ export async function updateMeter(
 /** Delete a meter at once (with the proxy's count), then its shared window counters. */
 export async function deleteMeter({ clientId }: ClientAccess, proxyId: string, meterId: string) {
   const { region } = await requireProxy(clientId, proxyId);
+  // Only a meter (never the proxy's count, which sorts among them); the step's condition keeps it so.
+  if (!(await findMeter(region, clientId, proxyId, meterId))) throw notFound(METER_NOT_FOUND);
   const steps = [deleteMeterStep(clientId, proxyId, meterId), uncountMeterStep(clientId, proxyId)];
   const gone = (failed: readonly string[]) =>
     failed.includes(METER_STEPS.delete) ? notFound(METER_NOT_FOUND) : undefined;
