@@ -393,7 +393,8 @@ describe("access", () => {
     expect((await intruder.api.post(own(`${proxyId}/meters`), REQUEST_COUNT)).status).toBe(404);
     expect((await intruder.api.get(own(`${intruderProxy}/meters/${meter.meterId}`))).status).toBe(404);
     expect(
-      (await intruder.api.put(own(`${intruderProxy}/meters/${meter.meterId}`), { meterActive: false })).status,
+      (await intruder.api.put(own(`${intruderProxy}/meters/${meter.meterId}`), { meterActive: false }))
+        .status,
     ).toBe(404);
     expect((await intruder.api.delete(own(`${intruderProxy}/meters/${meter.meterId}`))).status).toBe(404);
 
@@ -446,5 +447,22 @@ describe("configuration version and cascades", () => {
     expect(await storedItem(meterKeys.count(clientId, proxyId), US)).toBeUndefined();
     expect(await stored(kept.meterId)).toBeUndefined();
     expect((await owner.api.get(metersPath(proxyId))).status).toBe(404);
+  });
+
+  it("purging the client deletes its meters, their count and counters", async () => {
+    const proxyId = await proxyIn();
+    const meter = await createMeter(proxyId);
+    const counterKey = keys.meterWindow(meter.meterId, "hour", String(Date.UTC(2030, 0, 1)));
+    await dynamo(US).send(
+      new PutCommand({
+        TableName: getConfig().tableName,
+        Item: { ...counterKey, entity: "meterCounter", meterId: meter.meterId, value: 1 },
+      }),
+    );
+    const purged = await owner.api.delete(clientPath(), { immediatelyDelete: true });
+    expect(purged.status, JSON.stringify(purged.body)).toBe(200);
+    expect(await storedItem(meterKeys.item(clientId, proxyId, meter.meterId), US)).toBeUndefined();
+    expect(await storedItem(meterKeys.count(clientId, proxyId), US)).toBeUndefined();
+    expect(await storedItem(counterKey, US)).toBeUndefined();
   });
 });

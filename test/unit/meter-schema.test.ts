@@ -1,6 +1,7 @@
 /** Meter validation (spec 2.9, 4.9; docs/meters.md "API") as pure functions: every 400 names its field. */
 import { describe, expect, it } from "vitest";
 import { meterItemOf, meterKeys } from "#lib/db/entities/meter.ts";
+import { DomainError } from "#lib/domain/errors.ts";
 import {
   CreateMeterBody,
   MAX_METERS_PER_PROXY,
@@ -10,7 +11,6 @@ import {
   normaliseMeter,
   UpdateMeterBody,
 } from "#lib/domain/meter-schema.ts";
-import { DomainError } from "#lib/domain/errors.ts";
 import { parseInput } from "#lib/http/validation.ts";
 
 const base = { meterType: "request_count", meterActive: true } as const;
@@ -49,7 +49,11 @@ describe("create: the 400s of issue 9, each naming the field", () => {
     ["a limit that is a string", { ...base, limits: { day: "10" } }, "limits.day"],
     ["a null limit window", { ...base, limits: { month: null } }, "limits.month"],
     ["an unknown limit window", { ...base, limits: { week: 5 } }, "limits.week"],
-    ["alerts enabled without cadence", { ...base, alerts: { enabled: true, notifyTrigger: "exceed" } }, "alerts.cadence"],
+    [
+      "alerts enabled without cadence",
+      { ...base, alerts: { enabled: true, notifyTrigger: "exceed" } },
+      "alerts.cadence",
+    ],
     [
       "alerts enabled without notifyTrigger",
       { ...base, alerts: { enabled: true, cadence: "hour" } },
@@ -64,7 +68,12 @@ describe("create: the 400s of issue 9, each naming the field", () => {
       "threshold with no positive window",
       {
         ...base,
-        alerts: { enabled: true, cadence: "hour", notifyTrigger: "threshold", alertThreshold: { hour: null } },
+        alerts: {
+          enabled: true,
+          cadence: "hour",
+          notifyTrigger: "threshold",
+          alertThreshold: { hour: null },
+        },
       },
       "alerts.alertThreshold",
     ],
@@ -194,9 +203,9 @@ describe("partial update: the merged meter is what is validated", () => {
     expect(fields({ meterMode: "conditional" })).toEqual(["effect"]);
     expect(fields({ variables: [] })).toEqual(["limitBy"]);
     expect(fields({ alerts: { enabled: true } })).toEqual(["alerts.cadence", "alerts.notifyTrigger"]);
-    expect(fields({ meterType: "response_value", extraction: { location: "body", path: "usage.total" } })).toEqual(
-      [],
-    );
+    expect(
+      fields({ meterType: "response_value", extraction: { location: "body", path: "usage.total" } }),
+    ).toEqual([]);
   });
 
   it("refuses null for the required fields and unknown fields", () => {
