@@ -106,7 +106,11 @@ async function purgeClientRegion(clientId: string, region: string): Promise<numb
     [REGIONAL_SK.proxyPrefix, proxyOwnedRegionalPartitions],
     [
       REGIONAL_SK.meterPrefix,
-      (sKeyTail: string) => meterOwnedRegionalPartitions(sKeyTail.split("#").pop() ?? ""),
+      // `<proxyId>#<meterId>`; the proxy's meter count (`<proxyId>##COUNT`) owns nothing.
+      (sKeyTail: string) => {
+        const meterId = sKeyTail.split("#")[1];
+        return meterId ? meterOwnedRegionalPartitions(meterId) : [];
+      },
     ],
   ] as const) {
     const items = await queryPartition(partition, { region, sKeyPrefix: prefix, max: 100_000 });

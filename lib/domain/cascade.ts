@@ -1,6 +1,7 @@
 /**
  * Cascading deletes of region-bound resources (spec 1.10): a credential or target takes the
- * proxies that use it, a proxy takes its rules (and, later, its meters and transforms).
+ * proxies that use it, a proxy takes its rules, its meters (with their shared window counters,
+ * `METERUSE#<meterId>`) and its transforms.
  *
  * A cascade can touch more items than one transaction holds, so it is ordered and idempotent
  * instead: the parent is marked `deletingAt` first (from then on no proxy can attach to it: proxy
@@ -11,9 +12,10 @@
 
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
+import { keys, meterOwnedRegionalPartitions, REGIONAL_SK } from "../db/keys.ts";
 import {
   batchDelete,
+  deletePartition,
   type Item,
   isConditionalCheckFailure,
   nowIso,
@@ -55,15 +57,27 @@ async function proxyChildKeys(region: string, clientId: string, proxyId: string)
       queryPartition(keys.clientPartition(clientId), { region, sKeyPrefix, max: MAX_RULES_PER_PARENT * 10 }),
     ),
   );
-  return children.flat().map((item) => ({ pKey: String(item.pKey), sKey: String(item.sKey) }));
+  const items = children.flat();
+  return {
+    keys: items.map((item) => ({ pKey: String(item.pKey), sKey: String(item.sKey) })),
+    meterIds: items.flatMap((item) =>
+      item.entity === "meter" && typeof item.meterId === "string" ? [item.meterId] : [],
+    ),
+  };
 }
 
-/** Delete one proxy: mark it, delete its children, then the proxy and its alias lock in one transaction. */
+/**
+ * Delete one proxy: mark it, delete its meters' counter partitions, then its children, then the
+ * proxy and its alias lock in one transaction (each step repeatable: a rerun finds what is left).
+ */
 export async function deleteProxyCascade(region: string, clientId: string, proxy: Item): Promise<void> {
   const proxyId = String(proxy.proxyId);
   const key = keys.proxy(clientId, proxyId);
   await markDeleting(region, key);
-  await batchDelete(await proxyChildKeys(region, clientId, proxyId), { region });
+  const children = await proxyChildKeys(region, clientId, proxyId);
+  for (const meterId of children.meterIds)
+    for (const pKey of meterOwnedRegionalPartitions(meterId)) await deletePartition(pKey, { region });
+  await batchDelete(children.keys, { region });
   await batchDelete([keys.proxyRuntime(proxyId)], { region });
   const alias = typeof proxy.proxyAlias === "string" && proxy.proxyAlias ? proxy.proxyAlias : undefined;
   try {

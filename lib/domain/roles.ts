@@ -5,7 +5,7 @@
  * Roles are ranked: each holds every permission of the roles below it.
  * - `reader`: reads the organisation's resources, logs and notifications; changes nothing.
  * - `user`: also uses resources (credential and token tests).
- * - `devops`: also manages resources: credentials, targets, proxies, rules (and, later, meters and
+ * - `devops`: also manages resources: credentials, targets, proxies, rules, meters (and, later,
  *   transforms).
  * - `admin`: also manages the organisation's people: members and invites.
  * - `owner`: also billing and deleting the organisation.
