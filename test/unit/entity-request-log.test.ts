@@ -144,7 +144,7 @@ describe("the request-log entity (access patterns)", () => {
   it("finds one record by id, and none for an unknown or expired one", async () => {
     const proxyId = randomUUID();
     const stored = record(proxyId, "c", BASE);
-    const expired = { ...record(proxyId, "c", BASE + 1), TTL: 1 };
+    const expired: Record<string, unknown> = { ...record(proxyId, "c", BASE + 1), TTL: 1 };
     await Promise.all([put(stored), put(expired)]);
     const found = await findRequestLog(REGION, proxyId, String(stored.requestId));
     expect(found).toMatchObject({ requestId: stored.requestId, responseBody: '{"id":"t"}' });
