@@ -13,6 +13,10 @@
 export const CLIENT_ROLES = ["owner", "admin", "devops", "user", "reader"] as const;
 export type ClientRole = (typeof CLIENT_ROLES)[number];
 
+/** MSP roles, lowest first (spec 4.14: msp_reader < msp_user < msp_admin < msp_owner). */
+export const MSP_ROLES = ["msp_reader", "msp_user", "msp_admin", "msp_owner"] as const;
+export type MspRole = (typeof MSP_ROLES)[number];
+
 export type ClientAction = "view" | "use" | "manage" | "invite" | "billing" | "delete";
 
 /** Higher is more. */

@@ -424,7 +424,7 @@ describe("configuration version and cascades", () => {
     const [kept, dropped] = [await createMeter(proxyId), await createMeter(proxyId)];
     // Window counters as the data plane writes them (pKey METERUSE#<meterId>).
     const counter = (meterId: string) => ({
-      ...keys.meterWindow(meterId, "minute", String(Date.UTC(2030, 0, 1))),
+      ...keys.meterWindow(meterId, "minute", Date.UTC(2030, 0, 1)),
       entity: "meterCounter",
       meterId,
       proxyId,
@@ -452,7 +452,7 @@ describe("configuration version and cascades", () => {
   it("purging the client deletes its meters, their count and counters", async () => {
     const proxyId = await proxyIn();
     const meter = await createMeter(proxyId);
-    const counterKey = keys.meterWindow(meter.meterId, "hour", String(Date.UTC(2030, 0, 1)));
+    const counterKey = keys.meterWindow(meter.meterId, "hour", Date.UTC(2030, 0, 1));
     await dynamo(US).send(
       new PutCommand({
         TableName: getConfig().tableName,
