@@ -14,10 +14,14 @@
  * SIM_SERVICE_MS (5: the target's time for an admitted request).
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { brotliCompressSync, gzipSync, constants as zlibConstants } from "node:zlib";
 import { dynamo, isServiceUnavailable } from "#lib/aws/clients.ts";
 import { dynamoLeaseStore, QuotaLease, type QuotaWindow } from "#lib/data-plane/quota-lease.ts";
 import { consumeRateWindow } from "#lib/data-plane/rate-window.ts";
+import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
 import { GetCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { tableName, transactionCancellationCodes } from "#lib/db/store.ts";
@@ -191,6 +195,209 @@ async function leased(counter: ReturnType<typeof countCalls>, window: QuotaWindo
   };
 }
 
+// ---- Where logged bodies belong: measured sizes and compression, priced (docs/scale.md) ----
+
+/** On-demand prices, us-east-1 (docs/scale.md cites them). */
+const PRICE = {
+  wruPerMillion: 0.625,
+  s3PutPerMillion: 5,
+  dynamoGbMonth: 0.25,
+  s3GbMonth: 0.023,
+};
+
+/** DynamoDB's item size: attribute names plus values (strings and binaries by bytes, numbers about digits/2 + 1, maps and lists 3 bytes plus 1 per element). */
+function itemBytes(value: unknown): number {
+  if (value === null || typeof value === "boolean") return 1;
+  if (typeof value === "string") return Buffer.byteLength(value);
+  if (typeof value === "number")
+    return Math.ceil(String(Math.abs(value)).replace(/[.-]/g, "").length / 2) + 1;
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + itemBytes(v), 0);
+  if (typeof value === "object")
+    return (
+      3 +
+      Object.entries(value as Record<string, unknown>).reduce(
+        (sum, [k, v]) => sum + Buffer.byteLength(k) + 1 + itemBytes(v),
+        0,
+      )
+    );
+  return 0;
+}
+const topLevelItemBytes = (item: Record<string, unknown>) =>
+  Object.entries(item).reduce((sum, [k, v]) => sum + Buffer.byteLength(k) + itemBytes(v), 0);
+
+/** A deterministic list-API JSON body (customers: ids, names, e-mails, addresses), cut at `bytes`. */
+function listJson(bytes: number): Buffer {
+  let seed = 42;
+  const rand = (n: number) => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed % n;
+  };
+  const pick = <T>(values: T[]) => values[rand(values.length)]!;
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  const id = () => Array.from({ length: 14 }, () => alphabet[rand(alphabet.length)]).join("");
+  const first = ["Ana", "Ben", "Chloé", "Dmitri", "Elif", "Farid", "Grace", "Hiro", "Ines", "Jonas"];
+  const last = ["Almeida", "Brown", "Chen", "Dubois", "Eriksen", "Fischer", "García", "Hughes", "Ivanova"];
+  const cities = ["Lisbon", "Berlin", "Osaka", "Austin", "Lyon", "Toronto", "Nairobi", "Porto"];
+  const data = [];
+  while (JSON.stringify(data).length < bytes + 2_000)
+    data.push({
+      id: `cus_${id()}`,
+      object: "customer",
+      created: 1_700_000_000 + rand(30_000_000),
+      email: `user${rand(100_000)}@example.com`,
+      name: `${pick(first)} ${pick(last)}`,
+      currency: "usd",
+      balance: rand(100_000) - 50_000,
+      delinquent: rand(10) === 0,
+      metadata: { plan: pick(["free", "team", "business"]), region: pick(["eu", "us", "apac"]) },
+      address: {
+        city: pick(cities),
+        line1: `${rand(999)} Main St`,
+        postal_code: String(10_000 + rand(89_999)),
+      },
+    });
+  return Buffer.from(JSON.stringify({ object: "list", data, has_more: true, url: "/v1/customers" })).subarray(
+    0,
+    bytes,
+  );
+}
+
+/** An LLM-style answer: prose (this repository's docs) in a chat-completion JSON, cut at `bytes`. */
+function proseJson(bytes: number): Buffer {
+  const docs = fileURLToPath(new URL("../docs/", import.meta.url));
+  const text = ["architecture.md", "data-plane.md", "request-logs.md", "access-rules.md", "credentials.md"]
+    .map((file) => readFileSync(`${docs}${file}`, "utf8"))
+    .join("\n");
+  const body = JSON.stringify({
+    id: "chatcmpl-1",
+    object: "chat.completion",
+    model: "model-1",
+    choices: [{ index: 0, message: { role: "assistant", content: text.repeat(4) } }],
+    usage: { prompt_tokens: 812, completion_tokens: 4096 },
+  });
+  return Buffer.from(body).subarray(0, bytes);
+}
+
+/** The median time of `runs` calls, in µs (the machine is shared: the median, not the mean). */
+function timed<T>(f: () => T, runs = 31): { value: T; micros: number } {
+  let value = f();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const started = process.hrtime.bigint();
+    value = f();
+    times.push(Number(process.hrtime.bigint() - started) / 1000);
+  }
+  times.sort((a, b) => a - b);
+  return { value, micros: times[Math.floor(runs / 2)]! };
+}
+
+/** The log record without bodies, as the data plane builds it for a typical proxied JSON call. */
+function baseLogItemBytes(): number {
+  const receivedAt = Date.now();
+  const item = buildRequestLogItem({
+    requestId: newRequestId(receivedAt),
+    proxy: { proxyId: randomUUID(), clientId: randomUUID(), userId: randomUUID() },
+    proxyIdFromPath: "",
+    stage: "prod",
+    method: "POST",
+    apiPath: "/v1/customers/search",
+    query: { limit: "100", expand: "data.address" },
+    requestHeaders: {
+      host: "abc123.lambda-url.us-east-1.on.aws",
+      "user-agent": "node-fetch/3.3.2",
+      accept: "application/json",
+      "content-type": "application/json",
+      "x-api-key": "caller-key-0123456789",
+      "x-forwarded-for": "203.0.113.7",
+      "x-amzn-trace-id": "Root=1-67a0c0de-0123456789abcdef01234567",
+    },
+    requestBody: undefined,
+    receivedAt,
+    sentAt: receivedAt + 180,
+    status: 200,
+    message: "OK",
+    arnBase: "arn:aws:lambda:us-east-1:123456789012:function:data-plane",
+    target: {
+      sentAt: receivedAt + 5,
+      receivedAt: receivedAt + 175,
+      status: 200,
+      location: null,
+      responseHeaders: {
+        "content-type": "application/json",
+        "content-length": "1024",
+        date: new Date(receivedAt).toUTCString(),
+        "request-id": "req_0123456789abcd",
+        "cache-control": "no-store",
+      },
+      responseBody: undefined,
+    },
+    validation: { proxyFound: true, proxyActive: true, proxyAuthenticated: true },
+    processed: true,
+    redactHeaders: [],
+    redactQuery: [],
+  } as Parameters<typeof buildRequestLogItem>[0]);
+  // The metering attribute of issue 9 (two meters applied).
+  return topLevelItemBytes({ ...item, metering: { applied: [randomUUID(), randomUUID()], refused: [] } });
+}
+
+function printBodyPlacement(): void {
+  const base = baseLogItemBytes();
+  const pointer = 120; // s3 key (proxy id / request id), size, encoding
+  console.log(
+    `\nWhere logged bodies belong: the log item without bodies is ${fmt(base)} bytes here (${Math.ceil(base / 1024)} WRU). Per million requests, on-demand us-east-1 (write $${PRICE.wruPerMillion}/M WRU, S3 PUT $${PRICE.s3PutPerMillion}/M, storage for 30 days: DynamoDB $${PRICE.dynamoGbMonth}/GB-month, S3 $${PRICE.s3GbMonth}/GB-month):`,
+  );
+  const rows: string[][] = [
+    [
+      "body",
+      "KB",
+      "gzip-1 ratio (µs)",
+      "gzip-6 ratio (µs)",
+      "brotli-5 ratio (µs)",
+      "item raw: WRU, $ write + 30 d",
+      "item gzip-6: WRU, $",
+      "S3 + pointer: WRU, $",
+    ],
+  ];
+  for (const [kind, make] of [
+    ["list JSON", listJson],
+    ["prose JSON", proseJson],
+  ] as const)
+    for (const kb of [1, 8, 32, 64]) {
+      const body = make(kb * 1024);
+      const gzipFast = timed(() => gzipSync(body, { level: 1 }));
+      const gzip = timed(() => gzipSync(body, { level: 6 }));
+      const brotli = timed(() =>
+        brotliCompressSync(body, {
+          params: {
+            [zlibConstants.BROTLI_PARAM_QUALITY]: 5,
+            [zlibConstants.BROTLI_PARAM_SIZE_HINT]: body.byteLength,
+          },
+        }),
+      );
+      const cost = (itemSize: number, s3Bytes: number) => {
+        const wru = Math.ceil(itemSize / 1024);
+        const write = wru * PRICE.wruPerMillion + (s3Bytes > 0 ? PRICE.s3PutPerMillion : 0);
+        // 1M items kept one month (30-day retention).
+        const storage =
+          (itemSize / 1024 ** 3) * 1e6 * PRICE.dynamoGbMonth + (s3Bytes / 1024 ** 3) * 1e6 * PRICE.s3GbMonth;
+        return `${wru}, $${write.toFixed(2)} + $${storage.toFixed(2)}`;
+      };
+      rows.push([
+        kind,
+        String(kb),
+        `${(body.byteLength / gzipFast.value.byteLength).toFixed(1)}x (${fmt(gzipFast.micros)})`,
+        `${(body.byteLength / gzip.value.byteLength).toFixed(1)}x (${fmt(gzip.micros)})`,
+        `${(body.byteLength / brotli.value.byteLength).toFixed(1)}x (${fmt(brotli.micros)})`,
+        cost(base + body.byteLength, 0),
+        cost(base + gzip.value.byteLength, 0),
+        cost(base + pointer, gzip.value.byteLength),
+      ]);
+    }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  "));
+}
+
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
@@ -274,6 +481,7 @@ async function main() {
         ? "\nExact: (b) admitted the limit exactly; (c) admitted every request; each counter equals its admitted count."
         : `\nNOT EXACT: (b) admitted ${b.outcome.admitted}, counter ${b.counterValue}; (c) admitted ${c.outcome.admitted} of ${c.outcome.requests}, counter ${c.counterValue}`,
     );
+    printBodyPlacement();
   } finally {
     await emulator.stop();
   }
