@@ -11,7 +11,8 @@
  * (about 300 a second here), so the per-request store-call figures are the ones that carry over.
  * A benchmark, not a test: the test is test/unit/quota-lease.test.ts. Sizes from the environment:
  * SIM_INSTANCES (20), SIM_CONCURRENCY per instance (4), SIM_LIMIT (1000), SIM_DEMAND (4000),
- * SIM_SERVICE_MS (5: the target's time for an admitted request).
+ * SIM_SERVICE_MS (5: the target's time for an admitted request), SIM_RATE (2000: arrivals a second
+ * for (b) and (c), dealt round-robin; (a) runs a closed loop, as the emulator cannot keep up).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -35,6 +36,7 @@ const CONCURRENCY = Number(process.env.SIM_CONCURRENCY ?? 4);
 const LIMIT = Number(process.env.SIM_LIMIT ?? 1000);
 const DEMAND = Number(process.env.SIM_DEMAND ?? 4000);
 const SERVICE_MS = Number(process.env.SIM_SERVICE_MS ?? 5);
+const RATE = Number(process.env.SIM_RATE ?? 2000);
 /** DynamoDB's write ceiling of one partition, so of one item (docs/scale.md). */
 const ITEM_WCU_PER_SECOND = 1000;
 
@@ -73,7 +75,24 @@ function countCalls() {
   };
 }
 
-/** Each instance's share of the demand, served by CONCURRENCY loops. */
+/**
+ * Open loop: `demand` requests arriving at `rate` a second, dealt round-robin to the instances,
+ * each served as it arrives (a refusal is quick, so it does not use up anyone else's demand).
+ */
+async function arrive(demand: number, rate: number, serve: (instance: number) => Promise<void>) {
+  const started = performance.now();
+  const served: Promise<void>[] = [];
+  let sent = 0;
+  while (sent < demand) {
+    const due = Math.min(demand, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
+    for (; sent < due; sent++) served.push(serve(sent % INSTANCES));
+    await sleep(1);
+  }
+  await Promise.all(served);
+  return (performance.now() - started) / 1000;
+}
+
+/** Closed loop: each instance's share of the demand, served by CONCURRENCY loops (for (a): the emulator takes ~60 transactions/s, an open loop would queue past the SDK's timeouts). */
 async function drive(demand: number, serve: (instance: number) => Promise<void>): Promise<number> {
   const started = performance.now();
   const perInstance = Math.ceil(demand / INSTANCES);
@@ -156,7 +175,7 @@ async function leased(counter: ReturnType<typeof countCalls>, window: QuotaWindo
   let throttles = 0;
   let requests = 0;
   counter.reset();
-  const seconds = await drive(demand, async (instance) => {
+  const seconds = await arrive(demand, RATE, async (instance) => {
     requests++;
     try {
       if (await leases[instance]!.take()) await sleep(SERVICE_MS);
@@ -422,7 +441,7 @@ async function main() {
     const now = rateWindowAt(Date.now()).start + 1_000;
     const window = { start: now, end: now + 3_600_000 };
     console.log(
-      `Limit ${fmt(LIMIT)}, demand ${fmt(DEMAND)} requests from ${INSTANCES} instances x ${CONCURRENCY} concurrent, ${SERVICE_MS} ms per admitted request\n`,
+      `Limit ${fmt(LIMIT)}, demand ${fmt(DEMAND)} requests over ${INSTANCES} instances, ${SERVICE_MS} ms per admitted request; (a) closed loop, ${CONCURRENCY} concurrent per instance; (b), (c) arriving at ${fmt(RATE)}/s\n`,
     );
     const a = await today(counter, now);
     const b = await leased(counter, window, DEMAND);
