@@ -173,6 +173,15 @@ export class QuotaLease {
     }
   }
 
+  /**
+   * Put back the unit of a request that did not go ahead after all (another of its counters
+   * refused it): local, no store call. Only for a unit taken in the current window.
+   */
+  restore(): void {
+    this.balance++;
+    this.stats.admitted--;
+  }
+
   /** Give the unspent units of the current window back now (an idle instance), and wait for it. */
   async release(): Promise<void> {
     if (this.window && this.balance > 0) this.giveBack(this.window, this.balance);

@@ -186,6 +186,27 @@ describe("QuotaLease", () => {
     expect(await value(window)).toBe(limit);
   });
 
+  it("a request needs a unit of every counter: when one refuses, the others get theirs back locally", async () => {
+    const perMinute = counter(100);
+    const perDay = counter(2);
+    const options = { windowAt: () => minuteOf(T0), now: () => T0 + 1_000, minBlock: 5 };
+    const minute = new QuotaLease({ ...options, store: perMinute.store });
+    const day = new QuotaLease({ ...options, store: perDay.store });
+    const admit = async () => {
+      if (!(await minute.take())) return false;
+      if (await day.take()) return true;
+      minute.restore();
+      return false;
+    };
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await admit());
+    expect(results).toEqual([true, true, false, false]);
+    expect(minute.stats.admitted).toBe(2);
+    expect(minute.held).toBe(3);
+    await minute.release();
+    expect(await perMinute.value(minuteOf(T0))).toBe(2);
+  });
+
   it("refuses locally for recheckMs once the window ran dry, then asks again", async () => {
     const { store } = counter(2);
     let clock = T0 + 1_000;
