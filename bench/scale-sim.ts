@@ -1,19 +1,21 @@
 /**
  * `npm run bench:scale`: one limit under a demand far above it, from many warm instances at once,
- * against the emulator, two ways side by side (docs/scale.md):
+ * against the emulator, side by side (docs/scale.md):
  * (a) today's design: one TransactWriteItems per request (the rate counter's conditional ADD and
  *     the configVersion ConditionCheck, lib/data-plane/rate-window.ts) on one hot counter item;
  * (b) leased blocks: each instance leases blocks of the limit from the counter item
- *     (lib/data-plane/quota-lease.ts) and admits from its block without store calls.
+ *     (lib/data-plane/quota-lease.ts) and admits from its block without store calls;
+ * (c) leased blocks under a demand below the limit.
  * Prints requests/s, store calls (counted with an SDK middleware: the real calls), conflicts and
- * throttles, the count admitted (b must admit exactly the limit), leases and give-backs, and a
- * projection of each onto DynamoDB's 1,000 write units/s per item. moto serves one call at a time
- * (about 300 a second here), so the per-request store-call figures are the ones that carry over.
+ * throttles, the count admitted (b must admit exactly the limit, c every request), leases and
+ * give-backs, and a projection of each onto DynamoDB's 1,000 write units/s per item. moto serves
+ * one call at a time (here about 60-90 transactions a second), so the per-request store-call
+ * figures are the ones that carry over. Then the request log: the item's size without bodies,
+ * gzip/brotli ratios and CPU of list and prose JSON bodies, and each placement priced.
  * A benchmark, not a test: the test is test/unit/quota-lease.test.ts. Sizes from the environment:
  * SIM_INSTANCES (20), SIM_CONCURRENCY per instance (4), SIM_LIMIT (1000), SIM_DEMAND (4000),
  * SIM_SERVICE_MS (5: the target's time for an admitted request), SIM_RATE (2000: arrivals a second
- * for (b) and (c), dealt round-robin; (a) runs a closed loop, as the emulator cannot keep up).
- */
+ * for (b) and (c), dealt round-robin; (a) runs a closed loop, as the emulator cannot keep up). */
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
