@@ -9,7 +9,7 @@
  * Prints requests/s, store calls (counted with an SDK middleware: the real calls), conflicts and
  * throttles, the count admitted (b must admit exactly the limit, c every request), leases and
  * give-backs, and a projection of each onto DynamoDB's 1,000 write units/s per item. moto serves
- * one call at a time (here about 60-90 transactions a second), so the per-request store-call
+ * one call at a time (here about 60-140 transactions a second), so the per-request store-call
  * figures are the ones that carry over. Then the request log: the item's size without bodies,
  * gzip/brotli ratios and CPU of list and prose JSON bodies, and each placement priced.
  * A benchmark, not a test: the test is test/unit/quota-lease.test.ts. Sizes from the environment:
