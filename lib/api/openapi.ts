@@ -14,6 +14,12 @@ import type { Access, Operation } from "./operation.ts";
 
 type Json = Record<string, unknown>;
 
+/** An OpenAPI 3.1 document (what `GET /openapi.json` answers). */
+export interface OpenApiDocument extends Json {
+  openapi: string;
+  info: Json;
+}
+
 export const API_TITLE = "Proxy Gateway Core API";
 export const SECURITY_SCHEME = "userToken";
 /** The statuses any authenticated operation may answer besides its declared ones. */
@@ -196,7 +202,7 @@ function operationObject(operation: Operation, defs: Map<string, Json>): Json {
 }
 
 /** The OpenAPI 3.1 document of the given operations (the registry's, when served). */
-export function openApiDocument(operations: readonly Operation[]): Json {
+export function openApiDocument(operations: readonly Operation[]): OpenApiDocument {
   const defs = new Map<string, Json>();
   const paths: Record<string, Record<string, Json>> = {};
   for (const operation of operations) {

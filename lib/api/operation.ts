@@ -104,12 +104,13 @@ export interface Operation<
   /** Set on routes that exist only to answer 405 (unsupportedOperation). */
   unsupported?: { message: string; allow: readonly string[] };
   /**
-   * Calls one domain function and builds the answer. Its body is checked and shaped against
-   * `response.schema` at run time (stored items are not typed yet; see docs/registry.md).
+   * Calls one domain function and builds the answer. TypeScript checks the answer's body against
+   * the input type of `response.schema` (what the schema accepts); at run time the dispatcher
+   * parses it with the schema, which also drops every undeclared field (docs/registry.md).
    */
   handler: (
     input: OperationInput<z.infer<P>, z.infer<Q>, z.infer<B>>,
-  ) => Promise<OperationResult<Record<string, unknown> | string>>;
+  ) => Promise<OperationResult<z.input<R>>>;
 }
 
 /** Declares an operation; infers the handler's input and output types from the schemas. */

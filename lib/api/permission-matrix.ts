@@ -18,7 +18,7 @@ export const ROLES_DOC = "docs/roles.md";
 const ACTION_COVERS: Readonly<Record<ClientAction, string>> = {
   view: "read the organisation, its resources, request logs and notifications",
   use: "use resources without changing them (credential and token tests)",
-  manage: "create, change and delete resources: credentials, targets, proxies, rules",
+  manage: "create, change and delete resources: credentials, targets, proxies, rules, meters",
   invite: "manage the organisation's people: members and invites",
   billing: "the organisation's plan and billing",
   delete: "delete the organisation",
@@ -35,6 +35,7 @@ const GROUP_TITLES: Readonly<Partial<Record<FunctionGroupName, string>>> = {
   targets: "Targets",
   proxies: "Proxies",
   rules: "Access rules",
+  meters: "Meters",
   requests: "Request logs",
   webhooks: "Webhooks",
 };

@@ -8,6 +8,7 @@ import { credentialOperations } from "./operations/credentials.ts";
 import { docsOperations } from "./operations/docs.ts";
 import { inviteOperations } from "./operations/invites.ts";
 import { memberOperations } from "./operations/members.ts";
+import { meterOperations } from "./operations/meters.ts";
 import { notificationOperations } from "./operations/notifications.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
@@ -26,6 +27,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...targetOperations,
   ...proxyOperations,
   ...ruleOperations,
+  ...meterOperations,
   ...requestLogOperations,
   ...webhookOperations,
   ...docsOperations,

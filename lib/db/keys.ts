@@ -154,7 +154,11 @@ export function proxyOwnedRegionalPartitions(proxyId: string): string[] {
   ];
 }
 
-/** Partitions a meter owns (window counters). */
+/**
+ * Partitions a meter owns: its shared window counters. Per-caller counters
+ * (`METERUSE#<meterId>#<callerHash>`) cannot be listed without a Scan; they expire by their TTL
+ * (an hour after their window ends).
+ */
 export function meterOwnedRegionalPartitions(meterId: string): string[] {
   return [`METERUSE#${meterId}`];
 }

@@ -4,6 +4,7 @@
  * GetItem/BatchGetItem or a Query on a key or index; there is no Scan.
  */
 
+import { z } from "zod";
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import {
@@ -21,6 +22,32 @@ export type Item = Record<string, NativeAttributeValue>;
 /** Upper bound of items any list read gathers before paginating in memory (every list is bounded). */
 export const MAX_LIST_ITEMS = 1000;
 
+/**
+ * A stored item read through its entity's schema. An item that does not match is a defect of the
+ * store, not of the caller: the error names the item and the first fields that fail.
+ */
+export function parseStored<T extends z.ZodType>(
+  schema: T,
+  what: string,
+  item: Record<string, unknown>,
+): z.output<T> {
+  const parsed = schema.safeParse(item);
+  if (!parsed.success)
+    throw new Error(
+      `Stored ${what} ${String(item.pKey)}/${String(item.sKey)} does not match its schema: ${parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+        .join("; ")}`,
+    );
+  return parsed.data;
+}
+
+/** The physical key of any stored item (lists of keys to delete, keys-only projections). */
+export const ItemKey = z.object({ pKey: z.string(), sKey: z.string() });
+
+/** The key of a stored item, and nothing else of it. */
+export const keyOf = (item: Record<string, unknown>): Key => parseStored(ItemKey, "item key", item);
+
 export const homeRegion = () => getConfig().homeRegion;
 export const tableName = () => getConfig().tableName;
 export const homeDb = () => dynamo(homeRegion());
@@ -37,11 +64,6 @@ export function transactionCancellationCodes(error: unknown): string[] | undefin
   // Some emulators only put the reasons in the message: "... [None, ConditionalCheckFailed]".
   const match = /\[([^\]]*)\]/.exec(error.message);
   return match?.[1]?.split(",").map((code) => code.trim() || "None");
-}
-
-/** True when the transaction failed because the condition of action `index` did not hold. */
-export function transactionConditionFailedAt(error: unknown, index: number): boolean {
-  return transactionCancellationCodes(error)?.[index] === "ConditionalCheckFailed";
 }
 
 /** Run a Query to completion (following LastEvaluatedKey), stopping at `max` items. */
@@ -146,10 +168,7 @@ export async function deletePartition(pKey: string, options: { region?: string }
       { region: options.region, max: 500 },
     );
     if (page.length === 0) return deleted;
-    await batchDelete(
-      page.map((item) => ({ pKey: String(item.pKey), sKey: String(item.sKey) })),
-      options,
-    );
+    await batchDelete(page.map(keyOf), options);
     deleted += page.length;
   }
 }

@@ -34,7 +34,7 @@ export const RULE_NOT_FOUND = "Rule not found";
 
 /** The list shape of spec 2.8: pKey `RULE`, sKey the rule id; the response schema (lib/api/operations/rules.ts) picks the fields. */
 export function toApiRule(rule: RuleItem) {
-  return { ...rule, pKey: "RULE", sKey: rule.ruleId };
+  return { ...rule, pKey: "RULE" as const, sKey: rule.ruleId };
 }
 
 async function locateParent(clientId: string, kind: RuleParentKind, parentId: string) {

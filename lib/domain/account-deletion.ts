@@ -17,6 +17,8 @@
 import { getConfig } from "../config.ts";
 import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { UpdateCommand } from "../db/document-client.ts";
+import { listDueDeletions, queueForDeletion } from "../db/entities/deletion-queue.ts";
+import type { MemberItem } from "../db/entities/member.ts";
 import type { UserItem } from "../db/entities/user.ts";
 import {
   clientOwnedRegionalPartitions,
@@ -29,10 +31,9 @@ import {
   batchDelete,
   deletePartition,
   homeDb,
-  type Item,
   isConditionalCheckFailure,
+  keyOf,
   nowIso,
-  queryAll,
   queryPartition,
   tableName,
 } from "../db/store.ts";
@@ -42,7 +43,6 @@ import { CLIENT_NOT_FOUND, getMemberItem, loadClient, memberRef } from "./client
 import { conflict, notFound } from "./errors.ts";
 import { checkClientDeletion } from "./member-rules.ts";
 import { membershipRemovalTransaction } from "./members.ts";
-import type { StoredTokenRef } from "./tokens.ts";
 import { requireUser, userClientIds } from "./users.ts";
 
 const DAY_MS = 86_400_000;
@@ -74,28 +74,8 @@ async function queueDeletion(
   due: string,
   by: string,
 ) {
-  const prefix = kind === "CLIENT" ? "client" : "user";
-  try {
-    await homeDb().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: key,
-        UpdateExpression: `SET ${prefix}Status = :pending, ${prefix}DeletionScheduledAt = if_not_exists(${prefix}DeletionScheduledAt, :due), deletionRequestedBy = :by, gsi2pk = :queue, gsi2sk = if_not_exists(gsi2sk, :sort)`,
-        ConditionExpression: "attribute_exists(pKey)",
-        ExpressionAttributeValues: {
-          ":pending": "pendingDeletion",
-          ":due": due,
-          ":by": by,
-          ":queue": keys.deletionQueue(kind, due).gsi2pk,
-          ":sort": `${due}#${key.pKey}`,
-        },
-      }),
-    );
-  } catch (error) {
-    if (isConditionalCheckFailure(error))
-      throw notFound(kind === "CLIENT" ? CLIENT_NOT_FOUND : "User not found");
-    throw error;
-  }
+  if (!(await queueForDeletion(kind, key, due, by)))
+    throw notFound(kind === "CLIENT" ? CLIENT_NOT_FOUND : "User not found");
 }
 
 /** Delete a region's data of a client: proxy- and meter-owned partitions, then the client's own. */
@@ -106,12 +86,16 @@ async function purgeClientRegion(clientId: string, region: string): Promise<numb
     [REGIONAL_SK.proxyPrefix, proxyOwnedRegionalPartitions],
     [
       REGIONAL_SK.meterPrefix,
-      (sKeyTail: string) => meterOwnedRegionalPartitions(sKeyTail.split("#").pop() ?? ""),
+      // `<proxyId>#<meterId>`; the proxy's meter count (`<proxyId>##COUNT`) owns nothing.
+      (sKeyTail: string) => {
+        const meterId = sKeyTail.split("#")[1];
+        return meterId ? meterOwnedRegionalPartitions(meterId) : [];
+      },
     ],
   ] as const) {
     const items = await queryPartition(partition, { region, sKeyPrefix: prefix, max: 100_000 });
     for (const item of items) {
-      const id = String(item.sKey).slice(prefix.length);
+      const id = keyOf(item).sKey.slice(prefix.length);
       for (const pKey of owned(id)) deleted += await deletePartition(pKey, { region });
     }
   }
@@ -166,8 +150,7 @@ export async function purgeClient(clientId: string, context: { deletedBy: string
   );
   // Everything in the client partition except the client item, then the client item.
   const homeItems = await queryPartition(keys.clientPartition(clientId), { max: 100_000 });
-  const keysOf = (items: Item[]) => items.map((i) => ({ pKey: String(i.pKey), sKey: String(i.sKey) }));
-  await batchDelete(keysOf(homeItems.filter((i) => i.sKey !== keys.client(clientId).sKey)));
+  await batchDelete(homeItems.filter((i) => i.sKey !== keys.client(clientId).sKey).map(keyOf));
   await batchDelete([keys.client(clientId)]);
   log.info("Client purged", { clientId, deletedBy: context.deletedBy });
 }
@@ -176,7 +159,7 @@ interface UserDeletionPlan {
   purge: string[];
   leave: {
     clientId: string;
-    member: Item;
+    member: MemberItem;
     counts: { adminCount: number; ownerCount: number };
     plan: { adminDelta: number; ownerDelta: number };
   }[];
@@ -195,10 +178,7 @@ async function planUserDeletion(user: UserItem): Promise<UserDeletionPlan> {
       plan.purge.push(clientId);
       continue;
     }
-    const counts = {
-      adminCount: Number(entry.client.adminCount ?? 0),
-      ownerCount: Number(entry.client.ownerCount ?? 0),
-    };
+    const counts = { adminCount: entry.client.adminCount, ownerCount: entry.client.ownerCount };
     if (
       (roles.includes("admin") && counts.adminCount <= 1) ||
       (roles.includes("owner") && counts.ownerCount <= 1)
@@ -211,7 +191,7 @@ async function planUserDeletion(user: UserItem): Promise<UserDeletionPlan> {
       clientId,
       member: memberItem,
       counts,
-      plan: { adminDelta: -Number(roles.includes("admin")), ownerDelta: -Number(roles.includes("owner")) },
+      plan: { adminDelta: roles.includes("admin") ? -1 : 0, ownerDelta: roles.includes("owner") ? -1 : 0 },
     });
   }
   return plan;
@@ -232,19 +212,18 @@ export async function deleteUserAccount(userId: string, immediately: boolean) {
   return { message: "User deleted", userDeletionScheduledAt: null };
 }
 
-async function executeUserDeletion(user: Item, plan: UserDeletionPlan): Promise<void> {
-  const userId = String(user.userId);
+async function executeUserDeletion(user: UserItem, plan: UserDeletionPlan): Promise<void> {
+  const userId = user.userId;
   for (const leave of plan.leave) {
     await homeDb().send(
       membershipRemovalTransaction(leave.clientId, userId, leave.member, leave.counts, leave.plan),
     );
   }
   for (const clientId of plan.purge) await purgeClient(clientId, { deletedBy: userId });
-  const tokens = Object.values((user.tokens ?? {}) as Record<string, StoredTokenRef>);
-  await batchDelete(tokens.map((t) => keys.userToken(t.hash)));
+  await batchDelete(Object.values(user.tokens).map((token) => keys.userToken(token.hash)));
   await deletePartition(keys.userNotificationPartition(userId));
   await deletePartition(keys.systemNotificationReceipt(userId, "").pKey);
-  await batchDelete([keys.userEmail(String(user.userEmail)), keys.user(userId)]);
+  await batchDelete([keys.userEmail(user.userEmail), keys.user(userId)]);
   log.info("User deleted", { userId });
 }
 
@@ -254,30 +233,26 @@ export async function purgeDueAccounts(
 ): Promise<{ clients: number; users: number; failed: number }> {
   const result = { clients: 0, users: 0, failed: 0 };
   for (const kind of ["CLIENT", "USER"] as const) {
-    const due = await queryAll({
-      IndexName: "GSI2",
-      KeyConditionExpression: "gsi2pk = :queue AND gsi2sk <= :now",
-      ExpressionAttributeValues: {
-        ":queue": keys.deletionQueue(kind, "").gsi2pk,
-        ":now": `${now.toISOString()}#~`,
-      },
-    });
-    for (const item of due) {
+    const { due, unreadable } = await listDueDeletions(kind, now);
+    for (const entry of unreadable) {
+      // A broken item stays queued (and counted as failed) until someone repairs it.
+      result.failed++;
+      log.error("Scheduled account purge failed", { kind, pKey: entry.key.pKey, error: entry.problem });
+    }
+    for (const entry of due) {
       try {
-        if (kind === "CLIENT") {
-          await purgeClient(String(item.clientId), {
-            deletedBy: String(item.deletionRequestedBy ?? "schedule"),
-          });
+        if (entry.entity === "client") {
+          await purgeClient(entry.clientId, { deletedBy: entry.deletionRequestedBy ?? "schedule" });
           result.clients++;
         } else {
-          const user = await requireUser(String(item.userId));
+          const user = await requireUser(entry.userId);
           await executeUserDeletion(user, await planUserDeletion(user));
           result.users++;
         }
       } catch (error) {
         // One failure must not stop the others; it stays queued and is retried next run.
         result.failed++;
-        log.error("Scheduled account purge failed", { kind, pKey: item.pKey, ...describeError(error) });
+        log.error("Scheduled account purge failed", { kind, pKey: entry.pKey, ...describeError(error) });
       }
     }
   }

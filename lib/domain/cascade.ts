@@ -1,6 +1,7 @@
 /**
  * Cascading deletes of region-bound resources (spec 1.10): a credential or target takes the
- * proxies that use it, a proxy takes its rules (and, later, its meters and transforms).
+ * proxies that use it, a proxy takes its rules, its meters (with their shared window counters,
+ * `METERUSE#<meterId>`) and its transforms.
  *
  * A cascade can touch more items than one transaction holds, so it is ordered and idempotent
  * instead: the parent is marked `deletingAt` first (from then on no proxy can attach to it: proxy
@@ -11,16 +12,18 @@
 
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
-import { keys, REGIONAL_SK } from "../db/keys.ts";
+import { listProxiesOfClientInRegion, type ProxyItem } from "../db/entities/proxy.ts";
+import { keys, meterOwnedRegionalPartitions, REGIONAL_SK } from "../db/keys.ts";
 import {
   batchDelete,
-  type Item,
+  deletePartition,
   isConditionalCheckFailure,
+  keyOf,
   nowIso,
   queryPartition,
   tableName,
 } from "../db/store.ts";
-import { listInRegion, MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
+import { MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
 
 /** Mark a resource as being deleted; a missing one is fine (an earlier attempt got further). */
 export async function markDeleting(region: string, key: { pKey: string; sKey: string }): Promise<void> {
@@ -55,17 +58,29 @@ async function proxyChildKeys(region: string, clientId: string, proxyId: string)
       queryPartition(keys.clientPartition(clientId), { region, sKeyPrefix, max: MAX_RULES_PER_PARENT * 10 }),
     ),
   );
-  return children.flat().map((item) => ({ pKey: String(item.pKey), sKey: String(item.sKey) }));
+  const items = children.flat();
+  return {
+    keys: items.map(keyOf),
+    meterIds: items.flatMap((item) =>
+      item.entity === "meter" && typeof item.meterId === "string" ? [item.meterId] : [],
+    ),
+  };
 }
 
-/** Delete one proxy: mark it, delete its children, then the proxy and its alias lock in one transaction. */
-export async function deleteProxyCascade(region: string, clientId: string, proxy: Item): Promise<void> {
-  const proxyId = String(proxy.proxyId);
+/**
+ * Delete one proxy: mark it, delete its meters' counter partitions, then its children, then the
+ * proxy and its alias lock in one transaction (each step repeatable: a rerun finds what is left).
+ */
+export async function deleteProxyCascade(region: string, clientId: string, proxy: ProxyItem): Promise<void> {
+  const proxyId = proxy.proxyId;
   const key = keys.proxy(clientId, proxyId);
   await markDeleting(region, key);
-  await batchDelete(await proxyChildKeys(region, clientId, proxyId), { region });
+  const children = await proxyChildKeys(region, clientId, proxyId);
+  for (const meterId of children.meterIds)
+    for (const pKey of meterOwnedRegionalPartitions(meterId)) await deletePartition(pKey, { region });
+  await batchDelete(children.keys, { region });
   await batchDelete([keys.proxyRuntime(proxyId)], { region });
-  const alias = typeof proxy.proxyAlias === "string" && proxy.proxyAlias ? proxy.proxyAlias : undefined;
+  const alias = proxy.proxyAlias || undefined;
   try {
     await regionalDb(region).send(
       new TransactWriteCommand({
@@ -101,9 +116,9 @@ export async function deleteProxyCascade(region: string, clientId: string, proxy
 export async function deleteProxiesWhere(
   region: string,
   clientId: string,
-  predicate: (proxy: Item) => boolean,
+  predicate: (proxy: ProxyItem) => boolean,
 ): Promise<number> {
-  const proxies = (await listInRegion(region, clientId, REGIONAL_SK.proxyPrefix)).filter(predicate);
+  const proxies = (await listProxiesOfClientInRegion(region, clientId)).filter(predicate);
   for (const proxy of proxies) await deleteProxyCascade(region, clientId, proxy);
   return proxies.length;
 }
@@ -120,17 +135,14 @@ export async function deleteResourceWithRules(
     sKeyPrefix: `${REGIONAL_SK.rulePrefix}${parentId}#`,
     max: MAX_RULES_PER_PARENT * 10,
   });
-  await batchDelete(
-    rules.map((rule) => ({ pKey: String(rule.pKey), sKey: String(rule.sKey) })),
-    { region },
-  );
+  await batchDelete(rules.map(keyOf), { region });
   await batchDelete([key], { region });
 }
 
 /** Which proxies depend on a credential (as either credential) or on a target. */
-export const usesCredential = (credentialId: string) => (proxy: Item) =>
+export const usesCredential = (credentialId: string) => (proxy: ProxyItem) =>
   proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId;
-export const usesTarget = (targetId: string) => (proxy: Item) => proxy.proxyTargetId === targetId;
+export const usesTarget = (targetId: string) => (proxy: ProxyItem) => proxy.proxyTargetId === targetId;
 
 /**
  * Delete a credential or target with the proxies that use it and its rules, in the resumable
@@ -141,7 +153,7 @@ export async function deleteWithDependants(
   clientId: string,
   parentId: string,
   key: { pKey: string; sKey: string },
-  uses: (proxy: Item) => boolean,
+  uses: (proxy: ProxyItem) => boolean,
 ): Promise<number> {
   await markDeleting(region, key);
   const deleted = await deleteProxiesWhere(region, clientId, uses);

@@ -24,6 +24,7 @@ import type { ClientAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { badRequest, notFound } from "./errors.ts";
 import { deleteCustomer, provisionCustomer } from "./payments.ts";
+import type { ClientRole } from "./roles.ts";
 import { requireUser, userClientIds } from "./users.ts";
 
 export const CLIENT_NOT_FOUND = "Client not found";
@@ -60,7 +61,7 @@ export const addClientToUserStep = (
 
 export interface MemberRef {
   userId: string;
-  roles: string[];
+  roles: ClientRole[];
 }
 
 export function toApiClient(client: ClientItem, members: readonly MemberRef[]) {

@@ -188,7 +188,7 @@ export async function testCredential(member: ClientAccess, credentialId: string,
       body: isText
         ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(shownBody.bytes)
         : shownBody.bytes.toString("base64"),
-      bodyEncoding: isText ? "utf8" : "base64",
+      bodyEncoding: isText ? ("utf8" as const) : ("base64" as const),
       bodyTruncated: shownBody.truncated,
       durationMs: response.timings.endedAt - response.timings.startedAt,
     };

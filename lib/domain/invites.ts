@@ -60,7 +60,7 @@ export function toApiInvite(invite: InviteItem) {
   return {
     inviteId: invite.inviteId,
     clientName: invite.clientName,
-    pKey: "INVITATION",
+    pKey: "INVITATION" as const,
     sKey: invite.inviteId,
     roles: invite.roles,
     userEmail: invite.userEmail,

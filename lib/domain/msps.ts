@@ -8,27 +8,28 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { TransactWriteCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
 import {
-  batchGet,
+  findMspWithConfig,
+  listMembersOfMsp,
+  type MspConfigItem,
+  type MspItem,
+  type MspMemberItem,
+  mspKeys,
+} from "../db/entities/msp.ts";
+import { userKeys } from "../db/entities/user.ts";
+import {
+  cancelledSteps,
   homeDb,
-  type Item,
   nowIso,
-  queryPartition,
+  type TransactionStep,
   tableName,
-  transactionConditionFailedAt,
+  transactItemsOf,
 } from "../db/store.ts";
 import { notFound } from "./errors.ts";
+import type { MspRole } from "./roles.ts";
 
 export const MSP_NOT_FOUND = "MSP not found";
 export const MSP_OWNER_NOT_FOUND = "Owner user not found";
-
-/** MSP roles, lowest first (spec 4.14: msp_reader < msp_user < msp_admin < msp_owner). */
-export const MSP_ROLES = ["msp_reader", "msp_user", "msp_admin", "msp_owner"] as const;
-export type MspRole = (typeof MSP_ROLES)[number];
-
-export const MSP_BILLING_TYPES = ["stripe", "marketplace", "invoice"] as const;
-export const MSP_BILLING_STATUSES = ["active", "suspended"] as const;
 
 export const NewMsp = z.object({
   name: z.string().trim().min(1).max(100),
@@ -36,50 +37,44 @@ export const NewMsp = z.object({
 });
 export type NewMsp = z.infer<typeof NewMsp>;
 
-export interface MspRates {
-  apiSeconds: number;
-  storageGB: number;
-  aiTokens: number;
-  plan: number;
-}
+type MspConfiguration = Omit<MspConfigItem, "pKey" | "sKey" | "entity">;
 
 /** The configuration every new MSP gets (spec 2.14): Stripe billing, active, retail rates (1 = 100%). */
-export function defaultMspConfiguration(input: { mspId: string; createdAt: string }) {
+export function defaultMspConfiguration(input: { mspId: string; createdAt: string }): MspConfiguration {
   return {
     configurationType: "msp",
     mspId: input.mspId,
-    billingType: "stripe" as (typeof MSP_BILLING_TYPES)[number],
-    billingStatus: "active" as (typeof MSP_BILLING_STATUSES)[number],
-    promotionalCodes: null as { name: string; createdAt: string; expiresAt: string }[] | null,
-    rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 } satisfies MspRates,
+    billingType: "stripe",
+    billingStatus: "active",
+    promotionalCodes: null,
+    rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
     configCreated: input.createdAt,
     configUpdated: input.createdAt,
   };
 }
-export type MspConfiguration = ReturnType<typeof defaultMspConfiguration>;
 
 export interface MspMemberRef {
   userId: string;
-  roles: string[];
+  roles: MspRole[];
 }
 
-export function toApiMsp(item: Item) {
+export function toApiMsp(item: MspItem) {
   return {
-    mspId: String(item.mspId),
-    mspName: String(item.mspName),
+    mspId: item.mspId,
+    mspName: item.mspName,
     mspCreated: item.mspCreated,
     mspUpdated: item.mspUpdated,
   };
 }
 export type ApiMsp = ReturnType<typeof toApiMsp>;
 
-export function toApiMspConfiguration(item: Item) {
+export function toApiMspConfiguration(item: MspConfiguration) {
   return {
-    configurationType: "msp",
-    mspId: String(item.mspId),
+    configurationType: item.configurationType,
+    mspId: item.mspId,
     billingType: item.billingType,
     billingStatus: item.billingStatus,
-    promotionalCodes: item.promotionalCodes ?? null,
+    promotionalCodes: item.promotionalCodes,
     rates: item.rates,
     configCreated: item.configCreated,
     configUpdated: item.configUpdated,
@@ -87,10 +82,13 @@ export function toApiMspConfiguration(item: Item) {
 }
 export type ApiMspConfiguration = ReturnType<typeof toApiMspConfiguration>;
 
-export const mspMemberRef = (item: Item): MspMemberRef => ({
-  userId: String(item.userId),
-  roles: Array.isArray(item.roles) ? item.roles.map(String) : [],
+export const mspMemberRef = (item: MspMemberItem): MspMemberRef => ({
+  userId: item.userId,
+  roles: [...item.roles],
 });
+
+/** The steps of creating an MSP, named so that a cancellation is read by name. */
+const ADD_MSP_TO_OWNER = "addMspToOwner";
 
 /**
  * Create an MSP and its first `msp_owner` in one TransactWriteItems: the MSP item, its
@@ -106,8 +104,8 @@ export async function createMsp(input: NewMsp): Promise<{
   const mspId = randomUUID();
   const now = nowIso();
   const roles: MspRole[] = ["msp_owner"];
-  const msp: Item = {
-    ...keys.msp(mspId),
+  const msp: MspItem = {
+    ...mspKeys.item(mspId),
     entity: "msp",
     mspId,
     mspName: data.name,
@@ -115,58 +113,54 @@ export async function createMsp(input: NewMsp): Promise<{
     mspCreated: now,
     mspUpdated: now,
   };
-  const configuration: Item = {
-    ...keys.mspConfig(mspId),
+  const configuration: MspConfigItem = {
+    ...mspKeys.config(mspId),
     entity: "mspConfig",
     ...defaultMspConfiguration({ mspId, createdAt: now }),
   };
+  const owner: MspMemberItem = {
+    ...mspKeys.member(mspId, data.ownerUserId),
+    entity: "mspMember",
+    mspId,
+    userId: data.ownerUserId,
+    roles,
+    memberCreated: now,
+    memberUpdated: now,
+  };
+  const isNew = "attribute_not_exists(pKey)";
+  const steps: TransactionStep[] = [
+    { name: "putMsp", action: { Put: { TableName: tableName(), Item: msp, ConditionExpression: isNew } } },
+    {
+      name: "putMspConfig",
+      action: { Put: { TableName: tableName(), Item: configuration, ConditionExpression: isNew } },
+    },
+    {
+      name: "putOwnerMember",
+      action: { Put: { TableName: tableName(), Item: owner, ConditionExpression: isNew } },
+    },
+    {
+      name: ADD_MSP_TO_OWNER,
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: userKeys.item(data.ownerUserId),
+          UpdateExpression: "ADD userMsps :msp SET userUpdated = :now",
+          ConditionExpression: "attribute_exists(pKey)",
+          ExpressionAttributeValues: { ":msp": new Set([mspId]), ":now": now },
+        },
+      },
+    },
+  ];
   try {
-    await homeDb().send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Put: { TableName: tableName(), Item: msp, ConditionExpression: "attribute_not_exists(pKey)" } },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: configuration,
-              ConditionExpression: "attribute_not_exists(pKey)",
-            },
-          },
-          {
-            Put: {
-              TableName: tableName(),
-              Item: {
-                ...keys.mspMember(mspId, data.ownerUserId),
-                entity: "mspMember",
-                mspId,
-                userId: data.ownerUserId,
-                roles,
-                memberCreated: now,
-                memberUpdated: now,
-              },
-              ConditionExpression: "attribute_not_exists(pKey)",
-            },
-          },
-          {
-            Update: {
-              TableName: tableName(),
-              Key: keys.user(data.ownerUserId),
-              UpdateExpression: "ADD userMsps :msp SET userUpdated = :now",
-              ConditionExpression: "attribute_exists(pKey)",
-              ExpressionAttributeValues: { ":msp": new Set([mspId]), ":now": now },
-            },
-          },
-        ],
-      }),
-    );
+    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
   } catch (error) {
-    if (transactionConditionFailedAt(error, 3)) throw notFound(MSP_OWNER_NOT_FOUND);
+    if (cancelledSteps(error, steps)?.failed.includes(ADD_MSP_TO_OWNER)) throw notFound(MSP_OWNER_NOT_FOUND);
     throw error;
   }
   return {
     msp: toApiMsp(msp),
     configuration: toApiMspConfiguration(configuration),
-    members: [{ userId: data.ownerUserId, roles }],
+    members: [mspMemberRef(owner)],
   };
 }
 
@@ -174,12 +168,12 @@ export async function createMsp(input: NewMsp): Promise<{
 export async function getMsp(
   mspId: string,
 ): Promise<{ msp: ApiMsp; configuration: ApiMspConfiguration | undefined } | undefined> {
-  const mspKey = keys.msp(mspId);
-  const items = await batchGet([mspKey, keys.mspConfig(mspId)]);
-  const msp = items.find((item) => item.sKey === mspKey.sKey);
-  if (!msp) return undefined;
-  const configuration = items.find((item) => item.sKey === keys.mspConfig(mspId).sKey);
-  return { msp: toApiMsp(msp), configuration: configuration && toApiMspConfiguration(configuration) };
+  const found = await findMspWithConfig(mspId);
+  if (!found) return undefined;
+  return {
+    msp: toApiMsp(found.msp),
+    configuration: found.config && toApiMspConfiguration(found.config),
+  };
 }
 
 export async function requireMsp(mspId: string) {
@@ -188,8 +182,7 @@ export async function requireMsp(mspId: string) {
   return found;
 }
 
-/** Members of an MSP (bounded by the store's list limit). */
+/** Members of an MSP (access pattern "MSP members", bounded). */
 export async function listMspMembers(mspId: string): Promise<MspMemberRef[]> {
-  const items = await queryPartition(keys.msp(mspId).pKey, { sKeyPrefix: keys.mspMember(mspId, "").sKey });
-  return items.map(mspMemberRef);
+  return (await listMembersOfMsp(mspId)).map(mspMemberRef);
 }

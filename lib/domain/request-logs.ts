@@ -5,38 +5,21 @@
  * highest UUIDv7 of their millisecond) instead of a filter over the whole partition.
  */
 
+import { REQUEST_LOG_DETAIL_FIELDS } from "../data-plane/request-log.ts";
 import {
-  highestRequestIdAt,
-  lowestRequestIdAt,
-  REQUEST_LOG_DETAIL_FIELDS,
-} from "../data-plane/request-log.ts";
-import { GetCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { type Item, isExpired, nowSeconds, queryAll, tableName } from "../db/store.ts";
+  findRequestLog,
+  listRequestLogsOfProxy,
+  type RequestLogItem,
+  type RequestLogListItem,
+} from "../db/entities/request-log.ts";
 import type { ClientAccess } from "./access.ts";
 import { notFound, validationFailed } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
-import { regionalDb } from "./regional.ts";
 
 export const REQUEST_NOT_FOUND = "Request not found";
 /** Spec 8: request log limit, default 1000; also the most one call returns. */
 export const DEFAULT_REQUEST_LOG_LIMIT = 1000;
 export const MAX_REQUEST_LOG_LIMIT = 1000;
-
-/** The fields of a listed record (spec 2.11), as stored. */
-const LIST_ATTRIBUTES = [
-  "requestId",
-  "proxyId",
-  "userId",
-  "clientId",
-  "parentId",
-  "processed",
-  "processedAt",
-  "TTL",
-  "proxyData",
-  "targetData",
-  "validationData",
-] as const;
 
 export interface RequestLogQuery {
   limit: number;
@@ -106,66 +89,44 @@ export function parseRequestLogQuery(query: Record<string, string | undefined>):
   return { limit, after, before };
 }
 
-/** The sort-key condition of a time range (both ends inclusive, to the millisecond). */
-export function sortKeyRange(after?: number, before?: number) {
-  const values: Record<string, string> = {};
-  let condition = "#pk = :pk";
-  if (after !== undefined && before !== undefined) {
-    condition += " AND #sk BETWEEN :from AND :to";
-    values[":from"] = lowestRequestIdAt(after);
-    values[":to"] = highestRequestIdAt(before);
-  } else if (after !== undefined) {
-    condition += " AND #sk >= :from";
-    values[":from"] = lowestRequestIdAt(after);
-  } else if (before !== undefined) {
-    condition += " AND #sk <= :to";
-    values[":to"] = highestRequestIdAt(before);
-  }
-  return { condition, values };
-}
-
 /** A listed record (spec 2.11): pKey is the proxy id, sKey the request id; no detail fields. */
-export function toApiRequestLog(item: Item) {
+export function toApiRequestLog(item: RequestLogListItem) {
   return {
-    pKey: String(item.proxyId),
-    sKey: String(item.requestId ?? item.sKey),
-    requestId: String(item.requestId ?? item.sKey),
-    userId: item.userId ?? null,
-    clientId: item.clientId ?? null,
-    parentId: item.parentId ?? item.proxyId,
-    processed: item.processed === true,
+    pKey: item.proxyId,
+    sKey: item.requestId,
+    requestId: item.requestId,
+    userId: item.userId,
+    clientId: item.clientId,
+    parentId: item.parentId,
+    processed: item.processed,
     processedAt: item.processedAt,
     TTL: item.TTL,
-    proxyData: item.proxyData ?? null,
-    targetData: item.targetData ?? null,
-    validationData: item.validationData ?? {},
+    proxyData: item.proxyData,
+    targetData: item.targetData,
+    validationData: item.validationData,
   };
 }
 export type ApiRequestLog = ReturnType<typeof toApiRequestLog>;
 
 /** The detail projection of spec 2.11 (duration in milliseconds). */
-export function toApiRequestDetail(item: Item) {
-  const proxyData = (item.proxyData ?? {}) as Record<string, unknown>;
-  const receivedAt = Number(proxyData.receivedAt ?? item.processedAt);
-  const sentAt = Number(proxyData.sentAt ?? receivedAt);
-  const detail: Record<string, unknown> = {
-    requestId: String(item.requestId ?? item.sKey),
-    method: proxyData.method ?? null,
-    path: proxyData.apiPath ?? null,
-    statusCode: proxyData.status ?? null,
+export function toApiRequestDetail(item: RequestLogItem) {
+  const receivedAt = item.proxyData?.receivedAt ?? item.processedAt;
+  const sentAt = item.proxyData?.sentAt ?? receivedAt;
+  const detail = Object.fromEntries(REQUEST_LOG_DETAIL_FIELDS.map((field) => [field, item[field]])) as Pick<
+    RequestLogItem,
+    (typeof REQUEST_LOG_DETAIL_FIELDS)[number]
+  >;
+  return {
+    requestId: item.requestId,
+    method: item.proxyData?.method ?? null,
+    path: item.proxyData?.apiPath ?? null,
+    statusCode: item.proxyData?.status ?? null,
     duration: Number.isFinite(sentAt - receivedAt) ? Math.max(0, sentAt - receivedAt) : null,
     processedAt: item.processedAt,
+    ...detail,
   };
-  for (const field of REQUEST_LOG_DETAIL_FIELDS) detail[field] = item[field] ?? null;
-  return detail as {
-    requestId: string;
-    method: string | null;
-    path: string | null;
-    statusCode: number | null;
-    duration: number | null;
-    processedAt: number;
-  } & Record<(typeof REQUEST_LOG_DETAIL_FIELDS)[number], unknown>;
 }
+export type ApiRequestDetail = ReturnType<typeof toApiRequestDetail>;
 
 /**
  * The newest records of a proxy first, within the optional time range: `limit` of them at most;
@@ -179,34 +140,8 @@ export async function listRequestLogs(
 ) {
   const { limit, after, before } = parseRequestLogQuery(query);
   const { region } = await requireProxy(clientId, proxyId);
-  const now = nowSeconds();
-  const range = sortKeyRange(after, before);
-  const names: Record<string, string> = { "#pk": "pKey", "#sk": "sKey", "#ttl": "TTL", "#cid": "clientId" };
-  LIST_ATTRIBUTES.forEach((attribute, index) => {
-    names[`#a${index}`] = attribute;
-  });
-  // One more than asked for tells whether the limit cut the answer. The filter runs in DynamoDB,
-  // so expired records do not use up the limit; the check below is the same rule again.
-  const items = await queryAll(
-    {
-      KeyConditionExpression: range.condition,
-      FilterExpression: "#cid = :cid AND (attribute_not_exists(#ttl) OR #ttl > :now)",
-      ProjectionExpression: ["#sk", ...LIST_ATTRIBUTES.map((_, index) => `#a${index}`)].join(", "),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: {
-        ":pk": keys.requestLogPartition(proxyId),
-        ":cid": clientId,
-        ":now": now,
-        ...range.values,
-      },
-      ScanIndexForward: false,
-      // Logs are append-only: an eventually consistent read costs half and at worst misses the
-      // last second of traffic.
-      ConsistentRead: false,
-    },
-    { region, max: limit + 1 },
-  );
-  const live = items.filter((item) => !isExpired(item, now) && item.clientId === clientId);
+  // One more than asked for tells whether the limit cut the answer.
+  const live = await listRequestLogsOfProxy(region, { proxyId, clientId, after, before, max: limit + 1 });
   const requests = live.slice(0, limit).map(toApiRequestLog);
   return { totalRequests: requests.length, limitReached: live.length > limit, requests };
 }
@@ -217,14 +152,7 @@ const ANY_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$
 export async function getRequestLog({ clientId }: ClientAccess, proxyId: string, requestId: string) {
   const { region } = await requireProxy(clientId, proxyId);
   if (!ANY_UUID.test(requestId)) throw notFound(REQUEST_NOT_FOUND);
-  const result = await regionalDb(region).send(
-    new GetCommand({
-      TableName: tableName(),
-      Key: keys.requestLog(proxyId, requestId.toLowerCase()),
-      ConsistentRead: true,
-    }),
-  );
-  const item = result.Item;
-  if (!item || isExpired(item) || item.clientId !== clientId) throw notFound(REQUEST_NOT_FOUND);
+  const item = await findRequestLog(region, proxyId, requestId.toLowerCase());
+  if (!item || item.clientId !== clientId) throw notFound(REQUEST_NOT_FOUND);
   return toApiRequestDetail(item);
 }

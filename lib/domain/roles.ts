@@ -5,13 +5,17 @@
  * Roles are ranked: each holds every permission of the roles below it.
  * - `reader`: reads the organisation's resources, logs and notifications; changes nothing.
  * - `user`: also uses resources (credential and token tests).
- * - `devops`: also manages resources: credentials, targets, proxies, rules (and, later, meters and
+ * - `devops`: also manages resources: credentials, targets, proxies, rules, meters (and, later,
  *   transforms).
  * - `admin`: also manages the organisation's people: members and invites.
  * - `owner`: also billing and deleting the organisation.
  */
 export const CLIENT_ROLES = ["owner", "admin", "devops", "user", "reader"] as const;
 export type ClientRole = (typeof CLIENT_ROLES)[number];
+
+/** MSP roles, lowest first (spec 4.14: msp_reader < msp_user < msp_admin < msp_owner). */
+export const MSP_ROLES = ["msp_reader", "msp_user", "msp_admin", "msp_owner"] as const;
+export type MspRole = (typeof MSP_ROLES)[number];
 
 export type ClientAction = "view" | "use" | "manage" | "invite" | "billing" | "delete";
 

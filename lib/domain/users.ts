@@ -66,7 +66,7 @@ export const userMspIds = (user: UserItem) => sorted(user.userMsps);
 export function toApiUser(user: UserItem) {
   return {
     userId: user.userId,
-    pKey: "USER",
+    pKey: "USER" as const,
     sKey: user.userId,
     userClients: userClientIds(user),
     userUsername: user.userUsername,

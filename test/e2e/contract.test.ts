@@ -94,6 +94,9 @@ interface Fixtures {
   oauthCredentialId: string;
   targetId: string;
   proxyId: string;
+  /** A proxy of its own for the meters, so they never touch the data-plane call above. */
+  meterProxyId: string;
+  meterId: string;
   requestId: string;
   systemNotificationId: string;
   userNotificationId: string;
@@ -195,6 +198,34 @@ async function rule(parentPath: string, parentParams: Record<string, string>): P
     "rules",
   );
   return made.ruleId as string;
+}
+
+/** A meter with every optional field set, so the strict check covers each nested key. */
+const METER = {
+  meterType: "response_value",
+  meterActive: true,
+  meterMode: "conditional",
+  effect: "include",
+  limits: { minute: 1000, month: 100000 },
+  extraction: { location: "body", path: "usage.total_tokens", defaultValue: 0 },
+  methods: ["POST"],
+  path: { pattern: "^/v1/chat", presence: "present" },
+  query: [{ name: "stream", presence: "absent" }],
+  headers: [{ name: "x-tier", pattern: "^free$", presence: "present" }],
+  body: [{ path: "model", pattern: "^gpt", presence: "present" }],
+  token: [{ claim: "scope", presence: "present" }],
+  variables: [{ name: "sub", source: "token", key: "sub" }],
+  limitBy: "sub",
+  alerts: { enabled: true, cadence: "day", notifyTrigger: "threshold", alertThreshold: { day: 80000 } },
+  notes: "contract",
+};
+
+async function meter(): Promise<string> {
+  const made = await created(
+    f.owner.api.post(`${client()}/proxies/${f.meterProxyId}/meters`, METER),
+    "meters",
+  );
+  return made.meterId as string;
 }
 
 // ---------------------------------------------------------------- the table
@@ -524,6 +555,33 @@ const CONTRACT: Record<string, Entry> = {
     call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId, requestId: fx.requestId } }),
   },
 
+  // ---- 4.9 Meters, on their own proxy
+  "GET /api/clients/{clientId}/proxies/{proxyId}/meters": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId } }),
+  },
+  "POST /api/clients/{clientId}/proxies/{proxyId}/meters": {
+    status: 201,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId }, body: METER }),
+  },
+  "GET /api/clients/{clientId}/proxies/{proxyId}/meters/{meterId}": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId, meterId: fx.meterId } }),
+  },
+  "PUT /api/clients/{clientId}/proxies/{proxyId}/meters/{meterId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, proxyId: fx.meterProxyId, meterId: fx.meterId },
+      body: { meterActive: false, limits: { hour: 5000 }, notes: null },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/proxies/{proxyId}/meters/{meterId}": {
+    status: 200,
+    call: async (fx) => ({
+      params: { clientId: fx.clientId, proxyId: fx.meterProxyId, meterId: await meter() },
+    }),
+  },
+
   // ---- 4.8 Rules, on each of the three parents
   ...Object.fromEntries(
     RULE_PARENTS.flatMap(([parent, parentParams]): [string, Entry][] => {
@@ -667,6 +725,8 @@ beforeAll(async () => {
     "proxies",
   );
   f.proxyId = theProxy.proxyId as string;
+  f.meterProxyId = await proxy();
+  f.meterId = await meter();
   const oauthCredential = await created(
     f.owner.api.post(`${client()}/credentials`, {
       credentialName: "service",

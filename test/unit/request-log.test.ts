@@ -21,7 +21,8 @@ import {
   truncateUtf8,
   VALIDATION_FIELDS,
 } from "#lib/data-plane/request-log.ts";
-import { parseIsoTimestamp, parseRequestLogQuery, sortKeyRange } from "#lib/domain/request-logs.ts";
+import { sortKeyRange } from "#lib/db/entities/request-log.ts";
+import { parseIsoTimestamp, parseRequestLogQuery } from "#lib/domain/request-logs.ts";
 import { secretRedactor } from "#lib/vault/secret-redaction.ts";
 
 const RECEIVED = Date.UTC(2025, 0, 31, 12, 0, 0, 250);

@@ -6,10 +6,10 @@ import {
   cancelledSteps,
   isConditionalCheckFailure,
   isExpired,
+  keyOf,
   type TransactionStep,
   transactItemsOf,
   transactionCancellationCodes,
-  transactionConditionFailedAt,
   withoutInternals,
 } from "#lib/db/store.ts";
 
@@ -28,9 +28,6 @@ describe("transactionCancellationCodes", () => {
     });
     // The property wins over the message.
     expect(transactionCancellationCodes(error)).toEqual(["None", "ConditionalCheckFailed"]);
-    expect(transactionConditionFailedAt(error, 1)).toBe(true);
-    expect(transactionConditionFailedAt(error, 0)).toBe(false);
-    expect(transactionConditionFailedAt(error, 2)).toBe(false);
   });
 
   it("treats a reason without a code as None", () => {
@@ -46,8 +43,6 @@ describe("transactionCancellationCodes", () => {
       "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed, None]",
     );
     expect(transactionCancellationCodes(error)).toEqual(["None", "ConditionalCheckFailed", "None"]);
-    expect(transactionConditionFailedAt(error, 1)).toBe(true);
-    expect(transactionConditionFailedAt(error, 0)).toBe(false);
   });
 
   it("reads empty entries in the message as None", () => {
@@ -70,7 +65,20 @@ describe("transactionCancellationCodes", () => {
       transactionCancellationCodes({ name: "TransactionCanceledException", CancellationReasons: [] }),
     ).toBe(undefined);
     expect(transactionCancellationCodes(undefined)).toBe(undefined);
-    expect(transactionConditionFailedAt("ConditionalCheckFailed", 0)).toBe(false);
+  });
+});
+
+describe("keyOf", () => {
+  it("keeps the physical key of an item and nothing else", () => {
+    expect(keyOf({ pKey: "CLIENT#c", sKey: "PROXY#p", proxyName: "main" })).toEqual({
+      pKey: "CLIENT#c",
+      sKey: "PROXY#p",
+    });
+  });
+
+  it("refuses an item without a string key, naming the field", () => {
+    expect(() => keyOf({ pKey: "CLIENT#c" })).toThrow(/sKey/);
+    expect(() => keyOf({ pKey: 7, sKey: "x" })).toThrow(/pKey/);
   });
 });
 

@@ -11,7 +11,7 @@ import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { REFERENCE_PAGE_BUNDLE } from "../../infra/api-manifest.ts";
-import { API_TITLE, openApiDocument } from "../openapi.ts";
+import { API_TITLE, type OpenApiDocument, openApiDocument } from "../openapi.ts";
 import { access, type Operation, operation } from "../operation.ts";
 
 /** The registry's operations, loaded on first use (the registry itself lists these operations). */
@@ -19,9 +19,9 @@ async function registryOperations(): Promise<readonly Operation[]> {
   return (await import("../registry.ts")).OPERATIONS;
 }
 
-let documentCache: Record<string, unknown> | undefined;
+let documentCache: OpenApiDocument | undefined;
 /** The document of the registry; it cannot change while the function runs, so it is built once. */
-export async function registryDocument(): Promise<Record<string, unknown>> {
+export async function registryDocument(): Promise<OpenApiDocument> {
   documentCache ??= openApiDocument(await registryOperations());
   return documentCache;
 }

@@ -127,7 +127,8 @@ export const proxyOperations = [
     path: "/api/clients/{clientId}/proxies/{proxyId}",
     group: "proxies",
     summary: "Delete a proxy",
-    description: "Deletes the proxy and its rules at once; its data-plane URL stops answering.",
+    description:
+      "Deletes the proxy with its rules and meters (and the meters' counters) at once; its data-plane URL stops answering.",
     access: access.client("devops"),
     effect: "delete",
     params: ProxyParams,
@@ -135,7 +136,7 @@ export const proxyOperations = [
     errors: [403, 404],
     handler: async ({ member, params }) => {
       await deleteProxy(member!, params.proxyId);
-      return { body: { message: "Proxy deleted, with its rules" } };
+      return { body: { message: "Proxy deleted, with its rules and meters" } };
     },
   }),
 ];

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { GetCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
-import { homeDb, tableName } from "../store.ts";
+import { homeDb, parseStored, tableName } from "../store.ts";
 
 export const ClientItem = z.object({
   pKey: z.string(),
@@ -32,8 +32,8 @@ export const ClientItem = z.object({
 export type ClientItem = z.infer<typeof ClientItem>;
 
 /** A stored item as a ClientItem; an item that is not one is a defect of the store, not of the caller. */
-export function clientItemOf(item: Record<string, unknown>): ClientItem {
-  const parsed = ClientItem.safeParse({
+export const clientItemOf = (item: Record<string, unknown>): ClientItem =>
+  parseStored(ClientItem, "client", {
     entity: "client",
     clientStatus: "active",
     memberCount: 0,
@@ -41,15 +41,6 @@ export function clientItemOf(item: Record<string, unknown>): ClientItem {
     ownerCount: 0,
     ...item,
   });
-  if (!parsed.success)
-    throw new Error(
-      `Stored client ${String(item.pKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
 
 export const clientKeys = {
   item: keys.client,

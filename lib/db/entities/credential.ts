@@ -11,6 +11,7 @@ import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/reg
 import type { SecretEnvelope } from "../../vault/envelope.ts";
 import { AUTH_TYPES, CREDENTIAL_TYPES } from "../../vault/secret-schemas.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { parseStored } from "../store.ts";
 
 /** The encrypted secret as stored; its fields are checked when it is decrypted (lib/vault/envelope.ts). */
 const StoredSecretEnvelope: z.ZodType<SecretEnvelope> = z.looseObject({
@@ -60,17 +61,8 @@ export const CredentialItem = z.object({
 export type CredentialItem = z.infer<typeof CredentialItem>;
 
 /** A stored item as a CredentialItem; an item that is not one is a defect of the store, not of the caller. */
-export function credentialItemOf(item: Record<string, unknown>): CredentialItem {
-  const parsed = CredentialItem.safeParse({ entity: "credential", ...item });
-  if (!parsed.success)
-    throw new Error(
-      `Stored credential ${String(item.sKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
+export const credentialItemOf = (item: Record<string, unknown>): CredentialItem =>
+  parseStored(CredentialItem, "credential", { entity: "credential", ...item });
 
 export const credentialKeys = {
   item: keys.credential,

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { CLIENT_ROLES } from "../../domain/roles.ts";
 import { GetCommand } from "../document-client.ts";
 import { CLIENT_SK, keys } from "../keys.ts";
-import { homeDb, isExpired, queryAll, queryPartition, tableName } from "../store.ts";
+import { homeDb, isExpired, parseStored, queryAll, queryPartition, tableName } from "../store.ts";
 
 export const InviteItem = z.object({
   pKey: z.string(),
@@ -43,17 +43,8 @@ export const InviteEmailLockItem = z.object({
 export type InviteEmailLockItem = z.infer<typeof InviteEmailLockItem>;
 
 /** A stored item as an InviteItem; an item that is not one is a defect of the store, not of the caller. */
-export function inviteItemOf(item: Record<string, unknown>): InviteItem {
-  const parsed = InviteItem.safeParse({ entity: "invite", ...item });
-  if (!parsed.success)
-    throw new Error(
-      `Stored invite ${String(item.sKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
+export const inviteItemOf = (item: Record<string, unknown>): InviteItem =>
+  parseStored(InviteItem, "invite", { entity: "invite", ...item });
 
 export const inviteKeys = {
   item: keys.invite,

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { CLIENT_ROLES } from "../../domain/roles.ts";
 import { GetCommand } from "../document-client.ts";
 import { CLIENT_SK, keys } from "../keys.ts";
-import { homeDb, queryPartition, tableName } from "../store.ts";
+import { homeDb, parseStored, queryPartition, tableName } from "../store.ts";
 
 export const MemberItem = z.object({
   pKey: z.string(),
@@ -25,17 +25,8 @@ export const MemberItem = z.object({
 export type MemberItem = z.infer<typeof MemberItem>;
 
 /** A stored item as a MemberItem; an item that is not one is a defect of the store, not of the caller. */
-export function memberItemOf(item: Record<string, unknown>): MemberItem {
-  const parsed = MemberItem.safeParse({ entity: "member", ...item });
-  if (!parsed.success)
-    throw new Error(
-      `Stored member ${String(item.pKey)} ${String(item.sKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
+export const memberItemOf = (item: Record<string, unknown>): MemberItem =>
+  parseStored(MemberItem, "member", { entity: "member", ...item });
 
 export const memberKeys = {
   item: keys.member,

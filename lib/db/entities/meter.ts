@@ -11,23 +11,26 @@
  * when the meter was written, lib/domain/meter-schema.ts), so loading a proxy's meters is cheap.
  */
 import { z } from "zod";
-import { getInRegion } from "../../domain/regional.ts";
 import {
   EXTRACTION_LOCATIONS,
   MAX_METERS_PER_PROXY,
-  type MeterConfig,
   METER_EFFECTS,
   METER_MODES,
   METER_TYPES,
   METER_WINDOWS,
+  type MeterConfig,
   NOTIFY_TRIGGERS,
 } from "../../domain/meter-schema.ts";
 import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "../../domain/predicates/schema.ts";
+import { getInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
 import { queryPartition, type TransactionStep, tableName } from "../store.ts";
 
 const Presence = z.enum(PREDICATE_PRESENCES);
-const Pattern = z.string().optional().describe("RE2 pattern the value must match; absent checks presence only");
+const Pattern = z
+  .string()
+  .optional()
+  .describe("RE2 pattern the value must match; absent checks presence only");
 const Window = z.enum(METER_WINDOWS);
 
 /** Values per window (minute, hour, day, month), each optional. */

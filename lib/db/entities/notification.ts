@@ -15,6 +15,7 @@ import {
   isExpired,
   nowIso,
   nowSeconds,
+  parseStored,
   queryPartition,
   tableName,
 } from "../store.ts";
@@ -56,30 +57,13 @@ export const NotificationReceiptItem = z.object({
 });
 export type NotificationReceiptItem = z.infer<typeof NotificationReceiptItem>;
 
-function parsed<T>(
-  schema: z.ZodType<T>,
-  entity: string,
-  defaults: Record<string, unknown>,
-  item: Record<string, unknown>,
-): T {
-  const result = schema.safeParse({ entity, ...defaults, ...item });
-  if (!result.success)
-    throw new Error(
-      `Stored ${entity} ${String(item.pKey)}/${String(item.sKey)} does not match its schema: ${result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return result.data;
-}
-
 /** A stored item as a NotificationItem; an item that is not one is a defect of the store, not of the caller. */
 export const notificationItemOf = (item: Record<string, unknown>): NotificationItem =>
-  parsed(NotificationItem, "notification", { read: false }, item);
+  parseStored(NotificationItem, "notification", { entity: "notification", read: false, ...item });
 
 /** A stored item as a NotificationReceiptItem. */
 export const notificationReceiptItemOf = (item: Record<string, unknown>): NotificationReceiptItem =>
-  parsed(NotificationReceiptItem, "notificationReceipt", {}, item);
+  parseStored(NotificationReceiptItem, "notification receipt", { entity: "notificationReceipt", ...item });
 
 export const notificationKeys = {
   /** The partition of an inbox. */

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { parseStored } from "../store.ts";
 
 export const ProxyItem = z.object({
   pKey: z.string(),
@@ -38,17 +39,8 @@ export const ProxyItem = z.object({
 export type ProxyItem = z.infer<typeof ProxyItem>;
 
 /** A stored item as a ProxyItem; an item that is not one is a defect of the store, not of the caller. */
-export function proxyItemOf(item: Record<string, unknown>): ProxyItem {
-  const parsed = ProxyItem.safeParse({ entity: "proxy", proxyVersion: 1, ...item });
-  if (!parsed.success)
-    throw new Error(
-      `Stored proxy ${String(item.sKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
+export const proxyItemOf = (item: Record<string, unknown>): ProxyItem =>
+  parseStored(ProxyItem, "proxy", { entity: "proxy", proxyVersion: 1, ...item });
 
 export const proxyKeys = {
   item: keys.proxy,

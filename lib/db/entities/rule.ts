@@ -11,7 +11,7 @@ import { z } from "zod";
 import { getInRegion, MAX_RULES_PER_PARENT } from "../../domain/regional.ts";
 import { RULE_EFFECTS, RULE_PRESENCES } from "../../domain/rules/rule-schema.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
-import { queryPartition } from "../store.ts";
+import { parseStored, queryPartition } from "../store.ts";
 
 const Presence = z.enum(RULE_PRESENCES);
 const RuleCheck = z.object({ name: z.string(), pattern: z.string().nullable(), presence: Presence });
@@ -55,24 +55,12 @@ export const RuleCounterItem = z.object({
 });
 export type RuleCounterItem = z.infer<typeof RuleCounterItem>;
 
-function parsed<T>(schema: z.ZodType<T>, what: string, item: Record<string, unknown>, value: unknown): T {
-  const result = schema.safeParse(value);
-  if (!result.success)
-    throw new Error(
-      `Stored ${what} ${String(item.sKey)} does not match its schema: ${result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return result.data;
-}
-
 /** A stored item as a RuleItem; an item that is not one is a defect of the store, not of the caller. */
-export const ruleItemOf = (item: Record<string, unknown>): RuleItem => parsed(RuleItem, "rule", item, item);
+export const ruleItemOf = (item: Record<string, unknown>): RuleItem => parseStored(RuleItem, "rule", item);
 
 /** A stored item as a RuleCounterItem (a count or cost never written reads as 0). */
 export const ruleCounterItemOf = (item: Record<string, unknown>): RuleCounterItem =>
-  parsed(RuleCounterItem, "rule counter", item, { ruleCount: 0, patternCost: 0, ...item });
+  parseStored(RuleCounterItem, "rule counter", { ruleCount: 0, patternCost: 0, ...item });
 
 /** The rule id under which a parent's counter is stored: `#` sorts it among the parent's rules. */
 const RULE_COUNTER_ID = "#COUNTER";

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { parseStored } from "../store.ts";
 
 export const TargetItem = z.object({
   pKey: z.string(),
@@ -29,18 +30,9 @@ export const TargetItem = z.object({
 export type TargetItem = z.infer<typeof TargetItem>;
 
 /** A stored item as a TargetItem; an item that is not one is a defect of the store, not of the caller. */
-export function targetItemOf(item: Record<string, unknown>): TargetItem {
+export const targetItemOf = (item: Record<string, unknown>): TargetItem =>
   // The spec's default effect stands in for an item that lacks one.
-  const parsed = TargetItem.safeParse({ entity: "target", targetDefaultRuleEffect: "allow", ...item });
-  if (!parsed.success)
-    throw new Error(
-      `Stored target ${String(item.sKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
+  parseStored(TargetItem, "target", { entity: "target", targetDefaultRuleEffect: "allow", ...item });
 
 export const targetKeys = {
   item: keys.target,

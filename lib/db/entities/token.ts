@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { GetCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
-import { homeDb, tableName } from "../store.ts";
+import { homeDb, parseStored, tableName } from "../store.ts";
 
 export const TokenItem = z.object({
   pKey: z.string(),
@@ -30,17 +30,8 @@ export const StoredTokenRef = z.object({
 export type StoredTokenRef = z.infer<typeof StoredTokenRef>;
 
 /** A stored item as a TokenItem; an item that is not one is a defect of the store, not of the caller. */
-export function tokenItemOf(item: Record<string, unknown>): TokenItem {
-  const parsed = TokenItem.safeParse({ entity: "token", ...item });
-  if (!parsed.success)
-    throw new Error(
-      `Stored token ${String(item.tokenId)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
+export const tokenItemOf = (item: Record<string, unknown>): TokenItem =>
+  parseStored(TokenItem, "token", { entity: "token", ...item });
 
 export const tokenKeys = {
   /** The token item, by the SHA-256 of the raw token. */

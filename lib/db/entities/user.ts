@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { GetCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
-import { homeDb, tableName } from "../store.ts";
+import { homeDb, parseStored, tableName } from "../store.ts";
 import { StoredTokenRef } from "./token.ts";
 
 /** A DynamoDB string set as the document client returns it (a Set); absent when empty. */
@@ -53,22 +53,6 @@ export const UserEmailItem = z.object({
   userId: z.string(),
 });
 export type UserEmailItem = z.infer<typeof UserEmailItem>;
-
-function parseStored<T extends z.ZodType>(
-  schema: T,
-  what: string,
-  item: Record<string, unknown>,
-): z.output<T> {
-  const parsed = schema.safeParse(item);
-  if (!parsed.success)
-    throw new Error(
-      `Stored ${what} ${String(item.pKey)} does not match its schema: ${parsed.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return parsed.data;
-}
 
 /** A stored item as a UserItem (defaults for fields older items lack); throws naming the failing fields. */
 export const userItemOf = (item: Record<string, unknown>): UserItem =>

@@ -1,0 +1,119 @@
+/** Meters on a proxy (spec 2.9, 4.9): count requests or response values per window, with limits and alerts. */
+import { z } from "zod";
+import { MeterItem } from "../../db/entities/meter.ts";
+import { CreateMeterBody, MAX_METERS_PER_PROXY, UpdateMeterBody } from "../../domain/meter-schema.ts";
+import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "../../domain/meters.ts";
+import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
+
+/** A meter as the API shows it (spec 2.9): the stored fields without internals, pKey/sKey the proxy and meter ids. */
+export const MeterSchema = MeterItem.omit({ entity: true, meterVersion: true }).extend({
+  pKey: z.string().describe("The proxy id"),
+  sKey: z.string().describe("The meter id"),
+  parentId: z.string().describe("The proxy id"),
+  userId: z.string().describe("The user who created the meter"),
+  meterRegion: z.string().describe("The proxy's region"),
+  limitBy: z
+    .string()
+    .nullable()
+    .describe("Per-caller limits: the name of one of the meter's variables (null: one shared count)"),
+});
+
+const base = "/api/clients/{clientId}/proxies/{proxyId}/meters";
+const ProxyParams = pathParams("clientId", "proxyId");
+const MeterParams = pathParams("clientId", "proxyId", "meterId");
+const VALIDATION =
+  "400 names each failing field (docs/meters.md: meterType, meterActive, extraction, limits, alerts, effect of a conditional meter, limitBy).";
+
+export const meterOperations = [
+  operation({
+    id: "listMeters",
+    method: "GET",
+    path: base,
+    group: "meters",
+    summary: "List a proxy's meters",
+    description: `Lists the meters of a proxy, oldest first (at most ${MAX_METERS_PER_PROXY}, so not paged).`,
+    access: access.client("reader"),
+    effect: "read",
+    params: ProxyParams,
+    response: { status: 200, schema: wrapped("meters", MeterSchema) },
+    errors: [403, 404],
+    handler: async ({ member, params }) => ({
+      body: { message: "Meters retrieved", meters: await listMeters(member!, params.proxyId) },
+    }),
+  }),
+  operation({
+    id: "createMeter",
+    method: "POST",
+    path: base,
+    group: "meters",
+    summary: "Create a meter on a proxy",
+    description: `Adds a meter to a proxy: \`meterType\` (request_count or response_value, then \`extraction\` says where the value is) and \`meterActive\` are required. Optional: \`limits\` per window (minute, hour, day, month; exceeding one gives callers 429), \`meterMode\` (all, default, or conditional with \`effect\` include/exclude over the predicates methods, path, query, headers, body, token), \`variables\` and \`limitBy\` (count and limit per value of one variable), \`alerts\` and \`notes\`. At most ${MAX_METERS_PER_PROXY} meters per proxy (400). Takes effect on the next request. ${VALIDATION}`,
+    access: access.client("devops"),
+    effect: "write",
+    params: ProxyParams,
+    body: CreateMeterBody,
+    response: { status: 201, schema: wrapped("meters", MeterSchema) },
+    errors: [403, 404, 409],
+    handler: async ({ member, params, body }) => ({
+      status: 201,
+      body: { message: "Meter created", meters: [await createMeter(member!, params.proxyId, body)] },
+    }),
+  }),
+  operation({
+    id: "getMeter",
+    method: "GET",
+    path: `${base}/{meterId}`,
+    group: "meters",
+    summary: "Get a meter",
+    description: "Answers one meter of the proxy.",
+    access: access.client("reader"),
+    effect: "read",
+    params: MeterParams,
+    response: { status: 200, schema: wrapped("meters", MeterSchema) },
+    errors: [403, 404],
+    handler: async ({ member, params }) => ({
+      body: {
+        message: "Meter retrieved",
+        meters: [await getMeter(member!, params.proxyId, params.meterId)],
+      },
+    }),
+  }),
+  operation({
+    id: "updateMeter",
+    method: "PUT",
+    path: `${base}/{meterId}`,
+    group: "meters",
+    summary: "Update a meter",
+    description: `Partial update: the fields given replace the stored ones (\`limits\`, \`extraction\` and \`alerts\` as a whole), \`null\` clears an optional field, omitted fields keep their values. The merged meter is validated as a whole (switching to response_value needs an extraction). Answers the whole meter. Takes effect on the next request. ${VALIDATION}`,
+    access: access.client("devops"),
+    effect: "write",
+    params: MeterParams,
+    body: UpdateMeterBody,
+    response: { status: 200, schema: wrapped("meters", MeterSchema) },
+    errors: [403, 404, 409],
+    handler: async ({ member, params, body }) => ({
+      body: {
+        message: "Meter updated",
+        meters: [await updateMeter(member!, params.proxyId, params.meterId, body)],
+      },
+    }),
+  }),
+  operation({
+    id: "deleteMeter",
+    method: "DELETE",
+    path: `${base}/{meterId}`,
+    group: "meters",
+    summary: "Delete a meter",
+    description:
+      "Deletes the meter at once, with its counts; from the next request on it neither counts nor limits. Answers `{message}` (the spec does not show the body).",
+    access: access.client("devops"),
+    effect: "delete",
+    params: MeterParams,
+    response: { status: 200, schema: MessageResponse },
+    errors: [403, 404, 409],
+    handler: async ({ member, params }) => {
+      await deleteMeter(member!, params.proxyId, params.meterId);
+      return { body: { message: "Meter deleted" } };
+    },
+  }),
+];

@@ -1,0 +1,361 @@
+/**
+ * Quota leasing: exact limits at rates one counter item cannot take request by request
+ * (docs/scale.md).
+ *
+ * The window's shared counter item holds `leased`, the units handed out. A warm instance leases a
+ * block of B units with one conditional ADD (`leased + B <= limit`; when fewer than B remain it
+ * leases exactly what remains), spends the block locally without store calls, and gives unspent
+ * units back when its window ends or when it goes idle (`release`). So:
+ * - never over: every admitted request spends one unit leased under the condition, once;
+ * - never lost: at the end, leased - given back = admitted, when every instance gives back (an
+ *   instance that dies keeps its block: under-admission by at most one block, never over);
+ * - exact: under demand above the limit the window runs dry and every leased unit is spent, so
+ *   exactly `limit` requests pass.
+ *
+ * Block size follows the instance's own rate (`blockSeconds` of its traffic), bounded by
+ * `minBlock`..`maxBlock` and by a share of what the window had left at the last lease, so blocks
+ * shrink to 1 as the window runs out. The store and the clock are injected: `dynamoLeaseStore`
+ * below is the store of the data plane, tested against the emulator.
+ */
+
+import { dynamo } from "../aws/clients.ts";
+import { GetCommand, UpdateCommand, unmarshallItem } from "../db/document-client.ts";
+import type { Key } from "../db/keys.ts";
+import { isConditionalCheckFailure, tableName } from "../db/store.ts";
+
+export interface QuotaWindow {
+  /** Epoch ms of the window's start (inclusive). */
+  start: number;
+  /** Epoch ms of the window's end (exclusive). */
+  end: number;
+}
+
+export interface LeaseGrant {
+  /** Units granted, from 0 to the number asked for; fewer only when that is all the window had left. */
+  granted: number;
+  /** Units the window had left after this lease, as the store saw it. */
+  remaining: number;
+}
+
+/** The shared counter of a limited quantity, one per window. */
+export interface LeaseStore {
+  lease(window: QuotaWindow, wanted: number): Promise<LeaseGrant>;
+  giveBack(window: QuotaWindow, units: number): Promise<void>;
+}
+
+export interface QuotaLeaseOptions {
+  store: LeaseStore;
+  /** The window a moment belongs to (fixed calendar windows: lib/domain/rate-limit.ts, meters). */
+  windowAt: (nowMs: number) => QuotaWindow;
+  now?: () => number;
+  /** Seconds of this instance's traffic one block covers. Default 1. */
+  blockSeconds?: number;
+  /** Default 1. */
+  minBlock?: number;
+  /** Default 1,000. */
+  maxBlock?: number;
+  /** At most this share of what the window had left at the last lease. Default 1/8. */
+  maxShareOfRemaining?: number;
+  /** Once the window ran dry, refuse locally this long before asking the store again. Default 250 ms. */
+  recheckMs?: number;
+}
+
+export interface QuotaLeaseStats {
+  admitted: number;
+  refused: number;
+  /** Store calls that asked for units. */
+  leases: number;
+  leasedUnits: number;
+  /** Store calls that gave units back. */
+  returns: number;
+  returnedUnits: number;
+  /** Units whose give-back failed: counted as used in the store (under-admission, never over). */
+  unreturnedUnits: number;
+}
+
+export interface BlockSizeInput {
+  /** The instance's recent rate of admitted requests. */
+  ratePerSecond: number;
+  /** Requests of this instance waiting for this lease. */
+  waiting: number;
+  blockSeconds: number;
+  minBlock: number;
+  maxBlock: number;
+  /** What the window had left at the last lease (undefined before the first one). */
+  lastRemaining: number | undefined;
+  maxShareOfRemaining: number;
+}
+
+/** The next block to ask for: the instance's traffic for `blockSeconds`, bounded. */
+export function nextBlockSize(input: BlockSizeInput): number {
+  const byRate = Math.ceil(input.ratePerSecond * input.blockSeconds);
+  let size = Math.min(input.maxBlock, Math.max(input.minBlock, byRate, input.waiting));
+  if (input.lastRemaining !== undefined)
+    size = Math.min(size, Math.max(1, Math.floor(input.lastRemaining * input.maxShareOfRemaining)));
+  return Math.max(1, size);
+}
+
+export class QuotaLease {
+  readonly stats: QuotaLeaseStats = {
+    admitted: 0,
+    refused: 0,
+    leases: 0,
+    leasedUnits: 0,
+    returns: 0,
+    returnedUnits: 0,
+    unreturnedUnits: 0,
+  };
+  private readonly store: LeaseStore;
+  private readonly windowAt: (nowMs: number) => QuotaWindow;
+  private readonly now: () => number;
+  private readonly blockSeconds: number;
+  private readonly minBlock: number;
+  private readonly maxBlock: number;
+  private readonly maxShareOfRemaining: number;
+  private readonly recheckMs: number;
+
+  private window: QuotaWindow | undefined;
+  private balance = 0;
+  private exhaustedUntil = 0;
+  private lastRemaining: number | undefined;
+  private waiting = 0;
+  private refilling: Promise<{ exhausted: boolean }> | undefined;
+  private ratePerSecond = 0;
+  private spentSinceLease = 0;
+  private lastLeaseAt: number | undefined;
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(options: QuotaLeaseOptions) {
+    this.store = options.store;
+    this.windowAt = options.windowAt;
+    this.now = options.now ?? Date.now;
+    this.blockSeconds = options.blockSeconds ?? 1;
+    this.minBlock = options.minBlock ?? 1;
+    this.maxBlock = options.maxBlock ?? 1000;
+    this.maxShareOfRemaining = options.maxShareOfRemaining ?? 1 / 8;
+    this.recheckMs = options.recheckMs ?? 250;
+  }
+
+  /** Units this instance holds for the current window. */
+  get held(): number {
+    return this.balance;
+  }
+
+  /** Admit one request (true) or refuse it (false): a store call only when the block is spent. */
+  async take(): Promise<boolean> {
+    for (;;) {
+      const now = this.now();
+      this.roll(now);
+      if (this.balance > 0) {
+        this.balance--;
+        this.spentSinceLease++;
+        this.stats.admitted++;
+        return true;
+      }
+      if (now < this.exhaustedUntil) {
+        this.stats.refused++;
+        return false;
+      }
+      this.waiting++;
+      let outcome: { exhausted: boolean };
+      try {
+        this.refilling ??= this.refill().finally(() => {
+          this.refilling = undefined;
+        });
+        outcome = await this.refilling;
+      } finally {
+        this.waiting--;
+      }
+      if (outcome.exhausted && this.balance === 0) {
+        this.stats.refused++;
+        return false;
+      }
+    }
+  }
+
+  /**
+   * Put back the unit of a request that did not go ahead after all (another of its counters
+   * refused it): local, no store call. Only for a unit taken in the current window.
+   */
+  restore(): void {
+    this.balance++;
+    this.stats.admitted--;
+  }
+
+  /** Give the unspent units of the current window back now (an idle instance), and wait for it. */
+  async release(): Promise<void> {
+    if (this.window && this.balance > 0) this.giveBack(this.window, this.balance);
+    this.balance = 0;
+    await this.flush();
+  }
+
+  /** Wait for the give-backs under way. */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /** Move to the window of `now`, giving the previous window's unspent units back. */
+  private roll(now: number): void {
+    const window = this.windowAt(now);
+    if (this.window?.start === window.start) return;
+    if (this.window && this.balance > 0) this.giveBack(this.window, this.balance);
+    this.window = window;
+    this.balance = 0;
+    this.exhaustedUntil = 0;
+    this.lastRemaining = undefined;
+  }
+
+  private async refill(): Promise<{ exhausted: boolean }> {
+    const window = this.window as QuotaWindow;
+    const wanted = nextBlockSize({
+      ratePerSecond: this.ratePerSecond,
+      waiting: this.waiting,
+      blockSeconds: this.blockSeconds,
+      minBlock: this.minBlock,
+      maxBlock: this.maxBlock,
+      lastRemaining: this.lastRemaining,
+      maxShareOfRemaining: this.maxShareOfRemaining,
+    });
+    this.stats.leases++;
+    const grant = await this.store.lease(window, wanted);
+    this.stats.leasedUnits += grant.granted;
+    const now = this.now();
+    this.measureRate(now);
+    if (this.window?.start !== window.start) {
+      // The window ended while the lease was under way: its units go straight back.
+      if (grant.granted > 0) this.giveBack(window, grant.granted);
+      return { exhausted: false };
+    }
+    this.lastRemaining = grant.remaining;
+    this.balance += grant.granted;
+    const exhausted = grant.granted < wanted || grant.remaining <= 0;
+    if (exhausted) this.exhaustedUntil = Math.min(window.end, now + this.recheckMs);
+    return { exhausted: grant.granted < wanted };
+  }
+
+  /** Admitted requests per second since the previous lease, smoothed. */
+  private measureRate(now: number): void {
+    if (this.lastLeaseAt !== undefined) {
+      const seconds = Math.max(now - this.lastLeaseAt, 1) / 1000;
+      const rate = this.spentSinceLease / seconds;
+      this.ratePerSecond = this.ratePerSecond === 0 ? rate : (this.ratePerSecond + rate) / 2;
+    }
+    this.lastLeaseAt = now;
+    this.spentSinceLease = 0;
+  }
+
+  private giveBack(window: QuotaWindow, units: number): void {
+    this.stats.returns++;
+    const done = this.store.giveBack(window, units).then(
+      () => {
+        this.stats.returnedUnits += units;
+      },
+      () => {
+        this.stats.unreturnedUnits += units;
+      },
+    );
+    const tracked = done.finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+}
+
+export interface DynamoLeaseStoreOptions {
+  region: string;
+  /** The counter item of a window. */
+  key: (window: QuotaWindow) => Key;
+  limit: number;
+  /** Name of the leased-units attribute. Default "value" (the meter counter's field). */
+  countAttribute?: string;
+  /** Further attributes of the counter item (entity, ids, window bounds), set on every lease. */
+  attributes?: (window: QuotaWindow) => Record<string, unknown>;
+  /** TTL (epoch seconds) of a window's item. Default: one hour after the window ends. */
+  ttl?: (window: QuotaWindow) => number;
+  /** Attempts of a lease that keeps meeting a smaller remainder than it asked for. Default 8. */
+  maxAttempts?: number;
+}
+
+/**
+ * The lease store on a DynamoDB counter item: a lease is one conditional UpdateItem (1 write unit
+ * for an item under 1 KB), a give-back one unconditional ADD of the negative count.
+ */
+export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
+  const { limit } = options;
+  const count = options.countAttribute ?? "value";
+  const ttlOf = options.ttl ?? ((window: QuotaWindow) => Math.ceil(window.end / 1000) + 3600);
+  const maxAttempts = options.maxAttempts ?? 8;
+  const db = () => dynamo(options.region);
+
+  function extraSets(window: QuotaWindow) {
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    const sets = Object.entries(options.attributes?.(window) ?? {}).map(([name, value], index) => {
+      names[`#a${index}`] = name;
+      values[`:a${index}`] = value;
+      return `#a${index} = :a${index}`;
+    });
+    return { names, values, sets };
+  }
+
+  /** The leased count in a failed condition's old image, else read it. */
+  async function leasedNow(window: QuotaWindow, error: unknown): Promise<number> {
+    const old = (error as { Item?: Parameters<typeof unmarshallItem>[0] }).Item;
+    if (old) {
+      const value = unmarshallItem(old)[count];
+      if (typeof value === "number") return value;
+    }
+    const out = await db().send(
+      new GetCommand({ TableName: tableName(), Key: options.key(window), ConsistentRead: true }),
+    );
+    const value = out.Item?.[count];
+    return typeof value === "number" ? value : 0;
+  }
+
+  return {
+    async lease(window, wanted) {
+      let ask = Math.min(wanted, limit);
+      const extra = extraSets(window);
+      for (let attempt = 1; ask > 0; attempt++) {
+        try {
+          const out = await db().send(
+            new UpdateCommand({
+              TableName: tableName(),
+              Key: options.key(window),
+              UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...extra.sets].join(", ")}`,
+              ConditionExpression: "attribute_not_exists(#count) OR #count <= :max",
+              ExpressionAttributeNames: { "#count": count, "#ttl": "TTL", ...extra.names },
+              ExpressionAttributeValues: {
+                ":n": ask,
+                ":max": limit - ask,
+                ":ttl": ttlOf(window),
+                ...extra.values,
+              },
+              ReturnValues: "UPDATED_NEW",
+              ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+            }),
+          );
+          const leased = out.Attributes?.[count];
+          return { granted: ask, remaining: typeof leased === "number" ? limit - leased : 0 };
+        } catch (error) {
+          if (!isConditionalCheckFailure(error)) throw error;
+          const left = limit - (await leasedNow(window, error));
+          if (left <= 0 || attempt >= maxAttempts) return { granted: 0, remaining: Math.max(left, 0) };
+          ask = Math.min(ask, left);
+        }
+      }
+      return { granted: 0, remaining: 0 };
+    },
+
+    async giveBack(window, units) {
+      if (units <= 0) return;
+      await db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: options.key(window),
+          UpdateExpression: "ADD #count :n",
+          ExpressionAttributeNames: { "#count": count },
+          ExpressionAttributeValues: { ":n": -units },
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,250 @@
+/**
+ * Meters on a proxy (spec 2.9, 4.9): create, list, get, partial update, delete. A meter lives
+ * beside its proxy in the proxy's region (lib/db/entities/meter.ts); validation and the canonical
+ * shape are in lib/domain/meter-schema.ts; docs/meters.md ("API") is the reference.
+ *
+ * - The number of meters per proxy (MAX_METERS_PER_PROXY) is exact under concurrency: a count item
+ *   beside the meters is incremented in the same transaction as the put, conditioned on being
+ *   below the bound (and decremented with every delete).
+ * - A meter counts as proxy configuration: every change bumps the client's `configVersion` in the
+ *   proxy's region after it commits, so a warm data plane reloads the meters on the next request.
+ * - Deleting a meter also deletes its shared window counters (`METERUSE#<meterId>`, a few dozen
+ *   items at most: they expire an hour after their window); per-caller counters
+ *   (`METERUSE#<meterId>#<callerHash>`) cannot be found without a Scan and expire by their TTL.
+ */
+import { randomUUID } from "node:crypto";
+import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
+import { TransactWriteCommand } from "../db/document-client.ts";
+import {
+  checkProxyStep,
+  countMeterStep,
+  deleteMeterStep,
+  findMeter,
+  listMetersOfProxy,
+  METER_STEPS,
+  type MeterItem,
+  meterKeys,
+  putMeterStep,
+  replaceMeterStep,
+  uncountMeterStep,
+} from "../db/entities/meter.ts";
+import { meterOwnedRegionalPartitions } from "../db/keys.ts";
+import {
+  cancelledSteps,
+  deletePartition,
+  nowIso,
+  type TransactionStep,
+  transactItemsOf,
+} from "../db/store.ts";
+import { log } from "../log.ts";
+import type { ClientAccess } from "./access.ts";
+import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
+import {
+  type CreateMeterInput,
+  MAX_METERS_PER_PROXY,
+  type MeterConfig,
+  mergeMeterUpdate,
+  meterConfigProblems,
+  normaliseMeter,
+  type UpdateMeterInput,
+} from "./meter-schema.ts";
+import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
+import { regionalDb } from "./regional.ts";
+
+export const METER_NOT_FOUND = "Meter not found";
+export const TOO_MANY_METERS = `A proxy can have at most ${MAX_METERS_PER_PROXY} meters; delete one first`;
+
+/** Attempts of a transaction that lost a race with another one (DynamoDB TransactionConflict). */
+const ATTEMPTS = 8;
+
+/** The meter as the API shows it (spec 2.9): pKey the proxy id, sKey the meter id; no internals. */
+export function toApiMeter(meter: MeterItem) {
+  const { entity: _entity, meterVersion: _version, ...fields } = meter;
+  return { ...fields, pKey: meter.proxyId, sKey: meter.meterId };
+}
+
+/** The canonical configuration part of a stored meter. */
+function configOf(meter: MeterItem): MeterConfig {
+  const {
+    meterType,
+    meterActive,
+    meterMode,
+    effect,
+    limits,
+    extraction,
+    methods,
+    path,
+    query,
+    headers,
+    body,
+    token,
+    variables,
+    limitBy,
+    alerts,
+    notes,
+  } = meter;
+  return {
+    meterType,
+    meterActive,
+    meterMode,
+    effect,
+    limits,
+    extraction,
+    methods,
+    path,
+    query,
+    headers,
+    body,
+    token,
+    variables,
+    limitBy,
+    alerts,
+    notes,
+  };
+}
+
+/**
+ * Write the steps in one transaction. True when written; false when it lost a race with another
+ * transaction (retry). A failed condition is answered by `refusal` (its answer is thrown), else
+ * rethrown.
+ */
+async function write(
+  region: string,
+  steps: TransactionStep[],
+  refusal: (failed: readonly string[]) => Error | undefined,
+): Promise<boolean> {
+  try {
+    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    return true;
+  } catch (error) {
+    const cancelled = cancelledSteps(error, steps);
+    if (!cancelled) throw error;
+    const refused = refusal(cancelled.failed);
+    if (refused) throw refused;
+    if (cancelled.conflict) return false;
+    throw error;
+  }
+}
+
+const concurrently = () => conflict("The meters of this proxy are being changed concurrently; retry");
+
+export async function listMeters({ clientId }: ClientAccess, proxyId: string) {
+  const { region } = await requireProxy(clientId, proxyId);
+  return (await listMetersOfProxy(region, clientId, proxyId)).map(toApiMeter);
+}
+
+export async function getMeter({ clientId }: ClientAccess, proxyId: string, meterId: string) {
+  const { region } = await requireProxy(clientId, proxyId);
+  const meter = await findMeter(region, clientId, proxyId, meterId);
+  if (!meter) throw notFound(METER_NOT_FOUND);
+  return toApiMeter(meter);
+}
+
+/**
+ * Create a meter from a validated body (CreateMeterBody: shapes and cross-field rules checked,
+ * 400 naming the field). One transaction: the proxy still exists and is not being deleted, the
+ * proxy's meter count is below the bound (and incremented), the meter is written.
+ */
+export async function createMeter(
+  { clientId, userId }: ClientAccess,
+  proxyId: string,
+  input: CreateMeterInput,
+) {
+  const { region } = await requireProxy(clientId, proxyId);
+  const meterId = randomUUID();
+  const now = nowIso();
+  const meter: MeterItem = {
+    ...meterKeys.item(clientId, proxyId, meterId),
+    entity: "meter",
+    meterId,
+    proxyId,
+    clientId,
+    userId,
+    parentId: proxyId,
+    meterRegion: region,
+    ...normaliseMeter(input),
+    createdAt: now,
+    updatedAt: now,
+    meterVersion: 1,
+  };
+  const steps = [checkProxyStep(clientId, proxyId), countMeterStep(clientId, proxyId), putMeterStep(meter)];
+  for (let attempt = 1; ; attempt++) {
+    const written = await write(region, steps, (failed) =>
+      failed.includes(METER_STEPS.checkProxy)
+        ? notFound(PROXY_NOT_FOUND)
+        : failed.includes(METER_STEPS.count)
+          ? badRequest(TOO_MANY_METERS)
+          : undefined,
+    );
+    if (written) break;
+    if (attempt >= ATTEMPTS) throw concurrently();
+  }
+  await bumpConfigVersion(region, clientId);
+  return toApiMeter(meter);
+}
+
+/**
+ * Partial update: the fields given replace the stored ones (null clears an optional field), the
+ * rest keep their values, and the merged meter is validated as a whole (400 naming the field).
+ * Written only if the meter is still the version it was merged into; a concurrent update makes it
+ * merge again into the newer version.
+ */
+export async function updateMeter(
+  { clientId }: ClientAccess,
+  proxyId: string,
+  meterId: string,
+  input: UpdateMeterInput,
+) {
+  const { region } = await requireProxy(clientId, proxyId);
+  for (let attempt = 1; ; attempt++) {
+    const current = await findMeter(region, clientId, proxyId, meterId);
+    if (!current) throw notFound(METER_NOT_FOUND);
+    const config = mergeMeterUpdate(configOf(current), input);
+    const problems = meterConfigProblems(config);
+    if (problems.length > 0) throw validationFailed(problems);
+    const next: MeterItem = {
+      ...current,
+      ...config,
+      updatedAt: nowIso(),
+      meterVersion: current.meterVersion + 1,
+    };
+    const steps = [checkProxyStep(clientId, proxyId), replaceMeterStep(next, current.meterVersion)];
+    const written = await write(region, steps, (failed) =>
+      failed.includes(METER_STEPS.checkProxy) ? notFound(PROXY_NOT_FOUND) : undefined,
+    ).catch((error: unknown) => {
+      // The meter changed (or was deleted) since it was read: merge again.
+      if (cancelledSteps(error, steps)?.failed.includes(METER_STEPS.replace)) return false;
+      throw error;
+    });
+    if (written) {
+      await bumpConfigVersion(region, clientId);
+      return toApiMeter(next);
+    }
+    if (attempt >= ATTEMPTS) throw concurrently();
+  }
+}
+
+/** Delete a meter at once (with the proxy's count), then its shared window counters. */
+export async function deleteMeter({ clientId }: ClientAccess, proxyId: string, meterId: string) {
+  const { region } = await requireProxy(clientId, proxyId);
+  // Only a meter (never the proxy's count, which sorts among them); the step's condition keeps it so.
+  if (!(await findMeter(region, clientId, proxyId, meterId))) throw notFound(METER_NOT_FOUND);
+  const steps = [deleteMeterStep(clientId, proxyId, meterId), uncountMeterStep(clientId, proxyId)];
+  const gone = (failed: readonly string[]) =>
+    failed.includes(METER_STEPS.delete) ? notFound(METER_NOT_FOUND) : undefined;
+  for (let attempt = 1; ; attempt++) {
+    let written: boolean;
+    try {
+      written = await write(region, steps, gone);
+    } catch (error) {
+      if (!cancelledSteps(error, steps)?.failed.includes(METER_STEPS.uncount)) throw error;
+      // A count at 0 with a meter present is a defect of the store: never block the delete on it.
+      log.warn("Meter count of a proxy was 0 with a meter present", { clientId, proxyId, meterId });
+      written = await write(region, [deleteMeterStep(clientId, proxyId, meterId)], gone);
+    }
+    if (written) break;
+    if (attempt >= ATTEMPTS) throw concurrently();
+  }
+  await bumpConfigVersion(region, clientId);
+  for (const pKey of meterOwnedRegionalPartitions(meterId)) await deletePartition(pKey, { region });
+}
