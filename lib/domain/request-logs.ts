@@ -104,6 +104,7 @@ export function toApiRequestLog(item: RequestLogListItem) {
     proxyData: item.proxyData,
     targetData: item.targetData,
     validationData: item.validationData,
+    ...(item.metering ? { metering: item.metering } : {}),
   };
 }
 export type ApiRequestLog = ReturnType<typeof toApiRequestLog>;

@@ -55,6 +55,15 @@ export const RequestLogSchema = z.object({
   proxyData: ProxyDataSchema.nullable(),
   targetData: TargetDataSchema.nullable(),
   validationData: ValidationDataSchema.partial(),
+  metering: z
+    .object({
+      applied: z.array(z.string()).describe("Ids of the proxy's meters that applied to the request"),
+      refused: z
+        .array(z.object({ meterId: z.string(), window: z.enum(["minute", "hour", "day", "month"]) }))
+        .describe("The meter windows that refused the request (429)"),
+    })
+    .optional()
+    .describe("Present when the proxy has active meters"),
 });
 
 const BodyEncoding = z.enum(["utf8", "base64"]);

@@ -81,6 +81,8 @@ const listFields = {
   proxyData: StoredProxyData.nullable(),
   targetData: StoredTargetData.nullable(),
   validationData: StoredValidationData,
+  /** Which meters applied and which refused (absent when the proxy had no meters). */
+  metering: StoredMetering.optional(),
 };
 
 export const RequestLogListItem = z.object(listFields);
@@ -103,7 +105,6 @@ export const RequestLogItem = z.object({
   responseBodyTruncated: z.boolean().nullable(),
   responseBodyBytes: z.number().int().nullable(),
   apiParamsTruncated: z.boolean().nullable(),
-  metering: StoredMetering.optional(),
 });
 export type RequestLogItem = z.infer<typeof RequestLogItem>;
 
