@@ -55,7 +55,7 @@ export const USAGE_NOTIFICATION_TYPE = "usage";
  * period was delivered is not reported (docs/meters.md).
  */
 export const DIGEST_GRACE_MS: Readonly<Record<AlertCadence, number>> = {
-  minute: 30_000,
+  minute: 60_000,
   hour: 60_000,
   day: 120_000,
   month: 120_000,
