@@ -18,7 +18,7 @@ import {
   type StreamRecordWire,
 } from "./dynamodb-streams.ts";
 
-export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined | void>;
+export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined>;
 
 export interface StreamPollerOptions {
   regions: readonly string[];
