@@ -4,7 +4,8 @@ import { ses } from "./aws/clients.ts";
 import { getConfig } from "./config.ts";
 
 export async function sendEmail(input: {
-  to: string;
+  /** One address, or several (one message to all of them). */
+  to: string | readonly string[];
   subject: string;
   text: string;
   html?: string;
@@ -13,7 +14,7 @@ export async function sendEmail(input: {
   const result = await ses(config.homeRegion).send(
     new SendEmailCommand({
       FromEmailAddress: config.emailSender,
-      Destination: { ToAddresses: [input.to] },
+      Destination: { ToAddresses: typeof input.to === "string" ? [input.to] : [...input.to] },
       Content: {
         Simple: {
           Subject: { Data: input.subject, Charset: "UTF-8" },

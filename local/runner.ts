@@ -1,7 +1,8 @@
 /**
  * The whole service on one machine: provisions the emulator, serves the Core API through the local
- * API Gateway, opens a data-plane address per region, and runs the scheduled functions on their
- * schedule. `npm start` and the end-to-end tests both use it.
+ * API Gateway, opens a data-plane address per region, runs the scheduled functions on their
+ * schedule and, with `streams`, polls each region's table stream into the stream consumer
+ * (local/stream-poller.ts). `npm start` and the end-to-end tests both use it.
  */
 
 import { randomUUID } from "node:crypto";
@@ -14,8 +15,10 @@ import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createStreamingHandler, type StreamMetadata } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
+import { REGION_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
 import { createRestApi, type ProxyHandler, splitTarget, type TokenAuthorizer } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
+import { type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
 
 export interface LocalStackOptions {
   host?: string;
@@ -25,12 +28,16 @@ export interface LocalStackOptions {
   dataPlanePort?: number;
   authorizerCacheTtlSeconds?: number;
   runSchedules?: boolean;
+  /** Poll each region's table stream into the stream consumer, as its event source mapping does. */
+  streams?: boolean;
 }
 
 export interface LocalStack {
   config: AppConfig;
   baseUrl: string;
   regions: Record<string, string>;
+  /** The stream poller, when `streams` is on (tests drain it to wait for delivery). */
+  streams?: StreamPoller;
   stop(): Promise<void>;
 }
 
@@ -194,6 +201,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   process.env.DATA_PLANE_URLS = JSON.stringify(regions);
   resetConfig();
 
+  const streams = options.streams
+    ? await startStreamPoller({
+        regions: config.regions,
+        tableName: config.tableName,
+        handler: await loadFunction<StreamHandler>(REGION_STREAM_FUNCTION.name),
+      })
+    : undefined;
+
   const timers: NodeJS.Timeout[] = [];
   if (options.runSchedules) {
     for (const scheduled of Object.values(SCHEDULED_FUNCTIONS)) {
@@ -213,8 +228,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     config,
     baseUrl: apiServer.url,
     regions,
+    streams,
     async stop() {
       for (const timer of timers) clearInterval(timer);
+      await streams?.stop();
       await Promise.all(
         servers.map(
           (server) =>

@@ -81,6 +81,7 @@ async function main(): Promise<void> {
     dataPlanePort: Number(process.env.DATA_PLANE_PORT ?? 3100),
     authorizerCacheTtlSeconds: Number(process.env.AUTHORIZER_CACHE_TTL_SECONDS ?? 300),
     runSchedules: true,
+    streams: true,
   });
   const user = await localUser();
   const file: StackFile = {

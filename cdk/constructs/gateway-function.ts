@@ -188,6 +188,19 @@ export class GatewayFunction extends Construct {
     return this;
   }
 
+  /**
+   * Item-level actions on one table, without its indexes: for a function that needs fewer than
+   * bindTable's sets (the stream consumer reads meters and writes occurrences, nothing else).
+   */
+  allowTableItemActions(
+    table: TableRef,
+    actions: readonly (typeof TABLE_READ_ACTIONS | typeof TABLE_WRITE_ACTIONS)[number][],
+  ): this {
+    const arn = typeof table === "string" ? table : table.tableArn;
+    this.role.addToPolicy(new iam.PolicyStatement({ actions: [...actions], resources: [arn] }));
+    return this;
+  }
+
   /** ses:SendEmail from this one identity (address or domain) only. */
   allowSendEmail(identityArn: string): this {
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ["ses:SendEmail"], resources: [identityArn] }));

@@ -22,6 +22,7 @@ import {
   type FunctionGroupName,
   type RouteDefinition,
   SCHEDULED_FUNCTIONS,
+  type ScheduledFunction,
   SERVICE_UNAVAILABLE_MESSAGE,
 } from "../../lib/infra/api-manifest.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
@@ -78,6 +79,11 @@ export class HomeStack extends Stack {
           return fn.bindTable(allTableArns, "RO");
         case "all-regions-write":
           return fn.bindTable(allTableArns, "RW");
+        case "all-regions-read-home-write": {
+          const others = allTableArns.filter((arn) => arn !== homeTableArn);
+          if (others.length > 0) fn.bindTable(others, "RO");
+          return fn.bindTable(homeTableArn, "RW");
+        }
       }
     };
 
@@ -120,7 +126,7 @@ export class HomeStack extends Stack {
     const scheduled: Partial<Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>> = {};
     for (const [key, job] of Object.entries(SCHEDULED_FUNCTIONS) as [
       keyof typeof SCHEDULED_FUNCTIONS,
-      (typeof SCHEDULED_FUNCTIONS)[keyof typeof SCHEDULED_FUNCTIONS],
+      ScheduledFunction,
     ][]) {
       const fn = new GatewayFunction(this, pascal(job.name), {
         name: job.name,
@@ -130,13 +136,28 @@ export class HomeStack extends Stack {
         timeout: Duration.minutes(5),
       });
       bindTables(fn, job.tables);
-      new events.Rule(this, `${pascal(job.name)}Schedule`, {
-        description: `Runs ${job.name} ${job.schedule}`,
-        schedule: events.Schedule.expression(job.schedule),
-        targets: [
-          new targets.LambdaFunction(fn.function, { retryAttempts: 2, maxEventAge: Duration.hours(1) }),
-        ],
-      });
+      if (job.sendsEmail) fn.allowSendEmail(this.emailIdentity.emailIdentityArn);
+      const rules = job.schedules
+        ? Object.entries(job.schedules).map(([suffix, rule]) => ({
+            id: `${pascal(job.name)}${suffix}Schedule`,
+            expression: rule.expression,
+            // The rule's own input, plus the scheduled event's time (a late invocation digests its own periods).
+            input: events.RuleTargetInput.fromObject({ ...rule.input, time: events.EventField.time }),
+          }))
+        : [{ id: `${pascal(job.name)}Schedule`, expression: job.schedule, input: undefined }];
+      for (const rule of rules) {
+        new events.Rule(this, rule.id, {
+          description: `Runs ${job.name} ${rule.expression}`,
+          schedule: events.Schedule.expression(rule.expression),
+          targets: [
+            new targets.LambdaFunction(fn.function, {
+              retryAttempts: 2,
+              maxEventAge: Duration.hours(1),
+              event: rule.input,
+            }),
+          ],
+        });
+      }
       scheduled[key] = fn;
     }
     this.scheduledFunctions = scheduled as Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>;

@@ -3,17 +3,26 @@
  * in every configured region (the home region included); the HomeStack reaches these tables by
  * their deterministic ARN (same table name everywhere), so no cross-region export ties the stacks.
  */
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
 import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
+import * as eventSources from "aws-cdk-lib/aws-lambda-event-sources";
+import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import {
+  MAX_FILTER_PATTERNS,
+  REGION_STREAM_FUNCTION,
+  REGION_STREAM_SETTINGS,
+  regionStreamFilterPatterns,
+} from "../../lib/infra/region-stream.ts";
 import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { DataTable } from "../constructs/data-table.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
+import { wildcardResourceFinding } from "../nag.ts";
 
 export interface RegionalStackProps extends StackProps {
   readonly settings: AppSettings;
@@ -38,6 +47,10 @@ export class RegionalStack extends Stack {
   readonly dataPlaneUrl: lambda.FunctionUrl;
   /** Raised when a proxied request's log could not be written (a lost record is an incident). */
   readonly requestLogAlarm: cloudwatch.Alarm;
+  /** The table stream's consumer (meter alert occurrences; telemetry later): docs/streams.md. */
+  readonly streamConsumer: GatewayFunction;
+  /** Where batches that failed every retry go (encrypted SQS queue, 14 days). */
+  readonly streamFailureQueue: sqs.Queue;
 
   constructor(scope: Construct, id: string, props: RegionalStackProps) {
     super(scope, id, props);
@@ -124,9 +137,69 @@ export class RegionalStack extends Stack {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    this.streamFailureQueue = new sqs.Queue(this, "StreamFailures", {
+      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.streamFailureQueue).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "This queue is itself the dead-letter destination: the stream consumer's event source mapping sends it the metadata of batches that failed every retry, for an operator to replay from the stream.",
+    });
+    this.streamConsumer = this.addStreamConsumer(settings, props.functionsDir);
     new CfnOutput(this, "DataPlaneUrl", {
       description: `{region_base_url} of ${this.region}`,
       value: this.dataPlaneUrl.url,
     });
+  }
+
+  /**
+   * The stream consumer (functions/region-stream.ts) and its event source mapping, from the one
+   * declaration in lib/infra/region-stream.ts: filter criteria, ReportBatchItemFailures, bounded
+   * retries, bisect on error, an on-failure queue. It reads meters and writes occurrences and
+   * stream-record markers in this table only (GetItem, PutItem, UpdateItem: no index, no Scan).
+   */
+  private addStreamConsumer(settings: AppSettings, functionsDir: string | undefined): GatewayFunction {
+    const consumer = new GatewayFunction(this, "StreamConsumer", {
+      name: REGION_STREAM_FUNCTION.name,
+      settings,
+      functionsDir,
+      description: `${settings.appName} table stream consumer (${this.region})`,
+      timeout: Duration.seconds(60),
+    });
+    consumer.allowTableItemActions(this.table, [
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]);
+    const stream = REGION_STREAM_SETTINGS;
+    const patterns = regionStreamFilterPatterns();
+    if (patterns.length > MAX_FILTER_PATTERNS)
+      throw new Error(
+        `The stream consumer has ${patterns.length} filter patterns; Lambda allows ${MAX_FILTER_PATTERNS}`,
+      );
+    consumer.function.addEventSource(
+      new eventSources.DynamoEventSource(this.table, {
+        startingPosition: lambda.StartingPosition[stream.startingPosition],
+        batchSize: stream.batchSize,
+        maxBatchingWindow: Duration.seconds(stream.maxBatchingWindowSeconds),
+        retryAttempts: stream.maximumRetryAttempts,
+        bisectBatchOnError: stream.bisectBatchOnFunctionError,
+        maxRecordAge: Duration.seconds(stream.maximumRecordAgeSeconds),
+        parallelizationFactor: stream.parallelizationFactor,
+        reportBatchItemFailures: true,
+        onFailure: new eventSources.SqsDlq(this.streamFailureQueue),
+        filters: patterns.map((pattern) => lambda.FilterCriteria.filter({ ...pattern })),
+      }),
+    );
+    // DynamoEventSource grants what the mapping needs: DescribeStream, GetRecords and
+    // GetShardIterator on this table's stream, kms:Decrypt on its key, and ListStreams.
+    Validations.of(consumer.role).acknowledge({
+      id: wildcardResourceFinding(consumer, "*"),
+      reason:
+        "dynamodb:ListStreams (the event source mapping's stream discovery) and X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level permissions; every other stream action names this table's stream.",
+    });
+    return consumer;
   }
 }

@@ -24,7 +24,7 @@ export interface CounterOwner {
   entity: "meterCounter" | "rateCounter";
   clientId: string;
   proxyId: string;
-  /** The meter's id; for the rate counter, the proxy credential's id. */
+  /** The meter's id (stored as `meterId`); for the rate counter, the proxy credential's id (`credentialId`). */
   counterOf: string;
 }
 
@@ -85,9 +85,13 @@ function counterAction(step: CounterStep): TransactionStep {
         Key: step.key,
         UpdateExpression:
           "ADD #v :amount SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
-          "proxyId = :proxyId, counterOf = :counterOf, #window = :window, windowStart = :start, windowEnd = :end",
+          "proxyId = :proxyId, #owner = :counterOf, #window = :window, windowStart = :start, windowEnd = :end",
         ...(limited ? { ConditionExpression: "attribute_not_exists(#v) OR #v <= :room" } : {}),
-        ExpressionAttributeNames: { ...names, "#window": "window" },
+        ExpressionAttributeNames: {
+          ...names,
+          "#window": "window",
+          "#owner": step.owner.entity === "meterCounter" ? "meterId" : "credentialId",
+        },
         ExpressionAttributeValues: {
           ":amount": step.amount,
           ":ttl": counterTtl(step.window),

@@ -132,6 +132,30 @@ export const keys = {
       callerHash === undefined ? `METERUSE#${meterId}` : `METERUSE#${meterId}#${callerHash}`,
       `${window}#${windowStartMs}`,
     ),
+  /**
+   * Meter alert occurrences of one cadence period (docs/meters.md, "Alert digests"), spread over
+   * OCCURRENCE_SHARDS partitions by meter id: the digest job Queries each shard of a period that
+   * ended, the stream consumer ADDs to one item per (client, meter, trigger).
+   */
+  meterOccurrencePartition: (cadence: string, periodStart: number, shard: number) =>
+    `METERALERT#${cadence}#${periodStart}#${shard}`,
+  meterOccurrence: (
+    cadence: string,
+    periodStart: number,
+    shard: number,
+    clientId: string,
+    meterId: string,
+    trigger: string,
+  ) => key(`METERALERT#${cadence}#${periodStart}#${shard}`, `${clientId}#${meterId}#${trigger}`),
+  /**
+   * A stream record already applied by one processor (TTL-bound): the idempotency marker written in
+   * the same transaction as the processor's ADDs, so a redelivered record is counted once.
+   */
+  streamRecordMark: (eventId: string, processor: string) => key(`STREAMREC#${eventId}`, processor),
+  /** Home table: the digest periods of a cadence already delivered; the sort key is the period start (ms, 13 digits). */
+  meterDigestRunPartition: (cadence: string) => `METERDIGEST#${cadence}`,
+  meterDigestRun: (cadence: string, periodStart: number) =>
+    key(`METERDIGEST#${cadence}`, String(periodStart).padStart(13, "0")),
   /** Single-use OAuth2 authorization state (TTL-bound). */
   oauthState: (state: string) => key(`OAUTHSTATE#${state}`, "STATE"),
   /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */

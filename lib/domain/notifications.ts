@@ -60,6 +60,7 @@ export function toApiNotification(item: NotificationItem, scope: NotificationSco
     createdAt: item.createdAt,
     pKey: logicalOwner(scope),
     sKey: item.notificationId,
+    ...(item.data ? { data: item.data } : {}),
   };
 }
 

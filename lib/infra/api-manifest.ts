@@ -12,7 +12,14 @@ export interface FunctionGroup {
    * Table access this group needs: the home region's table only, every region's table too, or
    * none at all (the API's own documentation).
    */
-  tables: "none" | "home-read" | "home-write" | "all-regions-read" | "all-regions-write";
+  tables:
+    | "none"
+    | "home-read"
+    | "home-write"
+    | "all-regions-read"
+    | "all-regions-write"
+    /** Read every region's table (Query), write only the home table (the meter digest). */
+    | "all-regions-read-home-write";
   /** Whether the group sends e-mail through SES. */
   sendsEmail?: boolean;
   /** Whether the group talks to the payment processor. */
@@ -62,10 +69,37 @@ export const AUTHORIZER_FUNCTION = {
   name: "authorizer",
   tables: "home-read",
 } as const satisfies FunctionGroup;
+export interface ScheduledFunction extends FunctionGroup {
+  /** The EventBridge schedule; the local runner runs the function on it (with no input). */
+  schedule: string;
+  /**
+   * In AWS, one rule per entry instead of `schedule`: its expression and the input it passes
+   * (the event's time is added as `time`). Locally, `schedule` alone runs it.
+   */
+  schedules?: Readonly<Record<string, { expression: string; input: Readonly<Record<string, string>> }>>;
+}
+
 export const SCHEDULED_FUNCTIONS = {
   /** Purges clients and users whose deletion grace period has ended. */
   accountPurge: { name: "account-purge", tables: "all-regions-write", schedule: "rate(1 hour)" },
-} as const;
+  /**
+   * Meter alert digests (docs/meters.md): one rule per cadence, shortly after each period ends;
+   * locally every minute for all cadences. Reads the occurrences in every region, writes the
+   * notifications (and its progress) in the home table, sends e-mail.
+   */
+  meterDigest: {
+    name: "meter-digest",
+    tables: "all-regions-read-home-write",
+    sendsEmail: true,
+    schedule: "rate(1 minute)",
+    schedules: {
+      Minute: { expression: "rate(1 minute)", input: { cadence: "minute" } },
+      Hour: { expression: "cron(2 * * * ? *)", input: { cadence: "hour" } },
+      Day: { expression: "cron(5 0 * * ? *)", input: { cadence: "day" } },
+      Month: { expression: "cron(10 0 1 * ? *)", input: { cadence: "month" } },
+    },
+  },
+} as const satisfies Record<string, ScheduledFunction>;
 
 export interface RouteDefinition {
   method: HttpMethod;

@@ -3,12 +3,14 @@ import { join } from "node:path";
 import { Stack } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
 import { AUTHORIZER_FUNCTION, FUNCTION_GROUPS, SCHEDULED_FUNCTIONS } from "../../lib/infra/api-manifest.ts";
+import { REGION_STREAM_FUNCTION } from "../../lib/infra/region-stream.ts";
 import { buildTestApp, CDK_CONTEXT, PROJECT_ROOT, STUB_FUNCTIONS_DIR } from "./helpers.ts";
 
 const FUNCTION_NAMES = [
   ...Object.values(FUNCTION_GROUPS).map((group) => group.name),
   AUTHORIZER_FUNCTION.name,
   ...Object.values(SCHEDULED_FUNCTIONS).map((job) => job.name),
+  REGION_STREAM_FUNCTION.name,
 ];
 
 describe("buildApp", () => {

@@ -186,11 +186,22 @@ describe("HomeStack", () => {
       "scheduled %s gets exactly its manifest access",
       (key, job) => {
         const fn = home.scheduledFunctions[key as keyof typeof SCHEDULED_FUNCTIONS];
-        expect(job.tables).toBe("all-regions-write");
+        expect(["all-regions-write", "all-regions-read-home-write"]).toContain(job.tables);
         expect(dynamoResources(fn).sort()).toEqual(withIndexes(regions.map((r) => tableArn(r))));
         expect([...dynamoActions(fn)].sort()).toEqual(readWrite);
       },
     );
+
+    it("the meter digest reads every region's table and writes only the home table", () => {
+      const statements = dynamoStatements(statementsOf(template, home.scheduledFunctions.meterDigest));
+      const writers = statements.filter((st) => st.Action.includes("dynamodb:PutItem"));
+      expect(writers.flatMap((st) => st.Resource).sort()).toEqual(withIndexes([tableArn(homeRegion)]));
+      const readers = statements.filter((st) => !st.Action.includes("dynamodb:PutItem"));
+      expect(readers.flatMap((st) => st.Action).sort()).toEqual(read);
+      expect(readers.flatMap((st) => st.Resource).sort()).toEqual(
+        withIndexes(otherRegions.map((r) => tableArn(r))),
+      );
+    });
 
     it("no policy grants a wildcard dynamodb action, Scan, or dynamodb on Resource '*'", () => {
       const statements = dynamoStatements(allStatements(template));
@@ -256,19 +267,21 @@ describe("HomeStack", () => {
       template.hasResourceProperties("AWS::SES::EmailIdentity", { EmailIdentity: CDK_CONTEXT.emailSender });
     });
 
-    it("lets only the invites function send e-mail, from the sender identity only", () => {
-      expect(senders.map(([name]) => name)).toEqual(["invites"]);
+    it("lets only the invites function and the meter digest send e-mail, from the sender identity only", () => {
+      expect(senders.map(([name]) => name)).toEqual(["invites", "meterDigest"]);
       const identityId = logicalId(home.emailIdentity);
-      const sesStatements = statementsOf(template, home.groupFunctions.invites).filter((s) =>
-        s.Action.some((a) => a.startsWith("ses:")),
-      );
-      expect(sesStatements).toEqual([
-        {
-          Effect: "Allow",
-          Action: ["ses:SendEmail"],
-          Resource: [`arn:aws:ses:${homeRegion}:${ACCOUNT}:identity/<${identityId}>`],
-        },
-      ]);
+      for (const fn of [home.groupFunctions.invites, home.scheduledFunctions.meterDigest]) {
+        const sesStatements = statementsOf(template, fn).filter((s) =>
+          s.Action.some((a) => a.startsWith("ses:")),
+        );
+        expect(sesStatements).toEqual([
+          {
+            Effect: "Allow",
+            Action: ["ses:SendEmail"],
+            Resource: [`arn:aws:ses:${homeRegion}:${ACCOUNT}:identity/<${identityId}>`],
+          },
+        ]);
+      }
     });
 
     it("grants no Secrets Manager access and sets no STRIPE_SECRET_ARN without stripeSecretArn", () => {
@@ -419,6 +432,36 @@ describe("HomeStack", () => {
   });
 
   describe("scheduled jobs", () => {
+    it("runs the meter digest once per cadence, each rule passing its cadence and the event's time", () => {
+      const fnId = logicalId(home.scheduledFunctions.meterDigest.function);
+      const schedules = SCHEDULED_FUNCTIONS.meterDigest.schedules;
+      const rules = Object.values(template.findResources("AWS::Events::Rule")).filter((rule) =>
+        JSON.stringify(rule.Properties.Targets).includes(fnId),
+      );
+      expect(rules.map((rule) => rule.Properties.ScheduleExpression).sort()).toEqual(
+        Object.values(schedules)
+          .map((rule) => rule.expression)
+          .sort(),
+      );
+      for (const rule of Object.values(schedules)) {
+        const found = rules.find((candidate) => candidate.Properties.ScheduleExpression === rule.expression);
+        const transformer = found?.Properties.Targets[0].InputTransformer;
+        expect(transformer.InputPathsMap).toEqual({ time: "$.time" });
+        expect(transformer.InputTemplate).toContain(`"cadence":"${rule.input.cadence}"`);
+        expect(transformer.InputTemplate).toContain('"time":<time>');
+        expect(found?.Properties.Targets[0].RetryPolicy).toEqual({
+          MaximumEventAgeInSeconds: 3600,
+          MaximumRetryAttempts: 2,
+        });
+      }
+      expect(Object.values(schedules).map((rule) => rule.input.cadence)).toEqual([
+        "minute",
+        "hour",
+        "day",
+        "month",
+      ]);
+    });
+
     it.each(Object.entries(SCHEDULED_FUNCTIONS))("%s runs on its EventBridge schedule", (key, job) => {
       const fnId = logicalId(home.scheduledFunctions[key as keyof typeof SCHEDULED_FUNCTIONS].function);
       template.hasResourceProperties("AWS::Events::Rule", {

@@ -100,6 +100,7 @@ describe("cdk-nag AwsSolutions", () => {
         /^AwsSolutions-APIG4$/,
         /^AwsSolutions-APIG3$/,
         /^AwsSolutions-APIG6$/,
+        /^AwsSolutions-SQS3$/,
       ];
       expect(acknowledgements.length).toBeGreaterThan(0);
       for (const ack of acknowledgements) {

@@ -1,6 +1,11 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import {
+  REGION_STREAM_FILTERS,
+  REGION_STREAM_SETTINGS,
+  regionStreamFilterPatterns,
+} from "../../lib/infra/region-stream.ts";
+import {
   createTableInput,
   GLOBAL_SECONDARY_INDEXES,
   PARTITION_KEY,
@@ -132,6 +137,86 @@ describe.each(regions)("RegionalStack %s", (region) => {
     for (const statement of statements.filter((s) => s !== viaDynamoDb)) {
       expect(JSON.stringify(statement.Principal)).toContain(":root");
     }
+  });
+
+  describe("stream consumer", () => {
+    const fnId = logicalId(stack.streamConsumer.function);
+    const queueId = logicalId(stack.streamFailureQueue);
+    const mappings = template.findResources("AWS::Lambda::EventSourceMapping");
+    const mapping = Object.values(mappings)[0]?.Properties;
+
+    it("has one event source mapping, on this table's stream, into the consumer", () => {
+      expect(Object.keys(mappings)).toHaveLength(1);
+      expect(mapping.EventSourceArn).toEqual({ "Fn::GetAtt": [tableId, "StreamArn"] });
+      expect(mapping.FunctionName).toEqual({ Ref: fnId });
+    });
+
+    it("reports batch item failures, retries a bounded number of times, bisects, and starts at LATEST", () => {
+      expect(mapping).toMatchObject({
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+        MaximumRetryAttempts: REGION_STREAM_SETTINGS.maximumRetryAttempts,
+        BisectBatchOnFunctionError: true,
+        BatchSize: REGION_STREAM_SETTINGS.batchSize,
+        MaximumBatchingWindowInSeconds: REGION_STREAM_SETTINGS.maxBatchingWindowSeconds,
+        MaximumRecordAgeInSeconds: REGION_STREAM_SETTINGS.maximumRecordAgeSeconds,
+        ParallelizationFactor: 1,
+        StartingPosition: "LATEST",
+      });
+      expect(mapping.MaximumRetryAttempts).toBeGreaterThan(0);
+      expect(mapping.MaximumRetryAttempts).toBeLessThanOrEqual(10);
+    });
+
+    it("filters with the patterns of lib/infra/region-stream.ts: request-log INSERTs and meter-counter changes", () => {
+      const patterns = (mapping.FilterCriteria.Filters as { Pattern: string }[]).map((f) =>
+        JSON.parse(f.Pattern),
+      );
+      expect(patterns).toEqual(regionStreamFilterPatterns());
+      expect(patterns).toEqual([...REGION_STREAM_FILTERS.meterAlerts]);
+      expect(patterns.length).toBeLessThanOrEqual(5);
+    });
+
+    it("sends batches that failed every retry to an encrypted, TLS-only SQS queue", () => {
+      expect(mapping.DestinationConfig).toEqual({
+        OnFailure: { Destination: { "Fn::GetAtt": [queueId, "Arn"] } },
+      });
+      const queue = template.findResources("AWS::SQS::Queue")[queueId];
+      expect(queue?.Properties.KmsMasterKeyId).toBe("alias/aws/sqs");
+      expect(queue?.Properties.MessageRetentionPeriod).toBe(14 * 86_400);
+      const policy = Object.values(template.findResources("AWS::SQS::QueuePolicy"))[0];
+      expect(JSON.stringify(policy?.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
+    });
+
+    it("gets least privilege: item actions on this table only, this stream, this queue", () => {
+      const statements = statementsOf(template, stack.streamConsumer);
+      const items = statements.filter((st) =>
+        st.Action.some((a) => /^dynamodb:(Get|Put|Update)Item$/.test(a)),
+      );
+      expect(items).toEqual([
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+          Resource: [`<${tableId}.Arn>`],
+        },
+      ]);
+      const all = statements.flatMap((st) => st.Action);
+      for (const forbidden of [
+        "dynamodb:Scan",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:BatchWriteItem",
+      ])
+        expect(all).not.toContain(forbidden);
+      const stream = statements.filter((st) => st.Action.includes("dynamodb:GetRecords"));
+      expect(stream.flatMap((st) => st.Resource)).toEqual([`<${tableId}.StreamArn>`]);
+      const sqsStatements = statements.filter((st) => st.Action.some((a) => a.startsWith("sqs:")));
+      expect(sqsStatements.flatMap((st) => st.Resource)).toEqual([`<${queueId}.Arn>`]);
+      const star = statements.filter((st) => st.Resource.includes("*")).flatMap((st) => st.Action);
+      expect([...new Set(star)].sort()).toEqual([
+        "dynamodb:ListStreams",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+      ]);
+    });
   });
 
   describe("data plane", () => {

@@ -61,7 +61,7 @@ describe("commitCounters", () => {
     const item = await storedItem(counterKeys.meter(a, undefined, windowAt("minute", NOW)), REGION);
     expect(item).toMatchObject({
       entity: "meterCounter",
-      counterOf: a,
+      meterId: a,
       window: "minute",
       windowStart: windowAt("minute", NOW).start,
       windowEnd: windowAt("minute", NOW).end,

@@ -42,6 +42,12 @@ export const NotificationItem = z.object({
   createdAt: z.string(),
   /** Expiry, Unix seconds (the table's TTL attribute). */
   TTL: z.number().int(),
+  /** Structured payload of a notification that has one (a usage digest: docs/meters.md). */
+  data: z.record(z.string(), z.unknown()).optional(),
+  /** E-mail of the notification: claimed by a sender, then sent once (usage digests). */
+  emailClaimedAt: z.string().optional(),
+  emailSentAt: z.string().optional(),
+  emailRecipients: z.number().int().nonnegative().optional(),
 });
 export type NotificationItem = z.infer<typeof NotificationItem>;
 
@@ -83,6 +89,89 @@ export const notificationKeys = {
 /** Writes a new notification into its inbox. */
 export async function putNotification(item: NotificationItem): Promise<void> {
   await homeDb().send(new PutCommand({ TableName: tableName(), Item: item }));
+}
+
+/**
+ * Writes a notification whose id is derived from what it reports (a usage digest): a conditional
+ * put, so a second write of the same id changes nothing. True when this call created it.
+ */
+export async function putNotificationIfAbsent(item: NotificationItem): Promise<boolean> {
+  try {
+    await homeDb().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: item,
+        ConditionExpression: "attribute_not_exists(pKey)",
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return false;
+    throw error;
+  }
+}
+
+/**
+ * Claims the sending of a notification's e-mail: true for exactly one caller until the e-mail is
+ * recorded sent, or until a claim older than `staleBefore` (a sender that crashed) is taken over.
+ */
+export async function claimNotificationEmail(
+  scope: NotificationScope,
+  notificationId: string,
+  staleBefore: string,
+): Promise<boolean> {
+  try {
+    await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: notificationKeys.item(scope, notificationId),
+        UpdateExpression: "SET emailClaimedAt = :now",
+        ConditionExpression:
+          "attribute_exists(pKey) AND attribute_not_exists(emailSentAt) AND (attribute_not_exists(emailClaimedAt) OR emailClaimedAt < :stale)",
+        ExpressionAttributeValues: { ":now": nowIso(), ":stale": staleBefore },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return false;
+    throw error;
+  }
+}
+
+/** Records a claimed e-mail as sent (to how many recipients). */
+export async function recordNotificationEmailSent(
+  scope: NotificationScope,
+  notificationId: string,
+  recipients: number,
+): Promise<void> {
+  await homeDb().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: notificationKeys.item(scope, notificationId),
+      UpdateExpression: "SET emailSentAt = :now, emailRecipients = :recipients REMOVE emailClaimedAt",
+      ConditionExpression: "attribute_exists(pKey)",
+      ExpressionAttributeValues: { ":now": nowIso(), ":recipients": recipients },
+    }),
+  );
+}
+
+/** Gives a claim back after a failed send, so the next run sends it. */
+export async function releaseNotificationEmailClaim(
+  scope: NotificationScope,
+  notificationId: string,
+): Promise<void> {
+  try {
+    await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: notificationKeys.item(scope, notificationId),
+        UpdateExpression: "REMOVE emailClaimedAt",
+        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(emailSentAt)",
+      }),
+    );
+  } catch (error) {
+    if (!isConditionalCheckFailure(error)) throw error;
+  }
 }
 
 /** Access patterns "system / user / client notifications, newest first": one Query, expired filtered. */
