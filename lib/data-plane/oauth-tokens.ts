@@ -86,8 +86,7 @@ const later = (a: OAuthTokenSet, b: OAuthTokenSet) =>
 
 export async function currentOAuthToken(region: string, credential: LoadedCredential): Promise<string> {
   const secret = credential.secret as StoredOAuth2Secret;
-  const clientId = String(credential.item.clientId);
-  const credentialId = String(credential.item.credentialId);
+  const { clientId, credentialId } = credential.item;
   const key = `${clientId}/${credentialId}`;
   const cached = tokens.get(key);
   if (cached && !isExpiring(cached)) return cached.accessToken;
