@@ -9,20 +9,25 @@
  * that trigger, in the meter's cadence period holding the event's time.
  *
  * The pure part (sources of a record, occurrence of a source under a meter's policy) is separate
- * from the processor, which reads each meter once per batch and writes through addOccurrences.
+ * from the processor, which reads each meter once per batch (lib/db/entities/meter.ts, findMeter)
+ * and writes through addOccurrences. The threshold rules are the meters' own
+ * (lib/domain/meters/windows.ts: effectiveThreshold, crossedThreshold).
  */
 import { z } from "zod";
+import { findMeter, type MeterItem } from "../db/entities/meter.ts";
 import {
   addOccurrences,
-  findMeterAlertPolicy,
-  type MeterAlertPolicy,
   type OccurrenceAdd,
   type RecordContribution,
 } from "../db/entities/meter-occurrence.ts";
 import { REGION_STREAM_FILTERS } from "../infra/region-stream.ts";
 import { describeError, log } from "../log.ts";
 import type { DecodedStreamRecord, StreamProcessor } from "../streams/stream-batch.ts";
-import { calendarPeriod, METER_WINDOWS, type MeterWindow, type NotifyTrigger } from "./meter-periods.ts";
+import { METER_WINDOWS, type MeterWindow, type NotifyTrigger, periodAt } from "./meter-periods.ts";
+import { crossedThreshold, effectiveThreshold } from "./meters/windows.ts";
+
+/** What an occurrence depends on in a stored meter: its alert policy and its limits (clamping). */
+export type MeterAlertPolicy = Pick<MeterItem, "alerts" | "limits">;
 
 /** Something that happened to a meter, before its alert policy is known. */
 export interface AlertSource {
@@ -113,20 +118,6 @@ export function alertSourcesOf(record: DecodedStreamRecord): AlertSource[] {
   return [];
 }
 
-/**
- * The threshold of a window that alerts fire at: alertThreshold of that window, clamped to the
- * same window's limit when the limit is lower (spec 4.9); undefined when the window has none.
- *
- * The meters helper builds `effectiveThreshold` in lib/domain/meters/windows.ts (not on this
- * branch); when merged, this should call that one.
- */
-export function effectiveThreshold(meter: MeterAlertPolicy, window: MeterWindow): number | undefined {
-  const threshold = meter.alerts?.alertThreshold?.[window];
-  if (typeof threshold !== "number" || !(threshold > 0)) return undefined;
-  const limit = meter.limits?.[window];
-  return typeof limit === "number" && limit > 0 ? Math.min(threshold, limit) : threshold;
-}
-
 /** The occurrence a source adds under the meter's policy, if its alerts are on for that trigger. */
 export function occurrenceOf(
   source: AlertSource,
@@ -136,12 +127,14 @@ export function occurrenceOf(
   if (!meter || !alerts?.enabled || !alerts.cadence || alerts.notifyTrigger !== source.trigger)
     return undefined;
   if (source.trigger === "threshold") {
-    const threshold = source.window ? effectiveThreshold(meter, source.window) : undefined;
+    const threshold = source.window
+      ? effectiveThreshold(alerts.alertThreshold, meter.limits, source.window)
+      : null;
     const crossing = source.crossing;
-    if (threshold === undefined || !crossing || !(crossing.before < threshold && threshold <= crossing.after))
+    if (threshold === null || !crossing || !crossedThreshold(crossing.before, crossing.after, threshold))
       return undefined;
   }
-  const period = calendarPeriod(alerts.cadence, source.at);
+  const period = periodAt(alerts.cadence, source.at);
   return {
     clientId: source.clientId,
     proxyId: source.proxyId,
@@ -172,7 +165,7 @@ export const meterAlertProcessor: StreamProcessor = {
       const id = JSON.stringify([source.clientId, source.proxyId, source.meterId]);
       let policy = policies.get(id);
       if (!policy) {
-        policy = findMeterAlertPolicy(region, source.clientId, source.proxyId, source.meterId);
+        policy = findMeter(region, source.clientId, source.proxyId, source.meterId);
         policies.set(id, policy);
       }
       return policy;

@@ -36,11 +36,11 @@ import { describeError, log } from "../log.ts";
 import {
   ALERT_CADENCES,
   type AlertCadence,
-  calendarPeriod,
   longestFirst,
   METER_WINDOWS,
   type MeterWindow,
   type Period,
+  periodAt,
   previousPeriod,
 } from "./meter-periods.ts";
 import { NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
@@ -72,7 +72,7 @@ export const EMAIL_CLAIM_STALE_MS = 10 * 60_000;
 
 /** The ended periods a run at `now` considers, oldest first. */
 export function periodsToDigest(cadence: AlertCadence, now: number): Period[] {
-  let period = previousPeriod(cadence, calendarPeriod(cadence, now - DIGEST_GRACE_MS[cadence]));
+  let period = previousPeriod(cadence, periodAt(cadence, now - DIGEST_GRACE_MS[cadence]));
   const periods: Period[] = [];
   for (let i = 0; i < DIGEST_LOOKBACK_PERIODS[cadence]; i++) {
     periods.unshift(period);

@@ -1,45 +1,32 @@
 /**
- * The calendar windows of meters and the cadences of their alert digests: fixed UTC windows
- * (minute, hour, day, calendar month), each identified by its start in epoch ms (spec 6.3 and the
- * meters contract). Pure: no I/O, no clock.
- *
- * The meters helper builds the same window arithmetic for counting (lib/domain/meters/windows.ts,
- * not on this branch); when both are merged, one of the two `calendarPeriod`s goes.
+ * The cadences of meter alert digests (spec 6.3): a cadence is one of the meters' calendar
+ * windows (lib/domain/meters/windows.ts, `windowAt`, the one window arithmetic of the gateway), and
+ * a digest period is the window of that kind holding an event. Pure: no I/O, no clock.
  */
-export const METER_WINDOWS = ["minute", "hour", "day", "month"] as const;
-export type MeterWindow = (typeof METER_WINDOWS)[number];
-/** A digest cadence is one of the windows: occurrences are rolled up per cadence period. */
-export const ALERT_CADENCES = METER_WINDOWS;
-export type AlertCadence = MeterWindow;
-export const NOTIFY_TRIGGERS = ["exceed", "predicate_match", "threshold"] as const;
-export type NotifyTrigger = (typeof NOTIFY_TRIGGERS)[number];
+import { ALERT_CADENCES, type AlertCadence, NOTIFY_TRIGGERS, type NotifyTrigger } from "./meter-schema.ts";
+import { METER_WINDOWS, type MeterWindow, type TimeWindow, windowAt } from "./meters/windows.ts";
 
-export interface Period {
-  /** Epoch ms, inclusive. */
-  start: number;
-  /** Epoch ms, exclusive (the next period's start). */
-  end: number;
-}
+export {
+  ALERT_CADENCES,
+  type AlertCadence,
+  METER_WINDOWS,
+  type MeterWindow,
+  NOTIFY_TRIGGERS,
+  type NotifyTrigger,
+};
 
-const FIXED_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+/** A digest period: a calendar window, `start` inclusive, `end` exclusive (epoch ms). */
+export type Period = TimeWindow;
 
-/** The window of `kind` that holds the instant `atMs`. */
-export function calendarPeriod(kind: MeterWindow, atMs: number): Period {
-  if (kind === "month") {
-    const at = new Date(atMs);
-    return {
-      start: Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1),
-      end: Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1),
-    };
-  }
-  const size = FIXED_MS[kind];
-  const start = Math.floor(atMs / size) * size;
-  return { start, end: start + size };
+/** The period of `cadence` holding the instant `atMs` (the calendar window of that kind). */
+export function periodAt(cadence: AlertCadence, atMs: number): Period {
+  const { start, end } = windowAt(cadence, atMs);
+  return { start, end };
 }
 
 /** The period just before `period`. */
-export const previousPeriod = (kind: MeterWindow, period: Period): Period =>
-  calendarPeriod(kind, period.start - 1);
+export const previousPeriod = (cadence: AlertCadence, period: Period): Period =>
+  periodAt(cadence, period.start - 1);
 
 /** Windows ordered from the longest: the most significant window first. */
 export const longestFirst = (windows: Iterable<MeterWindow>): MeterWindow[] =>

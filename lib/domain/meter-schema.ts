@@ -20,6 +20,7 @@
  * - `limitBy` must name one of the meter's `variables`.
  */
 import { z } from "zod";
+import { METER_WINDOWS, type MeterWindow } from "./meters/windows.ts";
 import {
   BodyPredicate,
   HeaderPredicate,
@@ -27,11 +28,12 @@ import {
   type StoredPredicates,
 } from "./predicates/schema.ts";
 
+export { METER_WINDOWS, type MeterWindow };
+
 export const METER_TYPES = ["request_count", "response_value"] as const;
 export const METER_MODES = ["all", "conditional"] as const;
 export const METER_EFFECTS = ["include", "exclude"] as const;
-/** Fixed calendar windows in UTC; also the alert cadences. */
-export const METER_WINDOWS = ["minute", "hour", "day", "month"] as const;
+/** The alert cadences are the meters' calendar windows (fixed, UTC: lib/domain/meters/windows.ts). */
 export const ALERT_CADENCES = METER_WINDOWS;
 export const NOTIFY_TRIGGERS = ["exceed", "predicate_match", "threshold"] as const;
 export const EXTRACTION_LOCATIONS = ["body", "header"] as const;
@@ -39,7 +41,7 @@ export const EXTRACTION_LOCATIONS = ["body", "header"] as const;
 export type MeterType = (typeof METER_TYPES)[number];
 export type MeterMode = (typeof METER_MODES)[number];
 export type MeterEffect = (typeof METER_EFFECTS)[number];
-export type MeterWindow = (typeof METER_WINDOWS)[number];
+export type AlertCadence = MeterWindow;
 export type NotifyTrigger = (typeof NOTIFY_TRIGGERS)[number];
 
 /** Most meters on one proxy (exact under concurrency: a counter beside the meters, lib/domain/meters.ts). */

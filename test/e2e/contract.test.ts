@@ -20,6 +20,8 @@ import { operationKey } from "#lib/api/dispatch.ts";
 import type { Operation } from "#lib/api/operation.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import { putNotificationIfAbsent } from "#lib/db/entities/notification.ts";
+import { usageNotification } from "#lib/domain/meter-digests.ts";
 import { createNotification } from "#lib/domain/notifications.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
@@ -769,14 +771,26 @@ beforeAll(async () => {
       )
     ).notificationId,
   );
-  f.clientNotificationId = String(
-    (
-      await createNotification(
-        { kind: "client", clientId },
-        { type: "announcement", title: "Contract", message: "Hello" },
-      )
-    ).notificationId,
-  );
+  // A meter alert digest (type usage): its `data` is checked against the declared schema.
+  const hour = Date.UTC(2026, 0, 1, 10);
+  const digest = usageNotification({
+    pKey: "",
+    sKey: "",
+    entity: "meterOccurrence",
+    clientId,
+    proxyId: f.meterProxyId,
+    meterId: f.meterId,
+    notifyTrigger: "exceed",
+    cadence: "hour",
+    periodStart: hour,
+    periodEnd: hour + 3_600_000,
+    occurrences: 2,
+    minuteCount: 2,
+    updatedAt: "",
+    TTL: 0,
+  });
+  expect(await putNotificationIfAbsent(digest)).toBe(true);
+  f.clientNotificationId = digest.notificationId;
 });
 
 afterAll(async () => {

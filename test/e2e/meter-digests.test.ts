@@ -12,16 +12,12 @@ import { handler as streamHandler } from "#functions/region-stream.ts";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { DeleteCommand, PutCommand, TransactWriteCommand } from "#lib/db/document-client.ts";
+import type { MeterItem } from "#lib/db/entities/meter.ts";
 import { occurrenceKeys } from "#lib/db/entities/meter-occurrence.ts";
-import { notificationKeys } from "#lib/db/entities/notification.ts";
 import { keys } from "#lib/db/keys.ts";
 import { queryPartition } from "#lib/db/store.ts";
-import {
-  ALERT_CADENCES,
-  type AlertCadence,
-  calendarPeriod,
-  type NotifyTrigger,
-} from "#lib/domain/meter-periods.ts";
+import { ALERT_CADENCES, type AlertCadence, type NotifyTrigger } from "#lib/domain/meter-periods.ts";
+import { windowAt } from "#lib/domain/meters/windows.ts";
 import { sentEmails } from "#test/support/emulator.ts";
 import {
   createClientFor,
@@ -54,27 +50,39 @@ afterAll(async () => {
 const table = () => getConfig().tableName;
 const db = () => dynamo(REGION);
 
-async function putMeter(meterId: string, alerts: unknown, limits: unknown = null) {
-  await db().send(
-    new PutCommand({
-      TableName: table(),
-      Item: {
-        ...keys.meter(clientId, PROXY, meterId),
-        entity: "meter",
-        meterId,
-        proxyId: PROXY,
-        parentId: PROXY,
-        clientId,
-        userId: owner.userId,
-        meterRegion: REGION,
-        meterType: "request_count",
-        meterActive: true,
-        meterMode: "all",
-        limits,
-        alerts,
-      },
-    }),
-  );
+/** A stored meter as the meters API writes it (the stream consumer reads it with findMeter). */
+async function putMeter(meterId: string, alerts: MeterItem["alerts"], limits: MeterItem["limits"] = null) {
+  const now = new Date().toISOString();
+  const item: MeterItem = {
+    ...keys.meter(clientId, PROXY, meterId),
+    entity: "meter",
+    meterId,
+    proxyId: PROXY,
+    parentId: PROXY,
+    clientId,
+    userId: owner.userId,
+    meterRegion: REGION,
+    meterType: "request_count",
+    meterActive: true,
+    meterMode: "all",
+    effect: null,
+    limits,
+    extraction: null,
+    methods: [],
+    path: null,
+    query: [],
+    headers: [],
+    body: [],
+    token: [],
+    variables: [],
+    limitBy: null,
+    alerts,
+    notes: "",
+    createdAt: now,
+    updatedAt: now,
+    meterVersion: 1,
+  };
+  await db().send(new PutCommand({ TableName: table(), Item: item }));
 }
 
 /** A request log record as the data plane writes it (only the fields the digests read matter). */
@@ -103,7 +111,7 @@ async function putRequestLog(processedAt: number, metering: { applied: string[];
 
 /** A counter increment as the data plane's counting transaction makes it. */
 async function addToCounter(meterId: string, window: "minute" | "hour", amount: number) {
-  const period = calendarPeriod(window, Date.now());
+  const period = windowAt(window, Date.now());
   await db().send(
     new TransactWriteCommand({
       TransactItems: [
@@ -135,19 +143,21 @@ async function addToCounter(meterId: string, window: "minute" | "hour", amount: 
 const runDigest = (cadence: AlertCadence, time: number) =>
   digestHandler({ cadence, time: new Date(time).toISOString() });
 
+interface ApiNotification {
+  notificationId: string;
+  type: string;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+/** The usage notifications about a meter, as a member reads them through the Core API. */
 async function usageNotificationsOf(meterId: string) {
   const response = await owner.api.get(`/api/clients/${clientId}/notifications?limit=100`);
   expect(response.status).toBe(200);
-  return (response.body.notifications as { notificationId: string; type: string; message: string }[]).filter(
+  return (response.body.notifications as ApiNotification[]).filter(
     (n) => n.type === "usage" && n.message.includes(meterId),
   );
 }
-
-const dataOf = async (notificationId: string) =>
-  (await storedItem(notificationKeys.item({ kind: "client", clientId }, notificationId)))?.data as Record<
-    string,
-    unknown
-  >;
 
 const emailsAbout = async (to: string, meterId: string) =>
   (await sentEmails(to)).filter((email) => email.subject.includes(meterId));
@@ -157,7 +167,7 @@ const occurrenceCount = async (meterId: string, trigger: NotifyTrigger, cadence:
     await storedItem(
       occurrenceKeys.item({
         cadence,
-        periodStart: calendarPeriod(cadence, at).start,
+        periodStart: windowAt(cadence, at).start,
         clientId,
         meterId,
         notifyTrigger: trigger,
@@ -169,8 +179,8 @@ const occurrenceCount = async (meterId: string, trigger: NotifyTrigger, cadence:
 describe("predicate_match, minute cadence", () => {
   const meterId = `pm-${randomUUID()}`;
   const quiet = `off-${randomUUID()}`;
-  const first = calendarPeriod("minute", Date.now() - 4 * 60_000);
-  const second = calendarPeriod("minute", first.end);
+  const first = windowAt("minute", Date.now() - 4 * 60_000);
+  const second = windowAt("minute", first.end);
 
   it("gives one notification per period in which the meter applied, and one e-mail each", async () => {
     await putMeter(meterId, { enabled: true, cadence: "minute", notifyTrigger: "predicate_match" });
@@ -186,7 +196,7 @@ describe("predicate_match, minute cadence", () => {
 
     const notifications = await usageNotificationsOf(meterId);
     expect(notifications).toHaveLength(2);
-    const data = await Promise.all(notifications.map((n) => dataOf(n.notificationId)));
+    const data = notifications.map((n) => n.data ?? {});
     expect(data.sort((a, b) => String(a.periodStart).localeCompare(String(b.periodStart)))).toEqual([
       {
         meterId,
@@ -225,7 +235,7 @@ describe("predicate_match, minute cadence", () => {
 
 describe("exceed, hour cadence", () => {
   const meterId = `ex-${randomUUID()}`;
-  const hour = calendarPeriod("hour", Date.now() - 2 * 3_600_000);
+  const hour = windowAt("hour", Date.now() - 2 * 3_600_000);
 
   it("counts the requests a limit refused, not those the meter only applied to", async () => {
     await putMeter(meterId, { enabled: true, cadence: "hour", notifyTrigger: "exceed" }, { minute: 2 });
@@ -239,7 +249,7 @@ describe("exceed, hour cadence", () => {
 
     const notifications = await usageNotificationsOf(meterId);
     expect(notifications).toHaveLength(1);
-    expect(await dataOf(notifications[0]!.notificationId)).toMatchObject({
+    expect(notifications[0]?.data).toMatchObject({
       notifyTrigger: "exceed",
       window: "minute",
       count: 2,
@@ -265,14 +275,14 @@ describe("threshold, day cadence", () => {
     await addToCounter(meterId, "hour", 4); // 0 -> 4
     await addToCounter(meterId, "hour", 2); // 4 -> 6: crosses 10 clamped to the limit 5
     await stack.streams?.drain();
-    const today = calendarPeriod("day", Date.now());
+    const today = windowAt("day", Date.now());
 
     await runDigest("day", today.end + 5 * 60_000);
     await runDigest("day", today.end + 10 * 60_000);
 
     const notifications = await usageNotificationsOf(meterId);
     expect(notifications).toHaveLength(1);
-    expect(await dataOf(notifications[0]!.notificationId)).toMatchObject({
+    expect(notifications[0]?.data).toMatchObject({
       notifyTrigger: "threshold",
       window: "hour",
       windows: { minute: 1, hour: 1 },
@@ -317,7 +327,7 @@ describe("idempotence of the stream consumer", () => {
   it("counts a batch delivered twice once", async () => {
     const meterId = `dup-${randomUUID()}`;
     // A cadence no other test digests: the minute periods before now were delivered already.
-    const month = calendarPeriod("month", Date.now());
+    const month = windowAt("month", Date.now());
     await putMeter(meterId, { enabled: true, cadence: "month", notifyTrigger: "predicate_match" });
     const ids = [
       await putRequestLog(Date.now() - 1_000, { applied: [meterId], refused: [] }),
@@ -333,15 +343,16 @@ describe("idempotence of the stream consumer", () => {
     await runDigest("month", month.end + 5 * 60_000);
     const notifications = await usageNotificationsOf(meterId);
     expect(notifications).toHaveLength(1);
-    expect((await dataOf(notifications[0]!.notificationId)).count).toBe(2);
+    expect(notifications[0]?.data?.count).toBe(2);
   });
 
   it("writes what precedes a failing record, reports that record, and counts each record once on redelivery", async () => {
     const good = `half-${randomUUID()}`;
     const broken = `bad-${randomUUID()}`;
-    const minute = calendarPeriod("minute", Date.now() - 7 * 60_000);
+    const minute = windowAt("minute", Date.now() - 7 * 60_000);
     await putMeter(good, { enabled: true, cadence: "minute", notifyTrigger: "predicate_match" });
-    await putMeter(broken, "not an alerts object"); // a stored meter that does not parse: its read fails
+    // A stored meter that does not parse: its read fails.
+    await putMeter(broken, "not an alerts object" as unknown as MeterItem["alerts"]);
     const record = (sequence: number, applied: string[]): DynamoDBRecord => ({
       eventID: randomUUID(),
       eventName: "INSERT",

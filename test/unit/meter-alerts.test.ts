@@ -1,9 +1,9 @@
 import { validate as isUuid, version as uuidVersion } from "uuid";
 import { describe, expect, it } from "vitest";
-import type { MeterAlertPolicy, MeterOccurrenceItem } from "#lib/db/entities/meter-occurrence.ts";
-import { alertSourcesOf, effectiveThreshold, occurrenceOf } from "#lib/domain/meter-alerts.ts";
+import type { MeterOccurrenceItem } from "#lib/db/entities/meter-occurrence.ts";
+import { alertSourcesOf, type MeterAlertPolicy, occurrenceOf } from "#lib/domain/meter-alerts.ts";
 import { digestNotificationId, periodsToDigest, usageNotification } from "#lib/domain/meter-digests.ts";
-import { calendarPeriod } from "#lib/domain/meter-periods.ts";
+import { periodAt, previousPeriod } from "#lib/domain/meter-periods.ts";
 import type { DecodedStreamRecord } from "#lib/streams/stream-batch.ts";
 
 const at = Date.UTC(2026, 1, 28, 23, 59, 30); // 2026-02-28T23:59:30Z
@@ -26,30 +26,18 @@ const requestLog = (metering: unknown) =>
 const meter = (
   alerts: MeterAlertPolicy["alerts"],
   limits: MeterAlertPolicy["limits"] = null,
-): MeterAlertPolicy => ({
-  entity: "meter",
-  meterId: "m1",
-  proxyId: "p1",
-  clientId: "c1",
-  limits,
-  alerts,
-});
+): MeterAlertPolicy => ({ limits, alerts });
 
-describe("calendar periods (UTC)", () => {
-  it("floors minute, hour and day, and spans calendar months", () => {
-    expect(calendarPeriod("minute", at)).toEqual({
+describe("digest periods (the meters' calendar windows, UTC)", () => {
+  it("a period is the window of the cadence holding the instant; the previous one ends where it starts", () => {
+    expect(periodAt("minute", at)).toEqual({
       start: Date.UTC(2026, 1, 28, 23, 59),
       end: Date.UTC(2026, 2, 1),
     });
-    expect(calendarPeriod("hour", at)).toEqual({
-      start: Date.UTC(2026, 1, 28, 23),
-      end: Date.UTC(2026, 2, 1),
-    });
-    expect(calendarPeriod("day", at)).toEqual({ start: Date.UTC(2026, 1, 28), end: Date.UTC(2026, 2, 1) });
-    expect(calendarPeriod("month", at)).toEqual({ start: Date.UTC(2026, 1, 1), end: Date.UTC(2026, 2, 1) });
-    expect(calendarPeriod("month", Date.UTC(2026, 11, 31, 12))).toEqual({
-      start: Date.UTC(2026, 11, 1),
-      end: Date.UTC(2027, 0, 1),
+    expect(periodAt("month", at)).toEqual({ start: Date.UTC(2026, 1, 1), end: Date.UTC(2026, 2, 1) });
+    expect(previousPeriod("month", periodAt("month", Date.UTC(2026, 0, 15)))).toEqual({
+      start: Date.UTC(2025, 11, 1),
+      end: Date.UTC(2026, 0, 1),
     });
   });
 
@@ -165,11 +153,10 @@ describe("occurrence of a source under the meter's alert policy", () => {
       { enabled: true, cadence: "day", notifyTrigger: "threshold", alertThreshold: { minute: 10, hour: 2 } },
       { minute: 5, hour: 100 },
     );
-    expect(effectiveThreshold(policy, "minute")).toBe(5);
-    expect(effectiveThreshold(policy, "hour")).toBe(2);
-    expect(effectiveThreshold(policy, "day")).toBeUndefined();
     expect(occurrenceOf(threshold(4, 5), policy)).toBeDefined();
     expect(occurrenceOf(threshold(5, 9), policy)).toBeUndefined();
+    expect(occurrenceOf({ ...threshold(1, 2), window: "hour" }, policy)).toBeDefined();
+    expect(occurrenceOf({ ...threshold(0, 50), window: "day" }, policy)).toBeUndefined();
   });
 });
 

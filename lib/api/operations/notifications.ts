@@ -11,13 +11,19 @@ import { type Access, access, operation, type Principal, paged, pathParams, wrap
 /** A notification as the API shows it (spec 2.13). */
 export const NotificationSchema = z.object({
   notificationId: z.string(),
-  type: z.string().describe("system, invitation or billing"),
+  type: z.string().describe("system, invitation, billing or usage (a meter alert digest)"),
   title: z.string(),
   message: z.string(),
   read: z.boolean().describe("In the system inbox: whether the caller has read it"),
   createdAt: z.string(),
   pKey: z.string().describe("SYSTEM, the user id or the client id"),
   sKey: z.string().describe("Equals notificationId"),
+  data: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      "Details for programs, by type; absent when the type has none. A usage digest (docs/meters.md, Alert digests): {meterId, proxyId, notifyTrigger, window (the longest window that fired, null for predicate_match), count, periodStart, periodEnd (ISO 8601, end exclusive), cadence, windows (count per window)}",
+    ),
 });
 
 interface InboxSpec {

@@ -5,9 +5,8 @@
  *   stream consumer, read by the digest job with one Query per shard of a period that ended;
  * - the stream-record marker (`STREAMREC#<eventId>` / processor) written in the same transaction
  *   as the ADDs, so a record delivered twice is counted once;
- * - the digest run item of a (cadence, period) in the home table: the period is delivered;
- * - the alert policy of a meter, read from the meter item (a minimal reader of the fields the
- *   digests need: the meters API owns the full entity, lib/db/entities/meter.ts).
+ * - the digest run item of a (cadence, period) in the home table: the period is delivered.
+ * The meters themselves (their alert policies) are read through lib/db/entities/meter.ts.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
@@ -15,12 +14,11 @@ import { dynamo } from "../../aws/clients.ts";
 import {
   ALERT_CADENCES,
   type AlertCadence,
-  METER_WINDOWS,
   type MeterWindow,
   NOTIFY_TRIGGERS,
   type NotifyTrigger,
 } from "../../domain/meter-periods.ts";
-import { GetCommand, PutCommand, TransactWriteCommand } from "../document-client.ts";
+import { PutCommand, TransactWriteCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
 import {
   cancelledSteps,
@@ -45,33 +43,6 @@ export const STREAM_MARK_RETENTION_SECONDS = 2 * 86_400;
 export const DIGEST_RUN_RETENTION_SECONDS = 120 * 86_400;
 /** DynamoDB's limit of actions in one TransactWriteItems. */
 export const MAX_TRANSACTION_ACTIONS = 100;
-
-const WindowNumbers = z.object(
-  Object.fromEntries(METER_WINDOWS.map((window) => [window, z.number().nullable().optional()])) as Record<
-    MeterWindow,
-    z.ZodOptional<z.ZodNullable<z.ZodNumber>>
-  >,
-);
-export type WindowNumbers = Partial<Record<MeterWindow, number | null>>;
-
-/** The fields of a stored meter (entity "meter", contract) that alert digests read. */
-export const MeterAlertPolicy = z.object({
-  entity: z.literal("meter"),
-  meterId: z.string(),
-  proxyId: z.string(),
-  clientId: z.string(),
-  limits: WindowNumbers.nullable().optional(),
-  alerts: z
-    .object({
-      enabled: z.boolean(),
-      cadence: z.enum(ALERT_CADENCES).nullable().optional(),
-      notifyTrigger: z.enum(NOTIFY_TRIGGERS).nullable().optional(),
-      alertThreshold: WindowNumbers.nullable().optional(),
-    })
-    .nullable()
-    .optional(),
-});
-export type MeterAlertPolicy = z.infer<typeof MeterAlertPolicy>;
 
 export const MeterOccurrenceItem = z.object({
   pKey: z.string(),
@@ -150,23 +121,6 @@ export const occurrenceKeys = {
   mark: keys.streamRecordMark,
   digestRun: keys.meterDigestRun,
 } as const;
-
-/**
- * Access pattern "alert policy of a meter" (the stream consumer): GetItem of the meter in its
- * region. Undefined when the meter is gone; a stored meter that does not parse is an error.
- */
-export async function findMeterAlertPolicy(
-  region: string,
-  clientId: string,
-  proxyId: string,
-  meterId: string,
-): Promise<MeterAlertPolicy | undefined> {
-  const result = await dynamo(region).send(
-    new GetCommand({ TableName: tableName(), Key: keys.meter(clientId, proxyId, meterId) }),
-  );
-  if (!result.Item) return undefined;
-  return parsed(MeterAlertPolicy, "meter", result.Item);
-}
 
 /** One occurrence to add: the item it counts in and by how much, per limit window when known. */
 export interface OccurrenceAdd {
