@@ -51,7 +51,7 @@ export const CredentialItem = z.object({
   TTL: z.number().optional(),
   oauthAuthorizedAt: z.string().optional(),
   oauthRefreshedAt: z.string().optional(),
-  /** Set while a single-use proxy credential's one request is in flight (lib/data-plane/engine.ts). */
+  /** Set while a single-use proxy credential's one request is in flight (lib/data-plane/stages/claim.ts). */
   usedAt: z.string().optional(),
   /** A jwtVerify credential's fetched keys, owned and read by the data plane (runtime-config.ts). */
   jwksCache: z.unknown().optional(),

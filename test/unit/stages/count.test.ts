@@ -1,0 +1,289 @@
+/**
+ * Stage count (lib/data-plane/stages/count.ts): which counters the one pre-forward transaction
+ * writes, the 429 a refusal answers, and what count() makes of the injected commit's decision.
+ * The transaction itself runs against the emulator in test/integration/counters.test.ts.
+ */
+import { describe, expect, it } from "vitest";
+import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
+import type { RequestContext } from "#lib/data-plane/context.ts";
+import {
+  type CountDecision,
+  type CounterStep,
+  clientRequestToken,
+  counterKeys,
+} from "#lib/data-plane/counters.ts";
+import { planMeters } from "#lib/data-plane/meter-plan.ts";
+import { admit } from "#lib/data-plane/stages/admit.ts";
+import { type CommitCounters, count, countSteps, RATE_STEP, refusal } from "#lib/data-plane/stages/count.ts";
+import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
+import { CLIENT_ID, located, meter, NOW, PROXY_ID, type RuntimeOptions, runtime } from "./fixtures.ts";
+
+/** A context admitted on this configuration (the real admit stage, the real caller check). */
+async function admitted(options: RuntimeOptions = {}, overrides: Parameters<typeof located>[1] = {}) {
+  const ctx = located(runtime(options), overrides);
+  const refused = await admit(ctx, authenticateCaller);
+  if (refused) throw new Error(`not admitted: ${refused.outcome.message}`);
+  return ctx;
+}
+
+const METERS = [
+  meter("m-count", { meterType: "request_count", meterActive: true, limits: { minute: 5, day: 100 } }),
+  meter("m-value", {
+    meterType: "response_value",
+    meterActive: true,
+    limits: { hour: 1000 },
+    extraction: { location: "body", path: "usage.tokens" },
+  }),
+  meter("m-free", { meterType: "request_count", meterActive: true }), // no limit: settled after
+  meter("m-post", {
+    meterType: "request_count",
+    meterActive: true,
+    meterMode: "conditional",
+    effect: "include",
+    methods: ["POST"],
+    limits: { minute: 1 },
+  }),
+  meter("m-off", { meterType: "request_count", meterActive: false, limits: { minute: 1 } }),
+  meter("m-caller", {
+    meterType: "request_count",
+    meterActive: true,
+    limits: { month: 10 },
+    variables: [{ name: "customer", source: "header", key: "x-customer-id" }],
+    limitBy: "customer",
+  }),
+];
+
+const summary = (step: CounterStep) => ({
+  name: step.name,
+  key: step.key,
+  window: step.window.kind,
+  mode: step.mode,
+  amount: step.amount,
+  limit: step.limit,
+  owner: step.owner,
+});
+
+describe("countSteps", () => {
+  it("is the rate window of the proxy credential alone when the proxy has no meters", async () => {
+    const ctx = await admitted();
+    expect(countSteps(ctx, [], NOW).map(summary)).toEqual([
+      {
+        name: RATE_STEP,
+        key: counterKeys.rate("cred-caller", windowAt("minute", NOW)),
+        window: "minute",
+        mode: "add",
+        amount: 1,
+        limit: 1000,
+        owner: { entity: "rateCounter", clientId: CLIENT_ID, proxyId: PROXY_ID, counterOf: "cred-caller" },
+      },
+    ]);
+  });
+
+  it("adds every limited window of every applying meter: request_count adds 1, response_value checks", async () => {
+    const ctx = await admitted(
+      { meters: METERS },
+      { headers: { "x-api-key": "caller-secret-key-0123456789", "x-customer-id": "acme" } },
+    );
+    const uses = planMeters(ctx, NOW);
+    expect(uses.map((use) => use.meterId)).toEqual(["m-count", "m-value", "m-free", "m-caller"]);
+    const steps = countSteps(ctx, uses, NOW).map(summary);
+    const meterOwner = (counterOf: string) => ({
+      entity: "meterCounter",
+      clientId: CLIENT_ID,
+      proxyId: PROXY_ID,
+      counterOf,
+    });
+    expect(steps.slice(1)).toEqual([
+      {
+        name: "meter:m-count:minute",
+        key: counterKeys.meter("m-count", undefined, windowAt("minute", NOW)),
+        window: "minute",
+        mode: "add",
+        amount: 1,
+        limit: 5,
+        owner: meterOwner("m-count"),
+      },
+      {
+        name: "meter:m-count:day",
+        key: counterKeys.meter("m-count", undefined, windowAt("day", NOW)),
+        window: "day",
+        mode: "add",
+        amount: 1,
+        limit: 100,
+        owner: meterOwner("m-count"),
+      },
+      {
+        name: "meter:m-value:hour",
+        key: counterKeys.meter("m-value", undefined, windowAt("hour", NOW)),
+        window: "hour",
+        mode: "check",
+        amount: 0,
+        limit: 1000,
+        owner: meterOwner("m-value"),
+      },
+      {
+        name: "meter:m-caller:month",
+        key: counterKeys.meter("m-caller", callerHash("acme"), windowAt("month", NOW)),
+        window: "month",
+        mode: "add",
+        amount: 1,
+        limit: 10,
+        owner: meterOwner("m-caller"),
+      },
+    ]);
+    expect(steps[1]?.key.pKey).toBe("METERUSE#m-count");
+    expect(steps[4]?.key.pKey).toBe(`METERUSE#m-caller#${callerHash("acme")}`);
+  });
+
+  it("a conditional meter counts only the requests it applies to", async () => {
+    const ctx = await admitted({ meters: METERS }, { method: "POST" });
+    const names = countSteps(ctx, planMeters(ctx, NOW), NOW).map((step) => step.name);
+    expect(names).toContain("meter:m-post:minute");
+    expect(names).not.toContain("meter:m-off:minute");
+  });
+});
+
+describe("refusal", () => {
+  it("for the rate limit alone: 429 proxy-access-granted, Retry-After, RateLimit headers, x-ratelimit-*", async () => {
+    const ctx = await admitted();
+    const steps = countSteps(ctx, [], NOW);
+    const answer = refusal(ctx, steps, [RATE_STEP], NOW);
+    expect(answer.response.status).toBe(429);
+    expect(answer.outcome).toEqual({
+      code: "proxy-access-granted",
+      message: "Too many requests: the proxy credential's rate limit is exceeded",
+    });
+    expect(answer.response.headers).toMatchObject({
+      "retry-after": "40", // NOW is 10:30:20 UTC; the minute ends at 10:31:00
+      ratelimit: '"rate";r=0;t=40',
+      "ratelimit-policy": '"rate";q=1000;w=60',
+      "x-ratelimit-limit": "1000",
+      "x-ratelimit-remaining": "0",
+    });
+    expect(ctx.metering).toBeUndefined(); // the proxy has no meters
+  });
+
+  it("for meters: 429 meter-limit-exceeded, Retry-After the longest wait, one RateLimit item per window", async () => {
+    const ctx = await admitted(
+      { meters: METERS },
+      { headers: { "x-api-key": "caller-secret-key-0123456789", "x-customer-id": "acme" } },
+    );
+    const uses = planMeters(ctx, NOW);
+    ctx.metering = { applied: uses.map((use) => use.meterId), refused: [] };
+    const steps = countSteps(ctx, uses, NOW);
+    const answer = refusal(
+      ctx,
+      steps,
+      ["meter:m-count:minute", "meter:m-count:day", "meter:m-value:hour", "meter:m-caller:month"],
+      NOW,
+      uses,
+    );
+    expect(answer.response.status).toBe(429);
+    expect(answer.outcome).toEqual({
+      code: "meter-limit-exceeded",
+      message: "Too many requests: the minute limit of meter m-count is reached",
+    });
+    const pk = `:${Buffer.from(callerHash("acme"), "hex").toString("base64")}:`;
+    const monthEnd = Date.UTC(2025, 1, 1);
+    expect(answer.response.headers).toMatchObject({
+      "retry-after": String((monthEnd - NOW) / 1000),
+      ratelimit: [
+        '"m-count-minute";r=0;t=40',
+        '"m-count-day";r=0;t=48580',
+        '"m-value-hour";r=0;t=1780',
+        `"m-caller-month";r=0;t=${(monthEnd - NOW) / 1000};pk=${pk}`,
+      ].join(", "),
+      "ratelimit-policy": [
+        '"m-count-minute";q=5;w=60',
+        '"m-count-day";q=100;w=86400',
+        '"m-value-hour";q=1000;pg-unit="value";w=3600',
+        `"m-caller-month";q=10;w=${31 * 86400};pk=${pk}`,
+      ].join(", "),
+    });
+    expect(answer.response.headers["x-ratelimit-limit"]).toBeUndefined();
+    expect(ctx.metering.refused).toEqual([
+      { meterId: "m-count", window: "minute" },
+      { meterId: "m-count", window: "day" },
+      { meterId: "m-value", window: "hour" },
+      { meterId: "m-caller", window: "month" },
+    ]);
+    expect(JSON.parse(answer.response.body.toString())).toEqual({
+      code: "meter-limit-exceeded",
+      message: answer.outcome.message,
+    });
+  });
+
+  it("a meter refusing with the rate limit is answered as the meter's", async () => {
+    const ctx = await admitted({ meters: METERS });
+    const uses = planMeters(ctx, NOW);
+    const answer = refusal(ctx, countSteps(ctx, uses, NOW), [RATE_STEP, "meter:m-count:minute"], NOW, uses);
+    expect(answer.outcome.code).toBe("meter-limit-exceeded");
+    expect(answer.response.headers["ratelimit-policy"]).toBe('"rate";q=1000;w=60, "m-count-minute";q=5;w=60');
+  });
+});
+
+describe("count", () => {
+  function recorder(decision: CountDecision) {
+    const calls: Parameters<CommitCounters>[] = [];
+    const commit: CommitCounters = async (...args) => {
+      calls.push(args);
+      return decision;
+    };
+    return { calls, deps: { region: "eu-west-1", commit, now: () => NOW } };
+  }
+
+  it("counted: one commit of the steps with the version check and a token of the request and attempt", async () => {
+    const ctx = await admitted({ meters: METERS, version: 7 });
+    const { calls, deps } = recorder({ outcome: "counted" });
+    expect(await count(ctx, deps, { attempt: 2, checkVersion: true })).toBeUndefined();
+    expect(calls).toHaveLength(1);
+    const [region, steps, options] = calls[0]!;
+    expect(region).toBe("eu-west-1");
+    expect(steps).toEqual(countSteps(ctx, planMeters(ctx, NOW), NOW));
+    expect(options).toEqual({
+      version: { clientId: CLIENT_ID, version: 7 },
+      token: clientRequestToken(ctx.requestId, "count:2"),
+    });
+    expect(ctx.counted).toBe(true);
+    expect(ctx.meterUses?.map((use) => use.meterId)).toEqual(["m-count", "m-value", "m-free", "m-caller"]);
+    expect(ctx.metering).toEqual({ applied: ["m-count", "m-value", "m-free", "m-caller"], refused: [] });
+  });
+
+  it("without the version check when the pipeline gives up checking it; no metering without meters", async () => {
+    const ctx = await admitted();
+    const { calls, deps } = recorder({ outcome: "counted" });
+    await count(ctx, deps, { attempt: 4, checkVersion: false });
+    expect(calls[0]?.[2]).toEqual({ token: clientRequestToken(ctx.requestId, "count:4") });
+    expect(ctx.metering).toBeUndefined();
+    expect(ctx.counted).toBe(true);
+  });
+
+  it("refused: the 429 of the refused steps, and the request is not counted", async () => {
+    const ctx = await admitted({ meters: METERS });
+    const { deps } = recorder({ outcome: "refused", refused: ["meter:m-count:day"] });
+    const answer = (await count(ctx, deps, { attempt: 1, checkVersion: true })) as Exclude<
+      Awaited<ReturnType<typeof count>>,
+      "stale" | undefined
+    >;
+    expect(answer.response.status).toBe(429);
+    expect(answer.outcome.message).toBe("Too many requests: the day limit of meter m-count is reached");
+    expect(answer.response.headers["retry-after"]).toBe("48580");
+    expect(ctx.counted).toBe(false);
+    expect(ctx.metering?.refused).toEqual([{ meterId: "m-count", window: "day" }]);
+  });
+
+  it("stale: answers 'stale' and counts nothing", async () => {
+    const ctx: RequestContext = await admitted({ meters: METERS });
+    const { deps } = recorder({ outcome: "stale" });
+    expect(await count(ctx, deps, { attempt: 1, checkVersion: true })).toBe("stale");
+    expect(ctx.counted).toBe(false);
+  });
+
+  it("tokens differ per request and per attempt, and fit DynamoDB's 36 characters", () => {
+    const a = clientRequestToken("req-a", "count:1");
+    expect(a).toHaveLength(36);
+    expect(clientRequestToken("req-a", "count:1")).toBe(a);
+    expect(clientRequestToken("req-a", "count:2")).not.toBe(a);
+    expect(clientRequestToken("req-b", "count:1")).not.toBe(a);
+  });
+});
