@@ -88,6 +88,8 @@ const NETWORK_ERROR_CODES = new Set([
 /** Error names of AWS services meaning "busy or failing, try again", not "your request is wrong". */
 const UNAVAILABLE_ERROR_NAMES = new Set([
   "TimeoutError",
+  // DynamoDB: a write kept losing to concurrent transactions on the same items (lib/data-plane/counters.ts).
+  "TransactionConflictException",
   "ProvisionedThroughputExceededException",
   "RequestLimitExceeded",
   "ThrottlingException",

@@ -161,7 +161,15 @@ export async function commitCounters(
       if (!cancelled) throw error;
       if (cancelled.failed.includes("configVersion")) return { outcome: "stale" };
       if (cancelled.failed.length > 0) return { outcome: "refused", refused: cancelled.failed };
-      if (!cancelled.conflict || attempt >= 4) throw error;
+      if (!cancelled.conflict) throw error;
+      if (attempt >= 4) {
+        // Still losing to concurrent transactions: the store is busy, the caller may retry (503).
+        const busy = new Error("The counters kept conflicting with concurrent transactions", {
+          cause: error,
+        });
+        busy.name = "TransactionConflictException";
+        throw busy;
+      }
       await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10 * attempt));
     }
   }

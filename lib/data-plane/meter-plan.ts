@@ -1,5 +1,5 @@
 /**
- * Which meters a request counts in, and in which windows (docs/meters.md "Counting").
+ * Which meters a request counts in, and in which windows (docs/meters.md "Counting on the data plane").
  *
  * A meter is compiled once per configuration load (its predicates with the rules' linear-time
  * engine). Per request: every active meter whose mode and predicates apply is used; a per-caller

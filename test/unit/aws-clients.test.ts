@@ -9,6 +9,7 @@ describe("isServiceUnavailable", () => {
     named("TimeoutError"),
     named("ProvisionedThroughputExceededException", { $metadata: { httpStatusCode: 400 } }),
     named("ThrottlingException"),
+    named("TransactionConflictException"),
     named("InternalServerError", { $metadata: { httpStatusCode: 500 } }),
     named("SomethingNew", { $metadata: { httpStatusCode: 503 } }),
     named("KMSInternalException"),
