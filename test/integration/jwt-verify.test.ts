@@ -141,6 +141,9 @@ const newCache = (options: ConstructorParameters<typeof JwksCache>[0] = {}): Jwk
 
 let jwks: JwksCache;
 let lastVerified: LastVerifiedTokens;
+/** An accepted caller, with the token's verified claims (meters bind variables from them). */
+const ACCEPTED = { ok: true, claims: expect.objectContaining({ exp: expect.any(Number) }) };
+
 const auth = (token: string, cred: CallerCredential): Promise<CallerAuthResult> =>
   authenticateCaller(bearer(token), cred, { jwks, now, lastVerified });
 
@@ -180,8 +183,11 @@ describe("jwtVerify against a JWKS on loopback", () => {
   it("accepts valid RS256 and ES256 tokens with one fetch, and persists the public keys", async () => {
     const cred = credential({ jwksUri: server.url });
     const before = server.fetches;
-    expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
-    expect(await auth(await sign(ec), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), cred)).toEqual(ACCEPTED);
+    expect(await auth(await sign(ec, { team: "blue" }), cred)).toEqual({
+      ok: true,
+      claims: expect.objectContaining({ team: "blue", iss: expect.any(String) }),
+    });
     expect(server.fetches - before).toBe(1);
     expect(persisted).toHaveLength(1);
     expect(persisted[0]!.credentialId).toBe(cred.credentialId);
@@ -202,8 +208,8 @@ describe("jwtVerify against a JWKS on loopback", () => {
 
   it("uses the only key of the fitting type when the token has no kid", async () => {
     const cred = credential({ jwksUri: server.url });
-    expect(await auth(await sign(rsa, {}, { kid: undefined }), cred)).toEqual({ ok: true });
-    expect(await auth(await sign(ec, {}, { kid: undefined }), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, {}, { kid: undefined }), cred)).toEqual(ACCEPTED);
+    expect(await auth(await sign(ec, {}, { kid: undefined }), cred)).toEqual(ACCEPTED);
     // Two RSA keys and no kid: ambiguous.
     const rsa2 = await signingKey("RS256");
     server.keys = [rsa.jwk, rsa2.jwk];
@@ -231,28 +237,28 @@ describe("jwtVerify against a JWKS on loopback", () => {
       refused("claim iss invalid"),
     );
     expect(await auth(await sign(rsa, { aud: "someone-else" }), cred)).toEqual(refused("claim aud invalid"));
-    expect(await auth(await sign(rsa, { aud: ["x", AUDIENCE] }), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { aud: ["x", AUDIENCE] }), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { sub: "other-1" }), cred)).toEqual(refused("claim sub invalid"));
   });
 
   it("matches sub exactly, by prefix with a trailing *, or anything with * alone", async () => {
     const exact = credential({ jwksUri: server.url, subject: "client-1" });
-    expect(await auth(await sign(rsa, { sub: "client-1" }), exact)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { sub: "client-1" }), exact)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { sub: "client-10" }), exact)).toEqual(refused("claim sub invalid"));
     const prefix = credential({ jwksUri: server.url, subject: "client-*" });
-    expect(await auth(await sign(rsa, { sub: "client-42" }), prefix)).toEqual({ ok: true });
-    expect(await auth(await sign(rsa, { sub: "client-" }), prefix)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { sub: "client-42" }), prefix)).toEqual(ACCEPTED);
+    expect(await auth(await sign(rsa, { sub: "client-" }), prefix)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { sub: "clien" }), prefix)).toEqual(refused("claim sub invalid"));
     const any = credential({ jwksUri: server.url, subject: "*" });
-    expect(await auth(await sign(rsa, { sub: "whoever" }), any)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { sub: "whoever" }), any)).toEqual(ACCEPTED);
   });
 
   it("tolerates clock skew on exp and nbf, no more; exp is required", async () => {
     const cred = credential({ jwksUri: server.url, clockSkewSeconds: 30 });
     const t = seconds(clock);
-    expect(await auth(await sign(rsa, { exp: t - 10 }), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { exp: t - 10 }), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { exp: t - 60 }), cred)).toEqual(refused("token expired"));
-    expect(await auth(await sign(rsa, { nbf: t + 10 }), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { nbf: t + 10 }), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { nbf: t + 60 }), cred)).toEqual(refused("claim nbf invalid"));
     expect(await auth(await sign(rsa, { exp: null }), cred)).toEqual(refused("claim exp invalid"));
     const strict = credential({ jwksUri: server.url, clockSkewSeconds: 0 });
@@ -271,14 +277,14 @@ describe("jwtVerify against a JWKS on loopback", () => {
       },
     });
     const good = { role: "admin", tier: "silver", scopes: ["read", "proxy:call"], verified: true, level: 3 };
-    expect(await auth(await sign(rsa, good), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, good), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { ...good, role: "user" }), cred)).toEqual(
       refused("claim role invalid"),
     );
     expect(await auth(await sign(rsa, { ...good, tier: "bronze" }), cred)).toEqual(
       refused("claim tier invalid"),
     );
-    expect(await auth(await sign(rsa, { ...good, tier: ["bronze", "gold"] }), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa, { ...good, tier: ["bronze", "gold"] }), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa, { ...good, scopes: ["read"] }), cred)).toEqual(
       refused("claim scopes invalid"),
     );
@@ -309,7 +315,7 @@ describe("jwtVerify against a JWKS on loopback", () => {
   it("verifies HS256 with the shared secret", async () => {
     const secret = randomBytes(32).toString("hex");
     const cred = credential({ algorithms: ["HS256"], sharedSecret: secret });
-    expect(await auth(await sign({ alg: "HS256", secret }), cred)).toEqual({ ok: true });
+    expect(await auth(await sign({ alg: "HS256", secret }), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign({ alg: "HS256", secret: `${secret}x` }), cred)).toEqual(
       refused("invalid signature"),
     );
@@ -321,30 +327,30 @@ describe("jwtVerify against a JWKS on loopback", () => {
 
   it("key rotation: a new kid is accepted after exactly one refetch", async () => {
     const cred = credential({ jwksUri: server.url });
-    expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), cred)).toEqual(ACCEPTED);
     const before = server.fetches;
     const rotated = await signingKey("RS256");
     server.keys = [rotated.jwk];
     clock += 31_000; // past the cooldown, well within the key set's lifetime
-    expect(await auth(await sign(rotated), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rotated), cred)).toEqual(ACCEPTED);
     expect(server.fetches - before).toBe(1);
     expect(persisted).toHaveLength(2);
     expect(persisted[1]!.jwks.keys.map((key) => key.kid)).toEqual([rotated.kid]);
     // More tokens with the new kid: no fetch. The retired kid is now unknown (and within cooldown).
-    expect(await auth(await sign(rotated), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rotated), cred)).toEqual(ACCEPTED);
     expect(await auth(await sign(rsa), cred)).toEqual(refused("no matching key"));
     expect(server.fetches - before).toBe(1);
   });
 
   it("a new kid right after a routine fetch is fetched at once; a second unknown kid then waits for the cooldown", async () => {
     const cred = credential({ jwksUri: server.url });
-    expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), cred)).toEqual(ACCEPTED);
     const before = server.fetches;
     const rotated = await signingKey("RS256");
     server.keys = [rsa.jwk, rotated.jwk];
     clock += 5_000;
     // Rotation: one refetch, accepted at once.
-    expect(await auth(await sign(rotated), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rotated), cred)).toEqual(ACCEPTED);
     expect(server.fetches - before).toBe(1);
     // Another unknown kid inside the cooldown of that miss-triggered fetch: no fetch.
     const later = await signingKey("RS256");
@@ -353,13 +359,13 @@ describe("jwtVerify against a JWKS on loopback", () => {
     expect(await auth(await sign(later), cred)).toEqual(refused("no matching key"));
     expect(server.fetches - before).toBe(1);
     clock += 26_000;
-    expect(await auth(await sign(later), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(later), cred)).toEqual(ACCEPTED);
     expect(server.fetches - before).toBe(2);
   });
 
   it("a flood of 50 unknown kids makes at most one fetch per cooldown", async () => {
     const cred = credential({ jwksUri: server.url });
-    expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), cred)).toEqual(ACCEPTED);
     const before = server.fetches;
     clock += 31_000;
     server.delayMs = 20;
@@ -376,7 +382,7 @@ describe("jwtVerify against a JWKS on loopback", () => {
     }
     expect(server.fetches - before).toBe(1);
     // Valid tokens keep working meanwhile.
-    expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), cred)).toEqual(ACCEPTED);
   });
 
   it("refetches when the key set is older than jwksRefreshHint or the response's max-age", async () => {
@@ -387,7 +393,7 @@ describe("jwtVerify against a JWKS on loopback", () => {
     await auth(await sign(rsa), hinted);
     expect(server.fetches - before).toBe(0);
     clock += 2_000;
-    expect(await auth(await sign(rsa), hinted)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), hinted)).toEqual(ACCEPTED);
     expect(server.fetches - before).toBe(1);
 
     server.cacheControl = "public, max-age=300";
@@ -406,10 +412,10 @@ describe("jwtVerify against a JWKS on loopback", () => {
     const cred = credential({ jwksUri: server.url });
     jwks.seed(cred.credentialId, { keys: [rsa.jwk], fetchedAt: clock - 60_000 });
     const before = server.fetches;
-    expect(await auth(await sign(rsa), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), cred)).toEqual(ACCEPTED);
     expect(server.fetches - before).toBe(0);
     // An unknown kid for the seeded copy: one refetch (none happened in this process yet).
-    expect(await auth(await sign(ec), cred)).toEqual({ ok: true });
+    expect(await auth(await sign(ec), cred)).toEqual(ACCEPTED);
     expect(server.fetches - before).toBe(1);
   });
 });
@@ -423,19 +429,19 @@ describe("unreachable JWKS endpoint", () => {
     down = await startJwksServer([rsa.jwk]);
     closed = credential({ jwksUri: down.url, failPolicy: "fail-closed" });
     open = credential({ jwksUri: down.url, failPolicy: "fail-open" });
-    expect(await auth(await sign(rsa), closed)).toEqual({ ok: true });
-    expect(await auth(await sign(rsa), open)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), closed)).toEqual(ACCEPTED);
+    expect(await auth(await sign(rsa), open)).toEqual(ACCEPTED);
     await down.stop();
     clock += 3_601_000; // the cached copies are now stale
   });
 
   it("fail-closed refuses, fail-open serves the stale keys", async () => {
     expect(await auth(await sign(rsa), closed)).toEqual(refused("jwks unreachable"));
-    expect(await auth(await sign(rsa), open)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), open)).toEqual(ACCEPTED);
     // Within the cooldown after the failure, no new attempt: same answers, fast.
     clock += 1_000;
     expect(await auth(await sign(rsa), closed)).toEqual(refused("jwks unreachable"));
-    expect(await auth(await sign(rsa), open)).toEqual({ ok: true });
+    expect(await auth(await sign(rsa), open)).toEqual(ACCEPTED);
     // Stale keys do not know new kids.
     expect(await auth(await sign(ec), open)).toEqual(refused("no matching key"));
     expect(persisted).toHaveLength(2);
@@ -449,10 +455,10 @@ describe("unreachable JWKS endpoint", () => {
   it("the last verified token is still approved by comparison (no verification, no fetch)", async () => {
     const cred = credential({ jwksUri: server.url, failPolicy: "fail-closed" });
     const token = await sign(rsa); // exp: clock + 3600 s
-    expect(await auth(token, cred)).toEqual({ ok: true });
+    expect(await auth(token, cred)).toEqual(ACCEPTED);
     const verifications = jwtVerifyStats.verifications;
     const fetches = server.fetches;
-    expect(await auth(token, cred)).toEqual({ ok: true });
+    expect(await auth(token, cred)).toEqual(ACCEPTED);
     expect(jwtVerifyStats.verifications).toBe(verifications);
     expect(server.fetches).toBe(fetches);
 
@@ -460,7 +466,7 @@ describe("unreachable JWKS endpoint", () => {
     await server.stop();
     try {
       clock += 3_610_000; // cache stale (3600 s); token valid until exp + 30 s skew
-      expect(await auth(token, cred)).toEqual({ ok: true });
+      expect(await auth(token, cred)).toEqual(ACCEPTED);
       expect(await auth(await sign(rsa), cred)).toEqual(refused("jwks unreachable"));
       expect(jwtVerifyStats.verifications).toBe(verifications);
       // Past exp plus skew, the shortcut ends (and full verification cannot run).
