@@ -108,10 +108,10 @@ async function load(
 }
 
 /** Count SDK commands per client with a middleware: the real calls, not an estimate. */
-function countCalls() {
+async function countCalls() {
   const counts = new Map<string, number>();
   const name = `bench-counter-${randomBytes(4).toString("hex")}`;
-  const stacks = [dynamo(REGION).middlewareStack, kms(REGION).middlewareStack] as {
+  const stacks = [dynamo(REGION).middlewareStack, (await kms(REGION)).middlewareStack] as {
     add: (middleware: unknown, options: { step: string; name: string }) => void;
     remove: (name: string) => boolean;
   }[];
@@ -276,7 +276,7 @@ async function main() {
     const jwtUrl = `${dataPlane}/api/${jwtProxy}/items?page=1`;
 
     // Calls per warm request, counted on the SDK clients the in-process handler uses.
-    const counter = countCalls();
+    const counter = await countCalls();
     const perRequest = async (url: string, headers: Record<string, string>) => {
       for (let i = 0; i < 5; i++) await fetch(url, { headers }).then((r) => r.arrayBuffer());
       counter.reset();

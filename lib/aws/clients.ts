@@ -10,7 +10,7 @@
  * answer well inside API Gateway's 29 s.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { KMSClient } from "@aws-sdk/client-kms";
+import type { KMSClient } from "@aws-sdk/client-kms";
 import { SESv2Client } from "@aws-sdk/client-sesv2";
 import { type DocumentClient, documentClient } from "../db/document-client.ts";
 
@@ -114,7 +114,7 @@ export function isServiceUnavailable(error: unknown): boolean {
 }
 
 const documentClients = new Map<string, DocumentClient>();
-const kmsClients = new Map<string, KMSClient>();
+const kmsClients = new Map<string, Promise<KMSClient>>();
 const sesClients = new Map<string, SESv2Client>();
 
 export function dynamo(region: string): DocumentClient {
@@ -127,10 +127,15 @@ export function dynamo(region: string): DocumentClient {
   return client;
 }
 
-export function kms(region: string): KMSClient {
+/**
+ * The region's KMS client. Async: @aws-sdk/client-kms is loaded on first use, so a data-plane cold
+ * start does not read it (a warm data plane calls KMS once per credential per data-key TTL).
+ */
+export function kms(region: string): Promise<KMSClient> {
   let client = kmsClients.get(region);
   if (!client) {
-    client = new KMSClient({ region, ...sdkCallBounds() });
+    const bounds = sdkCallBounds();
+    client = import("./kms-client.ts").then(({ KMSClient }) => new KMSClient({ region, ...bounds }));
     kmsClients.set(region, client);
   }
   return client;
@@ -148,7 +153,7 @@ export function ses(region: string): SESv2Client {
 /** Drop cached clients (tests and the local runner switch endpoints between runs). */
 export function resetClients(): void {
   for (const client of documentClients.values()) client.destroy();
-  for (const client of kmsClients.values()) client.destroy();
+  for (const client of kmsClients.values()) void client.then((created) => created.destroy());
   for (const client of sesClients.values()) client.destroy();
   documentClients.clear();
   kmsClients.clear();
