@@ -74,6 +74,30 @@ export function sdkCallBounds() {
   };
 }
 
+/**
+ * Fixed answers to settings the SDK otherwise asks a config provider for on every call (endpoint
+ * parameters), read once from the environment variables the SDK itself would read.
+ */
+export function fixedEndpointSettings() {
+  return {
+    useFipsEndpoint: process.env.AWS_USE_FIPS_ENDPOINT === "true",
+    useDualstackEndpoint: process.env.AWS_USE_DUALSTACK_ENDPOINT === "true",
+  };
+}
+
+/**
+ * Middleware the gateway never needs, removed from each client to save CPU on every call
+ * (docs/performance.md): the logger middleware builds a filtered copy of each input and output
+ * for the SDK's no-op logger (we pass no logger), and the user-agent middleware rebuilds and
+ * escapes the user-agent strings per call.
+ */
+export const REMOVED_MIDDLEWARE = ["loggerMiddleware", "getUserAgentMiddleware"] as const;
+
+function lean<T extends { middlewareStack: { remove(name: string): boolean } }>(client: T): T {
+  for (const name of REMOVED_MIDDLEWARE) client.middlewareStack.remove(name);
+  return client;
+}
+
 const NETWORK_ERROR_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -121,7 +145,18 @@ export function dynamo(region: string): DocumentClient {
   let client = documentClients.get(region);
   if (!client) {
     // Our document client: any key name of a stored map is data (see lib/db/document-client.ts).
-    client = documentClient(new DynamoDBClient({ region, ...sdkCallBounds() }));
+    client = documentClient(
+      lean(
+        new DynamoDBClient({
+          region,
+          ...sdkCallBounds(),
+          ...fixedEndpointSettings(),
+          // Neither is used by the gateway; fixed here, the SDK does not resolve them per call.
+          endpointDiscoveryEnabled: false,
+          accountIdEndpointMode: "disabled",
+        }),
+      ),
+    );
     documentClients.set(region, client);
   }
   return client;
@@ -135,7 +170,9 @@ export function kms(region: string): Promise<KMSClient> {
   let client = kmsClients.get(region);
   if (!client) {
     const bounds = sdkCallBounds();
-    client = import("./kms-client.ts").then(({ KMSClient }) => new KMSClient({ region, ...bounds }));
+    client = import("./kms-client.ts").then(({ KMSClient }) =>
+      lean(new KMSClient({ region, ...bounds, ...fixedEndpointSettings() })),
+    );
     kmsClients.set(region, client);
   }
   return client;
@@ -144,7 +181,7 @@ export function kms(region: string): Promise<KMSClient> {
 export function ses(region: string): SESv2Client {
   let client = sesClients.get(region);
   if (!client) {
-    client = new SESv2Client({ region, ...sdkCallBounds() });
+    client = lean(new SESv2Client({ region, ...sdkCallBounds(), ...fixedEndpointSettings() }));
     sesClients.set(region, client);
   }
   return client;
