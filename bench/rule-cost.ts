@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { MAX_RULES_PER_PARENT } from "#lib/domain/regional.ts";
 import { compileRulePattern, patternCost } from "#lib/domain/rules/regex.ts";
+import "#lib/domain/rules/regex-eager.ts";
 import {
   compileRules,
   type EvaluableRule,

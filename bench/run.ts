@@ -6,16 +6,17 @@
  * each path with autocannon: direct to the target; through the minimal proxy; through the gateway
  * with apiKey caller auth, two rules and a bearer target credential; through the gateway with
  * jwtVerify. Prints requests/s, p50 and p99, the gateway's added latency over the minimal proxy,
- * the DynamoDB and KMS calls per warm proxied request (counted with an SDK middleware), and the
- * size of the data-plane bundle, and the CPU per access-rule decision (bench/rule-cost.ts: a
- * baseline beside the worst case the rule caps allow). A benchmark, not a test: it asserts nothing.
+ * the DynamoDB and KMS calls per warm proxied request (counted with an SDK middleware), the process
+ * CPU per proxied request of the gateway beside the minimal proxy's (bench/cpu.ts), the data-plane
+ * bundle's size and median import time in fresh processes (bench/bundle-report.ts), and the CPU
+ * per access-rule decision (bench/rule-cost.ts: a baseline beside the worst case the rule caps
+ * allow). A benchmark, not a test: it asserts nothing.
  */
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { build } from "esbuild";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { dynamo, kms } from "#lib/aws/clients.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
@@ -23,6 +24,8 @@ import { createUser } from "#lib/domain/users.ts";
 import { startEmulator } from "#local/emulator.ts";
 import { startLocalStack } from "#local/runner.ts";
 import { setClientPlan } from "../cli/client-plan.ts";
+import { buildDataPlaneBundle, importTimesMs, printBundleFigures } from "./bundle-report.ts";
+import { cpuRows, printCpuRows } from "./cpu.ts";
 import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
 
 const REGION = "us-east-1";
@@ -108,10 +111,10 @@ async function load(
 }
 
 /** Count SDK commands per client with a middleware: the real calls, not an estimate. */
-function countCalls() {
+async function countCalls() {
   const counts = new Map<string, number>();
   const name = `bench-counter-${randomBytes(4).toString("hex")}`;
-  const stacks = [dynamo(REGION).middlewareStack, kms(REGION).middlewareStack] as {
+  const stacks = [dynamo(REGION).middlewareStack, (await kms(REGION)).middlewareStack] as {
     add: (middleware: unknown, options: { step: string; name: string }) => void;
     remove: (name: string) => boolean;
   }[];
@@ -130,20 +133,6 @@ function countCalls() {
       for (const stack of stacks) stack.remove(name);
     },
   };
-}
-
-async function bundleSize(): Promise<number> {
-  const result = await build({
-    entryPoints: [fileURLToPath(new URL("../functions/data-plane.ts", import.meta.url))],
-    bundle: true,
-    minify: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    write: false,
-    logLevel: "silent",
-  });
-  return result.outputFiles.reduce((sum, file) => sum + file.contents.byteLength, 0);
 }
 
 async function main() {
@@ -252,6 +241,19 @@ async function main() {
       ).proxies![0]!.proxyId!;
     const apiKeyProxy = await proxyFor(apiKeyCredentialId);
     const jwtProxy = await proxyFor(jwtCredentialId);
+    // CPU case (issue 9): apiKey without rules, on a credential of its own (its own rate window).
+    const cpuKey = randomBytes(24).toString("hex");
+    const cpuProxy = await proxyFor(
+      (
+        await call("POST", `${api}/credentials`, {
+          credentialName: "cpu caller key",
+          credentialType: "proxy",
+          authType: "apiKey",
+          region: REGION,
+          secret: { keyName: "x-api-key", keyValue: cpuKey },
+        })
+      ).credentials![0]!.credentialId!,
+    );
     for (const rule of [
       {
         effect: "deny",
@@ -276,7 +278,7 @@ async function main() {
     const jwtUrl = `${dataPlane}/api/${jwtProxy}/items?page=1`;
 
     // Calls per warm request, counted on the SDK clients the in-process handler uses.
-    const counter = countCalls();
+    const counter = await countCalls();
     const perRequest = async (url: string, headers: Record<string, string>) => {
       for (let i = 0; i < 5; i++) await fetch(url, { headers }).then((r) => r.arrayBuffer());
       counter.reset();
@@ -295,7 +297,22 @@ async function main() {
       await load("gateway: apiKey, 2 rules, bearer target", apiKeyUrl, { "x-api-key": apiKey }),
       await load("gateway: jwtVerify, bearer target", jwtUrl, { authorization: `Bearer ${jwt}` }),
     ];
-    const size = await bundleSize();
+    const cpu = await cpuRows(
+      [
+        { name: "direct to the target", url: `${targetUrl}/items?page=1` },
+        { name: "minimal Node reverse proxy", url: `${floorUrl}/items?page=1` },
+        {
+          name: "gateway: apiKey, no rules, bearer target",
+          url: `${dataPlane}/api/${cpuProxy}/items?page=1`,
+          headers: { "x-api-key": cpuKey },
+        },
+      ],
+      REQUESTS,
+      CONNECTIONS,
+    );
+    const bundle = await buildDataPlaneBundle();
+    const importMs = importTimesMs(bundle.entryFile, 15);
+    rmSync(bundle.outdir, { recursive: true, force: true });
 
     const pad = (value: string, width: number) => value.padEnd(width);
     console.log(
@@ -320,9 +337,11 @@ async function main() {
     );
     console.log(`  apiKey + rules: ${apiKeyCalls.join(", ") || "none"}`);
     console.log(`  jwtVerify:      ${jwtCalls.join(", ") || "none"}`);
+    printCpuRows(cpu, REQUESTS, CONNECTIONS);
     console.log(
-      `\nData-plane bundle (functions/data-plane.ts, esbuild minified ESM): ${(size / 1024).toFixed(0)} KiB`,
+      "  (the emulator closes every connection, so each store call also pays a TCP connect here; see docs/performance.md)\n",
     );
+    printBundleFigures(bundle, importMs, 6);
     // In-process, after the load runs (the stack is idle): CPU per access-rule decision.
     printRuleCost(ruleCostRows());
     console.log(

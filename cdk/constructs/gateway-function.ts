@@ -7,26 +7,31 @@
  * allowReadSecret), each granting exactly the actions it names on exactly the resources given.
  * The role carries no AWS-managed policy: it writes only to its own log group.
  */
-import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Duration, Stack, Validations } from "aws-cdk-lib";
+import { basename, join } from "node:path";
+import { AssetHashType, DockerImage, Duration, Stack, Validations } from "aws-cdk-lib";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { buildSync } from "esbuild";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import {
+  ESBUILD_TARGET,
+  ESM_REQUIRE_BANNER,
+  MAIN_FIELDS,
+  PROJECT_ROOT,
+  splitBundleOptions,
+} from "../bundle.ts";
 import { wildcardResourceFinding } from "../nag.ts";
 
-/** Repository root (cdk/constructs/ is two levels below it). */
-export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export { PROJECT_ROOT };
 /** Where the entry points live: functions/<name>.ts, each exporting `handler`. */
 export const DEFAULT_FUNCTIONS_DIR = join(PROJECT_ROOT, "functions");
 
 /** The newest Node.js runtime this aws-cdk-lib knows (cdk-nag AwsSolutions-L1 asks for it). */
 export const RUNTIME = lambda.Runtime.NODEJS_24_X;
-const ESBUILD_TARGET = "node24";
 
 /** Read access: items, batches, queries (table and indexes), transaction condition checks. */
 export const TABLE_READ_ACTIONS = [
@@ -93,10 +98,34 @@ export interface GatewayFunctionProps {
   readonly functionsDir?: string;
   /** Files of installed packages (`<package>/<path>`) copied beside the bundle, for code that reads them. */
   readonly packageFiles?: readonly string[];
+  /**
+   * Build with code splitting (cdk/bundle.ts splitBundleOptions: our own esbuild call, since
+   * NodejsFunction cannot split): modules reached through import() are not read at a cold start.
+   * The data plane sets it.
+   */
+  readonly splitting?: boolean;
+}
+
+/** Code of a split bundle: esbuild runs locally at synth (never Docker), handler `index.handler`. */
+function splitBundleCode(entry: string): lambda.Code {
+  return lambda.Code.fromAsset(PROJECT_ROOT, {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // Required by the type; never pulled: local bundling always succeeds or throws.
+      image: DockerImage.fromRegistry("dummy"),
+      local: {
+        tryBundle(outputDir: string) {
+          buildSync({ ...splitBundleOptions(entry, outputDir), metafile: false });
+          return true;
+        },
+      },
+    },
+  });
 }
 
 export class GatewayFunction extends Construct {
-  readonly function: NodejsFunction;
+  /** A NodejsFunction, or a plain Function built by cdk/bundle.ts when `splitting` is set. */
+  readonly function: lambda.Function;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
 
@@ -118,11 +147,8 @@ export class GatewayFunction extends Construct {
       }),
     );
 
-    this.function = new NodejsFunction(this, "Function", {
-      entry: join(props.functionsDir ?? DEFAULT_FUNCTIONS_DIR, `${props.name}.ts`),
-      handler: "handler",
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: join(PROJECT_ROOT, "package-lock.json"),
+    const entry = join(props.functionsDir ?? DEFAULT_FUNCTIONS_DIR, `${props.name}.ts`);
+    const common = {
       description: props.description,
       runtime: RUNTIME,
       architecture: lambda.Architecture.ARM_64,
@@ -132,23 +158,36 @@ export class GatewayFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       environment: commonEnvironment(props.settings),
-      bundling: {
-        format: OutputFormat.ESM,
-        target: ESBUILD_TARGET,
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        mainFields: ["module", "main"],
-        // Bundled CommonJS dependencies may call require(); ESM has none, so define one.
-        banner:
-          "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
-        // Bundle the pinned AWS SDK (package-lock.json) instead of the runtime's copy.
-        externalModules: [],
-        // Bundle with the locally installed esbuild; never fall back to Docker.
-        forceDockerBundling: false,
-        ...(props.packageFiles?.length ? { commandHooks: copyPackageFiles(props.packageFiles) } : {}),
-      },
-    });
+    };
+    if (props.splitting && props.packageFiles?.length)
+      throw new Error(`${props.name}: packageFiles are not supported with splitting`);
+    this.function = props.splitting
+      ? new lambda.Function(this, "Function", {
+          ...common,
+          code: splitBundleCode(entry),
+          handler: "index.handler",
+        })
+      : new NodejsFunction(this, "Function", {
+          ...common,
+          entry,
+          handler: "handler",
+          projectRoot: PROJECT_ROOT,
+          depsLockFilePath: join(PROJECT_ROOT, "package-lock.json"),
+          bundling: {
+            format: OutputFormat.ESM,
+            target: ESBUILD_TARGET,
+            minify: true,
+            sourceMap: true,
+            sourcesContent: false,
+            mainFields: MAIN_FIELDS,
+            banner: ESM_REQUIRE_BANNER,
+            // Bundle the pinned AWS SDK (package-lock.json) instead of the runtime's copy.
+            externalModules: [],
+            // Bundle with the locally installed esbuild; never fall back to Docker.
+            forceDockerBundling: false,
+            ...(props.packageFiles?.length ? { commandHooks: copyPackageFiles(props.packageFiles) } : {}),
+          },
+        });
 
     // The statement CDK adds for Tracing.ACTIVE.
     Validations.of(this.role).acknowledge({

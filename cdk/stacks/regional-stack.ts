@@ -104,6 +104,8 @@ export class RegionalStack extends Stack {
       description: `${settings.appName} data plane (${this.region})`,
       timeout: DATA_PLANE_TIMEOUT,
       memorySize: DATA_PLANE_MEMORY_MB,
+      // Cold start: jose, re2js and the KMS client in chunks read on demand (docs/performance.md).
+      splitting: true,
     });
     this.dataPlane.bindTable(this.table, "RW");
     this.dataPlane.role.addToPolicy(

@@ -10,7 +10,7 @@
  * answer well inside API Gateway's 29 s.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { KMSClient } from "@aws-sdk/client-kms";
+import type { KMSClient } from "@aws-sdk/client-kms";
 import { SESv2Client } from "@aws-sdk/client-sesv2";
 import { type DocumentClient, documentClient } from "../db/document-client.ts";
 
@@ -74,6 +74,30 @@ export function sdkCallBounds() {
   };
 }
 
+/**
+ * Fixed answers to settings the SDK otherwise asks a config provider for on every call (endpoint
+ * parameters), read once from the environment variables the SDK itself would read.
+ */
+export function fixedEndpointSettings() {
+  return {
+    useFipsEndpoint: process.env.AWS_USE_FIPS_ENDPOINT === "true",
+    useDualstackEndpoint: process.env.AWS_USE_DUALSTACK_ENDPOINT === "true",
+  };
+}
+
+/**
+ * Middleware the gateway never needs, removed from each client to save CPU on every call
+ * (docs/performance.md): the logger middleware builds a filtered copy of each input and output
+ * for the SDK's no-op logger (we pass no logger), and the user-agent middleware rebuilds and
+ * escapes the user-agent strings per call.
+ */
+export const REMOVED_MIDDLEWARE = ["loggerMiddleware", "getUserAgentMiddleware"] as const;
+
+function lean<T extends { middlewareStack: { remove(name: string): boolean } }>(client: T): T {
+  for (const name of REMOVED_MIDDLEWARE) client.middlewareStack.remove(name);
+  return client;
+}
+
 const NETWORK_ERROR_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -116,23 +140,41 @@ export function isServiceUnavailable(error: unknown): boolean {
 }
 
 const documentClients = new Map<string, DocumentClient>();
-const kmsClients = new Map<string, KMSClient>();
+const kmsClients = new Map<string, Promise<KMSClient>>();
 const sesClients = new Map<string, SESv2Client>();
 
 export function dynamo(region: string): DocumentClient {
   let client = documentClients.get(region);
   if (!client) {
     // Our document client: any key name of a stored map is data (see lib/db/document-client.ts).
-    client = documentClient(new DynamoDBClient({ region, ...sdkCallBounds() }));
+    client = documentClient(
+      lean(
+        new DynamoDBClient({
+          region,
+          ...sdkCallBounds(),
+          ...fixedEndpointSettings(),
+          // Neither is used by the gateway; fixed here, the SDK does not resolve them per call.
+          endpointDiscoveryEnabled: false,
+          accountIdEndpointMode: "disabled",
+        }),
+      ),
+    );
     documentClients.set(region, client);
   }
   return client;
 }
 
-export function kms(region: string): KMSClient {
+/**
+ * The region's KMS client. Async: @aws-sdk/client-kms is loaded on first use, so a data-plane cold
+ * start does not read it (a warm data plane calls KMS once per credential per data-key TTL).
+ */
+export function kms(region: string): Promise<KMSClient> {
   let client = kmsClients.get(region);
   if (!client) {
-    client = new KMSClient({ region, ...sdkCallBounds() });
+    const bounds = sdkCallBounds();
+    client = import("./kms-client.ts").then(({ KMSClient }) =>
+      lean(new KMSClient({ region, ...bounds, ...fixedEndpointSettings() })),
+    );
     kmsClients.set(region, client);
   }
   return client;
@@ -141,7 +183,7 @@ export function kms(region: string): KMSClient {
 export function ses(region: string): SESv2Client {
   let client = sesClients.get(region);
   if (!client) {
-    client = new SESv2Client({ region, ...sdkCallBounds() });
+    client = lean(new SESv2Client({ region, ...sdkCallBounds(), ...fixedEndpointSettings() }));
     sesClients.set(region, client);
   }
   return client;
@@ -150,7 +192,7 @@ export function ses(region: string): SESv2Client {
 /** Drop cached clients (tests and the local runner switch endpoints between runs). */
 export function resetClients(): void {
   for (const client of documentClients.values()) client.destroy();
-  for (const client of kmsClients.values()) client.destroy();
+  for (const client of kmsClients.values()) void client.then((created) => created.destroy());
   for (const client of sesClients.values()) client.destroy();
   documentClients.clear();
   kmsClients.clear();

@@ -19,7 +19,7 @@
  * See docs/caller-authentication.md.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { decodeProtectedHeader, type JWTPayload, jwtVerify } from "jose";
+import type { JWTPayload, ProtectedHeaderParameters } from "jose";
 import { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "../vault/jwt-algorithms.ts";
 import type {
   ApiKeySecret,
@@ -29,7 +29,12 @@ import type {
   JwtVerifySecret,
   ProxySecret,
 } from "../vault/secret-schemas.ts";
-import { jwksCache as defaultJwksCache, type JwksCache, type VerificationKey } from "./jwks-cache.ts";
+import {
+  jwksCache as defaultJwksCache,
+  type JwksCache,
+  loadJose,
+  type VerificationKey,
+} from "./jwks-cache.ts";
 
 export interface CallerRequest {
   /** Lower-case header names. */
@@ -299,7 +304,9 @@ async function checkJwtVerify(
   const approved = last.approved(credentialId, token, now(), skew);
   if (approved) return { ok: true, claims: approved.claims };
 
-  let header: ReturnType<typeof decodeProtectedHeader>;
+  // jose is loaded on the first jwtVerify request, not at a cold start (jwks-cache.ts loadJose).
+  const { decodeProtectedHeader, jwtVerify } = await loadJose();
+  let header: ProtectedHeaderParameters;
   try {
     header = decodeProtectedHeader(token);
   } catch {

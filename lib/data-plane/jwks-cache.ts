@@ -16,10 +16,20 @@
  *   record; `seed` loads that stored copy into a cold function.
  * See docs/caller-authentication.md.
  */
-import { type CryptoKey, createLocalJWKSet, errors, type JWK, type LocalJWKSet } from "jose";
+import type { CryptoKey, JWK, LocalJWKSet } from "jose";
 import { type OutboundPolicy, sendOutbound } from "../net/outbound.ts";
 
 export type VerificationKey = CryptoKey;
+
+let jose: Promise<typeof import("./jose-subset.ts")> | undefined;
+/**
+ * jose, loaded on the first jwtVerify request (not at a data-plane cold start: the bundle keeps it
+ * in a chunk of its own). Later calls return the same module.
+ */
+export function loadJose(): Promise<typeof import("./jose-subset.ts")> {
+  jose ??= import("./jose-subset.ts");
+  return jose;
+}
 
 export interface JwksDocument {
   keys: JWK[];
@@ -70,6 +80,7 @@ const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k", "priv"] as
 
 interface Entry {
   keys?: JWK[];
+  /** Built from `keys` on first use (select), so that seeding needs no jose. */
   resolver?: LocalJWKSet;
   fetchedAt?: number;
   /** From the response's Cache-Control, when present. */
@@ -160,16 +171,14 @@ export class JwksCache {
     const entry = this.entries.get(credentialId);
     if (entry?.fetchedAt !== undefined && entry.fetchedAt >= jwks.fetchedAt) return;
     let keys: JWK[];
-    let resolver: LocalJWKSet;
     try {
       keys = publicKeysOf(jwks);
-      resolver = createLocalJWKSet({ keys });
     } catch {
       return;
     }
     const next: Entry = entry ?? {};
     next.keys = keys;
-    next.resolver = resolver;
+    next.resolver = undefined;
     next.fetchedAt = jwks.fetchedAt;
     next.maxAgeMs = undefined;
     this.store(credentialId, next);
@@ -206,14 +215,14 @@ export class JwksCache {
 
     if (entry.inFlight) {
       fetchedNow = await entry.inFlight;
-      if (!fetchedNow && !(failOpen && entry.resolver)) return "unreachable";
-    } else if (!entry.resolver || this.isStale(entry, policy)) {
+      if (!fetchedNow && !(failOpen && entry.keys)) return "unreachable";
+    } else if (!entry.keys || this.isStale(entry, policy)) {
       if (this.coolingDown(entry)) {
         // The last attempt failed recently (a success would have made the entry fresh).
-        if (!(failOpen && entry.resolver)) return "unreachable";
+        if (!(failOpen && entry.keys)) return "unreachable";
       } else {
         fetchedNow = await this.refresh(credentialId, jwksUri, entry);
-        if (!fetchedNow && !(failOpen && entry.resolver)) return "unreachable";
+        if (!fetchedNow && !(failOpen && entry.keys)) return "unreachable";
       }
     }
 
@@ -265,8 +274,10 @@ export class JwksCache {
   }
 
   private async select(entry: Entry, header: JwksHeader): Promise<VerificationKey | "no-match" | undefined> {
-    if (!entry.resolver) return "no-match";
+    if (!entry.keys) return "no-match";
+    const { createLocalJWKSet, errors } = await loadJose();
     try {
+      entry.resolver ??= createLocalJWKSet({ keys: entry.keys });
       return await entry.resolver({
         alg: header.alg,
         ...(header.kid !== undefined ? { kid: header.kid } : {}),
@@ -286,9 +297,8 @@ export class JwksCache {
     const run = async (): Promise<boolean> => {
       try {
         const { keys, maxAgeMs } = await this.fetchKeys(jwksUri);
-        const resolver = createLocalJWKSet({ keys });
         const fetchedAt = this.now();
-        Object.assign(entry, { keys, resolver, fetchedAt, maxAgeMs });
+        Object.assign(entry, { keys, resolver: undefined, fetchedAt, maxAgeMs });
         if (this.persist) {
           await this.persist(credentialId, { keys: structuredClone(keys), fetchedAt }).catch(() => undefined);
         }

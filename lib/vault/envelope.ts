@@ -13,7 +13,6 @@
  * encryption context, so a lookup for another credential never finds the entry.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { DecryptCommand, GenerateDataKeyCommand } from "@aws-sdk/client-kms";
 import * as z from "zod/mini";
 import { kms } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
@@ -70,6 +69,9 @@ const EnvelopeSchema = z.object({
   ciphertext: base64,
 });
 
+/** The KMS commands, loaded with the client on first use (lib/aws/clients.ts kms). */
+const kmsCommands = () => import("../aws/kms-client.ts");
+
 const encryptionContext = ({ clientId, credentialId }: SecretContext) => ({ clientId, credentialId });
 
 /** Additional authenticated data: an unambiguous encoding of the version and both ids. */
@@ -82,7 +84,8 @@ const viewOf = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset
 export async function encryptSecret(input: SecretContext & { secret: unknown }): Promise<SecretEnvelope> {
   const json = JSON.stringify(input.secret);
   if (json === undefined) throw new TypeError("The secret must be JSON-serialisable");
-  const generated = await kms(input.region).send(
+  const [client, { GenerateDataKeyCommand }] = await Promise.all([kms(input.region), kmsCommands()]);
+  const generated = await client.send(
     new GenerateDataKeyCommand({
       KeyId: getConfig().kmsKeyAlias,
       KeySpec: "AES_256",
@@ -125,7 +128,8 @@ function parseEnvelope(envelope: unknown): SecretEnvelope {
 async function unwrapDataKey(envelope: SecretEnvelope, context: SecretContext): Promise<Buffer> {
   let answer: { Plaintext?: Uint8Array };
   try {
-    answer = await kms(context.region).send(
+    const [client, { DecryptCommand }] = await Promise.all([kms(context.region), kmsCommands()]);
+    answer = await client.send(
       new DecryptCommand({
         KeyId: envelope.keyId,
         CiphertextBlob: Buffer.from(envelope.encryptedDataKey, "base64"),

@@ -18,7 +18,7 @@ type Stack = { add: (m: unknown, o: { step: string; name: string }) => void; rem
 const counts = new Map<string, number>();
 const name = `round-trips-${randomUUID()}`;
 
-function countCalls() {
+async function countCalls() {
   const middleware =
     (next: (args: unknown) => Promise<unknown>, context: { clientName?: string; commandName?: string }) =>
     async (args: unknown) => {
@@ -28,7 +28,7 @@ function countCalls() {
     };
   for (const region of getConfig().regions) {
     (dynamo(region).middlewareStack as unknown as Stack).add(middleware, { step: "initialize", name });
-    (kms(region).middlewareStack as unknown as Stack).add(middleware, { step: "initialize", name });
+    ((await kms(region)).middlewareStack as unknown as Stack).add(middleware, { step: "initialize", name });
   }
 }
 
@@ -85,12 +85,12 @@ beforeAll(async () => {
       "proxies",
     )
   ).proxyId;
-  countCalls();
+  await countCalls();
 });
 afterAll(async () => {
   for (const region of getConfig().regions) {
     (dynamo(region).middlewareStack as unknown as Stack).remove(name);
-    (kms(region).middlewareStack as unknown as Stack).remove(name);
+    ((await kms(region)).middlewareStack as unknown as Stack).remove(name);
   }
   await stack?.stop();
 });

@@ -102,7 +102,7 @@ describe("encryptSecret", () => {
 
   it("asks KMS for an AES-256 data key under the configured alias, bound to the credential", async () => {
     const seen: Record<string, unknown>[] = [];
-    const client = kms(REGION);
+    const client = await kms(REGION);
     client.middlewareStack.add(
       (next) => async (args) => {
         seen.push({ ...(args.input as Record<string, unknown>) });
@@ -175,7 +175,7 @@ describe("decryptSecret", () => {
 
   it("calls KMS once per decryption", async () => {
     const envelope = await encryptSecret({ region: REGION, ...ids, secret });
-    const counter = countKmsCalls(kms(REGION));
+    const counter = countKmsCalls(await kms(REGION));
     try {
       await decryptSecret(envelope, { region: REGION, ...ids });
       await decryptSecret(envelope, { region: REGION, ...ids });
@@ -189,7 +189,7 @@ describe("decryptSecret", () => {
 describe("decryptSecretCached", () => {
   it("makes no second KMS call for the same envelope", async () => {
     const envelope = await encryptSecret({ region: REGION, ...ids, secret });
-    const counter = countKmsCalls(kms(REGION));
+    const counter = countKmsCalls(await kms(REGION));
     try {
       for (let i = 0; i < 5; i++) {
         expect(await decryptSecretCached(envelope, { region: REGION, ...ids })).toEqual(secret);
@@ -204,7 +204,7 @@ describe("decryptSecretCached", () => {
 
   it("shares one KMS call between concurrent cold calls", async () => {
     const envelope = await encryptSecret({ region: REGION, ...ids, secret });
-    const counter = countKmsCalls(kms(REGION));
+    const counter = countKmsCalls(await kms(REGION));
     try {
       const results = await Promise.all(
         Array.from({ length: 10 }, () => decryptSecretCached(envelope, { region: REGION, ...ids })),
@@ -232,7 +232,7 @@ describe("decryptSecretCached", () => {
 
   it("calls KMS again after the cache is cleared", async () => {
     const envelope = await encryptSecret({ region: REGION, ...ids, secret });
-    const counter = countKmsCalls(kms(REGION));
+    const counter = countKmsCalls(await kms(REGION));
     try {
       await decryptSecretCached(envelope, { region: REGION, ...ids });
       clearDataKeyCache();

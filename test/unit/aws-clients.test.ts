@@ -1,5 +1,15 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { isServiceUnavailable, SDK_TIMEOUT_DEFAULTS, sdkCallBounds } from "#lib/aws/clients.ts";
+import {
+  dynamo,
+  isServiceUnavailable,
+  kms,
+  REMOVED_MIDDLEWARE,
+  resetClients,
+  SDK_TIMEOUT_DEFAULTS,
+  sdkCallBounds,
+  ses,
+} from "#lib/aws/clients.ts";
+import { credentialsFromEnv, defaultProvider } from "#lib/aws/env-credentials.ts";
 
 const named = (name: string, extra: Record<string, unknown> = {}) =>
   Object.assign(new Error(name), { name, ...extra });
@@ -72,5 +82,73 @@ describe("sdkCallBounds", () => {
     process.env.SDK_MAX_ATTEMPTS = "2";
     process.env.SDK_REQUEST_TIMEOUT_MS = "soon";
     expect(() => sdkCallBounds()).toThrow(/SDK_REQUEST_TIMEOUT_MS/);
+  });
+});
+
+describe("clients", () => {
+  it("drop the logger and user-agent middleware (per-call CPU), keep retry and signing", async () => {
+    process.env.AWS_ACCESS_KEY_ID ??= "test";
+    process.env.AWS_SECRET_ACCESS_KEY ??= "test";
+    resetClients();
+    const stacks = [
+      dynamo("us-east-1").middlewareStack,
+      (await kms("us-east-1")).middlewareStack,
+      ses("us-east-1").middlewareStack,
+    ];
+    for (const stack of stacks) {
+      const names = stack.identify().join("\n");
+      for (const removed of REMOVED_MIDDLEWARE) expect(names).not.toContain(removed);
+      expect(names).toContain("retryMiddleware");
+      expect(names).toContain("httpSigningMiddleware");
+    }
+    resetClients();
+  });
+
+  it("create one KMS client per region, loaded on first use, shared by concurrent callers", async () => {
+    resetClients();
+    const [a, b] = await Promise.all([kms("eu-west-1"), kms("eu-west-1")]);
+    expect(a).toBe(b);
+    expect(await a.config.region()).toBe("eu-west-1");
+    expect(await kms("us-east-1")).not.toBe(a);
+    resetClients();
+  });
+});
+
+describe("environment credentials (the data-plane bundle's credential provider)", () => {
+  it("reads the key, secret, session token and expiration", () => {
+    expect(
+      credentialsFromEnv({
+        AWS_ACCESS_KEY_ID: "AKIDEXAMPLE",
+        AWS_SECRET_ACCESS_KEY: "secret",
+        AWS_SESSION_TOKEN: "token",
+        AWS_CREDENTIAL_EXPIRATION: "2030-01-01T00:00:00Z",
+      }),
+    ).toEqual({
+      accessKeyId: "AKIDEXAMPLE",
+      secretAccessKey: "secret",
+      sessionToken: "token",
+      expiration: new Date("2030-01-01T00:00:00Z"),
+    });
+    expect(credentialsFromEnv({ AWS_ACCESS_KEY_ID: "a", AWS_SECRET_ACCESS_KEY: "b" })).toEqual({
+      accessKeyId: "a",
+      secretAccessKey: "b",
+    });
+  });
+
+  it("fails naming the variables when they are missing", async () => {
+    expect(() => credentialsFromEnv({ AWS_ACCESS_KEY_ID: "a" })).toThrow(/AWS_SECRET_ACCESS_KEY/);
+    const saved = { ...process.env };
+    try {
+      delete process.env.AWS_ACCESS_KEY_ID;
+      await expect(defaultProvider()()).rejects.toThrow(/AWS_ACCESS_KEY_ID/);
+      process.env.AWS_ACCESS_KEY_ID = "x";
+      process.env.AWS_SECRET_ACCESS_KEY = "y";
+      await expect(defaultProvider()()).resolves.toMatchObject({ accessKeyId: "x", secretAccessKey: "y" });
+    } finally {
+      for (const name of ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]) {
+        if (saved[name] === undefined) delete process.env[name];
+        else process.env[name] = saved[name];
+      }
+    }
   });
 });

@@ -3,8 +3,43 @@
  * backtracking), so that no pattern a client stores can stall the data plane (ReDoS).
  *
  * Compiled patterns are memoised per warm function: each (pattern, flags) pair is compiled once.
+ *
+ * re2js (about 147 KiB minified) is loaded on demand, so that a data-plane cold start for a proxy
+ * without rules never reads it: `await loadRuleEngine()` before the first compile. Core API modules
+ * that validate patterns import `./regex-eager.ts`, which installs it at start. Compiling before
+ * either throws RuleEngineNotLoadedError.
  */
-import { RE2JS, RE2JSException } from "re2js";
+import type { RE2JS } from "re2js";
+
+type Re2Module = typeof import("re2js");
+let re2: Re2Module | undefined;
+
+/** A pattern was compiled before re2js was loaded (a missing `await loadRuleEngine()`). */
+export class RuleEngineNotLoadedError extends Error {
+  override name = "RuleEngineNotLoadedError";
+  constructor() {
+    super("The rule engine (re2js) is not loaded: await loadRuleEngine() before compiling rule patterns");
+  }
+}
+
+/** Use this re2js module (regex-eager.ts passes its static import). */
+export function installRuleEngine(module: Re2Module): void {
+  re2 ??= module;
+}
+
+/** Load re2js (once; later calls return at once). */
+export async function loadRuleEngine(): Promise<void> {
+  if (!re2) installRuleEngine(await import("re2js"));
+}
+
+export function ruleEngineLoaded(): boolean {
+  return re2 !== undefined;
+}
+
+function engine(): Re2Module {
+  if (!re2) throw new RuleEngineNotLoadedError();
+  return re2;
+}
 
 /** Longest pattern accepted, in characters. */
 export const MAX_PATTERN_LENGTH = 1024;
@@ -53,6 +88,7 @@ export function regexFlagsProblem(flags: string): string | null {
 function flagBits(pattern: string, flags: string): number {
   const problem = regexFlagsProblem(flags);
   if (problem) throw new RulePatternError(pattern, flags, problem);
+  const { RE2JS } = engine();
   let bits = 0;
   if (flags.includes("i")) bits |= RE2JS.CASE_INSENSITIVE;
   if (flags.includes("m")) bits |= RE2JS.MULTILINE;
@@ -74,6 +110,7 @@ export function compileRulePattern(pattern: string, flags: string): RE2JS {
   if (pattern.length > MAX_PATTERN_LENGTH) {
     throw new RulePatternError(pattern, flags, `at most ${MAX_PATTERN_LENGTH} characters`);
   }
+  const { RE2JS, RE2JSException } = engine();
   let compiled: RE2JS;
   try {
     compiled = RE2JS.compile(pattern, bits);

@@ -9,6 +9,8 @@
 import { z } from "zod";
 import { parseInput } from "../../http/validation.ts";
 import { MAX_PATTERN_LENGTH, regexFlagsProblem, rulePatternProblem } from "./regex.ts";
+// Validation compiles patterns synchronously: re2js is installed at start here (not in the data plane).
+import "./regex-eager.ts";
 
 export const RULE_EFFECTS = ["allow", "deny"] as const;
 export const RULE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"] as const;
