@@ -19,8 +19,12 @@ interface LambdaStreamingRuntime {
 const region = process.env.AWS_REGION ?? "us-east-1";
 const runtime = (globalThis as unknown as { awslambda?: LambdaStreamingRuntime }).awslambda;
 
-export const handler = runtime
-  ? runtime.streamifyResponse(
-      createStreamingHandler(region, (stream, metadata) => runtime.HttpResponseStream.from(stream, metadata)),
-    )
-  : createFunctionUrlHandler(region);
+// The AWS SDK sets `globalThis.awslambda = {}` for its own use: streaming needs the runtime's API.
+export const handler =
+  typeof runtime?.streamifyResponse === "function"
+    ? runtime.streamifyResponse(
+        createStreamingHandler(region, (stream, metadata) =>
+          runtime.HttpResponseStream.from(stream, metadata),
+        ),
+      )
+    : createFunctionUrlHandler(region);
