@@ -96,7 +96,9 @@ async function latency(url: string, headers: Record<string, string>) {
   return { p50: single.latency.p50, p99: single.latency.p99, non2xx: single.non2xx };
 }
 
-export async function benchMeters(input: MetersBenchInput): Promise<string[]> {
+export async function benchMeters(
+  input: MetersBenchInput,
+): Promise<{ lines: string[]; metered: { url: string; headers: Record<string, string> } }> {
   const plain = await proxyWithKey(input, "bench-no-meters");
   const metered = await proxyWithKey(input, "bench-meters");
   const meters = `${input.api}/proxies/${metered.proxyId}/meters`;
@@ -151,11 +153,12 @@ export async function benchMeters(input: MetersBenchInput): Promise<string[]> {
   const refused = statuses.filter((s) => s === 429).length;
 
   const f = (n: number) => n.toFixed(2);
-  return [
+  const lines = [
     `\nMeters (2 limited request_count + 1 response_value) vs the same proxy without meters; store calls per warm request (mean of ${input.sample}):`,
     `  no meters:  before the answer ${f(plainCalls.before)}, after ${f(plainCalls.after)}  [${plainCalls.commands.join(", ")}]`,
     `  3 meters:   before the answer ${f(meteredCalls.before)}, after ${f(meteredCalls.after)}  [${meteredCalls.commands.join(", ")}]`,
     `  caller p50/p99 (1 connection, 200 requests): no meters ${plainLatency.p50}/${plainLatency.p99} ms, 3 meters ${meteredLatency.p50}/${meteredLatency.p99} ms (non-2xx ${plainLatency.non2xx + meteredLatency.non2xx})`,
-    `  accuracy: 200 concurrent requests at a daily limit of 50 ${passed} passed, ${refused} refused (goal: exactly 50 passed)`,
+    `  accuracy: 200 concurrent requests at a daily limit of 50: ${passed} passed, ${refused} refused (goal: exactly 50 passed)`,
   ];
+  return { lines, metered: { url: url(metered.proxyId), headers: metered.headers } };
 }

@@ -26,6 +26,7 @@ import { startLocalStack } from "#local/runner.ts";
 import { setClientPlan } from "../cli/client-plan.ts";
 import { buildDataPlaneBundle, importTimesMs, printBundleFigures } from "./bundle-report.ts";
 import { cpuRows, printCpuRows } from "./cpu.ts";
+import { benchMeters } from "./meters.ts";
 import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
 
 const REGION = "us-east-1";
@@ -289,6 +290,17 @@ async function main() {
     };
     const apiKeyCalls = await perRequest(apiKeyUrl, { "x-api-key": apiKey });
     const jwtCalls = await perRequest(jwtUrl, { authorization: `Bearer ${jwt}` });
+    // Meters: calls before and after the answer, latency and accuracy (bench/meters.ts).
+    const meters = await benchMeters({
+      call,
+      api,
+      region: REGION,
+      dataPlane,
+      targetId,
+      targetCredentialId,
+      counter,
+      sample: WARM_SAMPLE,
+    });
     counter.remove();
 
     const rows = [
@@ -306,6 +318,7 @@ async function main() {
           url: `${dataPlane}/api/${cpuProxy}/items?page=1`,
           headers: { "x-api-key": cpuKey },
         },
+        { name: "gateway: apiKey, 3 meters, bearer target", ...meters.metered },
       ],
       REQUESTS,
       CONNECTIONS,
@@ -337,6 +350,7 @@ async function main() {
     );
     console.log(`  apiKey + rules: ${apiKeyCalls.join(", ") || "none"}`);
     console.log(`  jwtVerify:      ${jwtCalls.join(", ") || "none"}`);
+    for (const line of meters.lines) console.log(line);
     printCpuRows(cpu, REQUESTS, CONNECTIONS);
     console.log(
       "  (the emulator closes every connection, so each store call also pays a TCP connect here; see docs/performance.md)\n",
