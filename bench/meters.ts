@@ -9,6 +9,7 @@
  * A benchmark, not a test: it asserts nothing.
  */
 import autocannon from "autocannon";
+import { createDataPlane } from "#lib/data-plane/pipeline.ts";
 
 type Call = (
   method: string,
@@ -34,7 +35,6 @@ export interface MetersBenchInput {
 }
 
 const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function proxyWithKey(input: MetersBenchInput, name: string) {
   const key = `${name}-${Math.random().toString(36).slice(2)}-caller-key`;
@@ -59,29 +59,41 @@ async function proxyWithKey(input: MetersBenchInput, name: string) {
   return { proxyId, headers: { "x-api-key": key } };
 }
 
-/** Store calls before and after the answer, per warm request (mean of `sample`). */
-async function callsAroundAnswer(input: MetersBenchInput, url: string, headers: Record<string, string>) {
-  for (let i = 0; i < 5; i++) await fetch(url, { headers }).then((r) => r.arrayBuffer());
-  await sleep(200);
+/**
+ * Store calls before and after the answer, per warm request (mean of `sample`): the data plane's
+ * own `serve` (everything up to the answer) and `finish` (what runs after the answer is handed
+ * back), counted by the SDK middleware; the same pipeline the function URL handler runs.
+ */
+async function callsAroundAnswer(input: MetersBenchInput, proxyId: string, headers: Record<string, string>) {
+  const plane = createDataPlane(input.region);
+  const request = () => ({
+    method: "GET",
+    path: `/api/${proxyId}/items`,
+    rawQuery: "page=1",
+    headers: { ...headers },
+    sourceIp: "127.0.0.1",
+    stage: "$default",
+    arnBase: "arn:aws:lambda:bench",
+  });
+  for (let i = 0; i < 5; i++) await plane.handle(request());
   let before = 0;
   let after = 0;
   const commands = new Map<string, number>();
+  const add = (when: string, counts: Map<string, number>) => {
+    for (const [command, count] of counts)
+      commands.set(`${when} ${command}`, (commands.get(`${when} ${command}`) ?? 0) + count);
+  };
   for (let i = 0; i < input.sample; i++) {
     input.counter.reset();
-    await fetch(url, { headers }).then((r) => r.arrayBuffer());
-    const atAnswer = total(input.counter.snapshot());
-    // The after-answer work is one write; wait until the count settles.
-    let settled = atAnswer;
-    for (let waited = 0; waited < 2000; waited += 20) {
-      await sleep(20);
-      const now = total(input.counter.snapshot());
-      if (now === settled && waited >= 60) break;
-      settled = now;
-    }
-    before += atAnswer;
-    after += settled - atAnswer;
-    for (const [command, count] of input.counter.snapshot())
-      commands.set(command, (commands.get(command) ?? 0) + count);
+    const served = await plane.serve(request());
+    const atAnswer = input.counter.snapshot();
+    input.counter.reset();
+    await served.finish();
+    const afterAnswer = input.counter.snapshot();
+    before += total(atAnswer);
+    after += total(afterAnswer);
+    add("before:", atAnswer);
+    add("after:", afterAnswer);
   }
   return {
     before: before / input.sample,
@@ -124,8 +136,8 @@ export async function benchMeters(
   });
   const url = (proxyId: string) => `${input.dataPlane}/api/${proxyId}/items?page=1`;
 
-  const plainCalls = await callsAroundAnswer(input, url(plain.proxyId), plain.headers);
-  const meteredCalls = await callsAroundAnswer(input, url(metered.proxyId), metered.headers);
+  const plainCalls = await callsAroundAnswer(input, plain.proxyId, plain.headers);
+  const meteredCalls = await callsAroundAnswer(input, metered.proxyId, metered.headers);
   const plainLatency = await latency(url(plain.proxyId), plain.headers);
   const meteredLatency = await latency(url(metered.proxyId), metered.headers);
 
