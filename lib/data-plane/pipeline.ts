@@ -38,7 +38,7 @@ import {
 } from "./context.ts";
 import { commitCounters } from "./counters.ts";
 import { settlementSteps } from "./meter-plan.ts";
-import { newRequestId } from "./request-log.ts";
+import { newRequestId } from "./request-id.ts";
 import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";

@@ -14,17 +14,20 @@ import { credentialHeaderNames, credentialQueryParamNames } from "../../vault/ap
 import type { AuthType } from "../../vault/secret-schemas.ts";
 import type { Answer, RequestContext } from "../context.ts";
 import { type CounterStep, clientRequestToken, counterTransaction } from "../counters.ts";
-import { buildRequestLogItem } from "../request-log.ts";
 import type { LoadedCredential } from "../runtime-config.ts";
 
 /**
  * The request log item of this request, or undefined when there is no proxy to file it under.
- * Built after the answer, so the redaction code is loaded then (on demand), not at a cold start.
+ * Built after the answer, so the log's building and redaction code is loaded then (on demand), not
+ * at a cold start.
  */
 export async function requestLogItem(ctx: RequestContext, answer: Answer, answeredAt: number) {
   const runtime = ctx.runtime;
   if (!runtime) return undefined;
-  const { secretValues } = await import("../../vault/secret-redaction.ts");
+  const [{ buildRequestLogItem }, { secretValues }] = await Promise.all([
+    import("../request-log.ts"),
+    import("../../vault/secret-redaction.ts"),
+  ]);
   const credentials = [runtime.proxyCredential, runtime.targetCredential].filter(
     (credential): credential is LoadedCredential => credential !== undefined,
   );
