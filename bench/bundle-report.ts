@@ -7,10 +7,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build, type Metafile } from "esbuild";
-import { DATA_PLANE_ENTRY, splitBundleOptions } from "../cdk/bundle.ts";
+import { DATA_PLANE_ENTRY, PROJECT_ROOT, splitBundleOptions } from "../cdk/bundle.ts";
 
 /** Goals of issue 9 ("Cold start"). */
 export const BUNDLE_LIMIT_BYTES = 300 * 1024;
@@ -38,7 +38,10 @@ function groupOf(path: string): string {
 
 export function bundleFigures(metafile: Metafile, outdir: string): BundleFigures {
   const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith(".mjs"));
-  const entry = outputs.find(([, output]) => output.entryPoint !== undefined);
+  // `<outdir>/index.mjs`: chunks reached through import() carry an entryPoint too (output paths
+  // are relative to the build's working directory, the project root).
+  const entryFile = join(outdir, "index.mjs");
+  const entry = outputs.find(([file]) => resolve(PROJECT_ROOT, file) === entryFile);
   if (!entry) throw new Error("The bundle has no entry output");
   const startup = new Set<string>();
   const visit = (file: string) => {
@@ -61,7 +64,7 @@ export function bundleFigures(metafile: Metafile, outdir: string): BundleFigures
   const lazyFiles = outputs.filter(([file]) => !startup.has(file));
   return {
     outdir,
-    entryFile: join(outdir, "index.mjs"),
+    entryFile,
     startupBytes: sum(startupFiles),
     lazyBytes: sum(lazyFiles),
     totalBytes: sum(outputs),

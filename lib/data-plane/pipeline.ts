@@ -26,7 +26,6 @@
 import { isServiceUnavailable } from "../aws/clients.ts";
 import { describeError, log } from "../log.ts";
 import { sendOutbound } from "../net/outbound.ts";
-import { getCustomToken } from "../vault/custom-token.ts";
 import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import {
@@ -39,8 +38,7 @@ import {
 } from "./context.ts";
 import { commitCounters } from "./counters.ts";
 import { settlementSteps } from "./meter-plan.ts";
-import { currentOAuthToken } from "./oauth-tokens.ts";
-import { newRequestId } from "./request-log.ts";
+import { newRequestId } from "./request-id.ts";
 import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
@@ -69,18 +67,25 @@ export interface PipelineDeps {
   writeAfter: typeof writeLogAndSettlement;
 }
 
-/** The target credential's current dynamic token (customToken, oauth2), when it needs one. */
+/**
+ * The target credential's current dynamic token (customToken, oauth2), when it needs one. Their
+ * code is loaded on demand (its own chunk in the bundle): most targets use neither.
+ */
 async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefined> {
   const credential = runtime.targetCredential!;
   const authType = credential.item.credentialAuthType;
   if (authType === "customToken") {
+    const { getCustomToken } = await import("../vault/custom-token.ts");
     const token = await getCustomToken(
       `${runtime.clientId}/${credential.item.credentialId}`,
       credential.secret as CustomTokenSecret,
     );
     return token.token;
   }
-  if (authType === "oauth2") return currentOAuthToken(runtime.region, credential);
+  if (authType === "oauth2") {
+    const { currentOAuthToken } = await import("./oauth-tokens.ts");
+    return currentOAuthToken(runtime.region, credential);
+  }
   return undefined;
 }
 
@@ -178,7 +183,7 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
       async finish() {
         try {
           const settlement = ctx.counted ? settlementSteps(ctx) : [];
-          await deps.writeAfter(region, ctx, requestLogItem(ctx, answer, answeredAt), settlement);
+          await deps.writeAfter(region, ctx, await requestLogItem(ctx, answer, answeredAt), settlement);
         } catch (error) {
           log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });
         }

@@ -5,8 +5,9 @@
  * Cold (or after any change of the client's regional resources): GetItem of the proxy locator
  * (proxy id -> client id, cached for good: it never changes), then in parallel the client runtime
  * item (version, billing, plan) and the proxy; then one BatchGetItem of both credentials and the
- * target and one Query per rule parent; secrets are decrypted with cached data keys; the rules are
- * compiled (patterns and order) once here, not per request.
+ * target and one Query per rule parent; secrets are decrypted with cached data keys; the rules and
+ * meters are compiled (patterns and order) once here, not per request (`compileRuntime`, which
+ * loads re2js first when a pattern needs it: a cold start for a proxy without patterns never reads it).
  * Warm: nothing is read. The count transaction (lib/data-plane/counters.ts) checks that the
  * client's `configVersion` is still the one the cached configuration was loaded at; when it moved,
  * `revalidate` reads the client runtime item (one GetItem) and reloads what changed.
@@ -21,13 +22,14 @@ import {
   findProxyLocator,
 } from "../db/entities/client-runtime.ts";
 import { type CredentialItem, credentialItemOf, credentialKeys } from "../db/entities/credential.ts";
-import { listMetersOfProxy } from "../db/entities/meter.ts";
+import { listMetersOfProxy, type MeterItem } from "../db/entities/meter.ts";
 import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts";
 import { listRulesOfParent } from "../db/entities/rule.ts";
 import { type TargetItem, targetItemOf, targetKeys } from "../db/entities/target.ts";
 import { keys } from "../db/keys.ts";
 import { batchGet, tableName } from "../db/store.ts";
 import { getInRegion } from "../domain/regional.ts";
+import { loadRuleEngine } from "../domain/rules/regex.ts";
 import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";
 import { decryptSecretCached } from "../vault/envelope.ts";
 import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
@@ -104,6 +106,44 @@ async function loadCredential(region: string, item: CredentialItem | undefined) 
   return { item, secret } satisfies LoadedCredential;
 }
 
+type RuleLayers = { readonly [Layer in keyof ProxyRuntime["rules"]]: readonly EvaluableRule[] };
+
+/** A rule compiles a pattern: a path check, or a header or query check with a pattern. */
+const ruleHasPattern = (rule: EvaluableRule): boolean =>
+  Boolean(rule.path ?? rule.pathPattern) ||
+  [...(rule.headerChecks ?? []), ...(rule.queryChecks ?? [])].some(
+    (check) => typeof check.pattern === "string",
+  );
+
+/** An active meter compiles a pattern: a path predicate, or a query, header, body or token one with a pattern. */
+const meterHasPattern = (meter: MeterItem): boolean =>
+  meter.meterActive &&
+  (meter.path !== null ||
+    [...meter.query, ...meter.headers, ...meter.body, ...meter.token].some(
+      (check) => typeof check.pattern === "string",
+    ));
+
+/**
+ * The rules and meters of a load, compiled. re2js is loaded on demand (lib/domain/rules/regex.ts):
+ * it is awaited here, before compiling, when a rule or an active meter has a pattern.
+ */
+export async function compileRuntime(
+  rules: RuleLayers,
+  meters: readonly MeterItem[],
+): Promise<Pick<ProxyRuntime, "compiledRules" | "meters">> {
+  const layers = [rules.credential, rules.proxy, rules.target];
+  if (layers.some((layer) => layer.some(ruleHasPattern)) || meters.some(meterHasPattern))
+    await loadRuleEngine();
+  return {
+    compiledRules: {
+      credential: compileRules(rules.credential),
+      proxy: compileRules(rules.proxy),
+      target: compileRules(rules.target),
+    },
+    meters: compileMeters(meters),
+  };
+}
+
 const rulesOf = (region: string, clientId: string, parentId: string): Promise<EvaluableRule[]> =>
   listRulesOfParent(region, clientId, parentId);
 
@@ -146,6 +186,7 @@ async function loadFull(
     ),
   ]);
   const target = targets.find((item) => item.targetId === targetId);
+  const rules = { credential: credentialRules, proxy: proxyRules, target: targetRules };
   return {
     proxyId,
     clientId,
@@ -159,13 +200,8 @@ async function loadFull(
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,
     targetCredential,
-    rules: { credential: credentialRules, proxy: proxyRules, target: targetRules },
-    compiledRules: {
-      credential: compileRules(credentialRules),
-      proxy: compileRules(proxyRules),
-      target: compileRules(targetRules),
-    },
-    meters: compileMeters(meters),
+    rules,
+    ...(await compileRuntime(rules, meters)),
   };
 }
 

@@ -4,7 +4,7 @@
  * GetItem/BatchGetItem or a Query on a key or index; there is no Scan.
  */
 
-import { z } from "zod";
+import * as z from "zod/mini";
 import { dynamo } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import {
@@ -23,15 +23,16 @@ export type Item = Record<string, NativeAttributeValue>;
 export const MAX_LIST_ITEMS = 1000;
 
 /**
- * A stored item read through its entity's schema. An item that does not match is a defect of the
- * store, not of the caller: the error names the item and the first fields that fail.
+ * A stored item read through its entity's schema (zod/mini or classic zod: any zod 4 schema). An
+ * item that does not match is a defect of the store, not of the caller: the error names the item
+ * and the first fields that fail.
  */
-export function parseStored<T extends z.ZodType>(
+export function parseStored<T extends z.core.$ZodType>(
   schema: T,
   what: string,
   item: Record<string, unknown>,
 ): z.output<T> {
-  const parsed = schema.safeParse(item);
+  const parsed = z.safeParse(schema, item);
   if (!parsed.success)
     throw new Error(
       `Stored ${what} ${String(item.pKey)}/${String(item.sKey)} does not match its schema: ${parsed.error.issues

@@ -20,6 +20,18 @@
  * - `limitBy` must name one of the meter's `variables`.
  */
 import { z } from "zod";
+import {
+  ALERT_CADENCES,
+  EXTRACTION_LOCATIONS,
+  METER_EFFECTS,
+  METER_MODES,
+  METER_TYPES,
+  type MeterEffect,
+  type MeterMode,
+  type MeterType,
+  NOTIFY_TRIGGERS,
+  type NotifyTrigger,
+} from "./meters/constants.ts";
 import { METER_WINDOWS, type MeterWindow } from "./meters/windows.ts";
 import {
   BodyPredicate,
@@ -28,24 +40,22 @@ import {
   type StoredPredicates,
 } from "./predicates/schema.ts";
 
+export {
+  ALERT_CADENCES,
+  type AlertCadence,
+  EXTRACTION_LOCATIONS,
+  MAX_METERS_PER_PROXY,
+  METER_EFFECTS,
+  METER_MODES,
+  METER_TYPES,
+  type MeterEffect,
+  type MeterMode,
+  type MeterType,
+  NOTIFY_TRIGGERS,
+  type NotifyTrigger,
+} from "./meters/constants.ts";
 export { METER_WINDOWS, type MeterWindow };
 
-export const METER_TYPES = ["request_count", "response_value"] as const;
-export const METER_MODES = ["all", "conditional"] as const;
-export const METER_EFFECTS = ["include", "exclude"] as const;
-/** The alert cadences are the meters' calendar windows (fixed, UTC: lib/domain/meters/windows.ts). */
-export const ALERT_CADENCES = METER_WINDOWS;
-export const NOTIFY_TRIGGERS = ["exceed", "predicate_match", "threshold"] as const;
-export const EXTRACTION_LOCATIONS = ["body", "header"] as const;
-
-export type MeterType = (typeof METER_TYPES)[number];
-export type MeterMode = (typeof METER_MODES)[number];
-export type MeterEffect = (typeof METER_EFFECTS)[number];
-export type AlertCadence = MeterWindow;
-export type NotifyTrigger = (typeof NOTIFY_TRIGGERS)[number];
-
-/** Most meters on one proxy (exact under concurrency: a counter beside the meters, lib/domain/meters.ts). */
-export const MAX_METERS_PER_PROXY = 20;
 export const MAX_METER_NOTES_LENGTH = 1000;
 /** Largest limit, threshold or default value: integers stay exact in JavaScript up to 2^53. */
 export const MAX_METER_VALUE = Number.MAX_SAFE_INTEGER;

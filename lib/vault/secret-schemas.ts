@@ -1,6 +1,7 @@
 /**
- * Credential secrets (spec 2.5): which auth types exist, where each may be used, and the zod schema
- * of each secret. Types are inferred from the schemas; nothing here is repeated by hand.
+ * Credential secrets (spec 2.5): the zod schema of each secret, and (re-exported from the zod-free
+ * auth-types.ts) which auth types exist and where each may be used. Types are inferred from the
+ * schemas; nothing here is repeated by hand.
  *
  * Secrets are parsed once, when the credential is created, and the parsed value (defaults applied)
  * is what gets encrypted and stored. docs/credentials.md is the user-facing description.
@@ -9,50 +10,30 @@ import { z } from "zod";
 import { validationFailed } from "../domain/errors.ts";
 import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../net/header-rules.ts";
 
+import {
+  AUTH_TYPE_USAGE,
+  AUTH_TYPES,
+  type AuthType,
+  CREDENTIAL_TYPES,
+  type CredentialType,
+  isAuthType,
+  isUsableAs,
+  type ProxyAuthType,
+  type TargetAuthType,
+} from "./auth-types.ts";
 import { HMAC_MIN_KEY_BYTES, isHmacAlgorithm, JWT_ALGORITHMS } from "./jwt-algorithms.ts";
 
-export const AUTH_TYPES = [
-  "apiKey",
-  "bearer",
-  "jwt",
-  "basicAuth",
-  "oauth2",
-  "customToken",
-  "custom",
-  "none",
-  "jwtVerify",
-] as const;
-export type AuthType = (typeof AUTH_TYPES)[number];
-
-export const CREDENTIAL_TYPES = ["proxy", "target"] as const;
-export type CredentialType = (typeof CREDENTIAL_TYPES)[number];
-
-/** Where each auth type may be used (the spec's "Usable as" column). */
-export const AUTH_TYPE_USAGE = {
-  apiKey: ["proxy", "target"],
-  bearer: ["proxy", "target"],
-  jwt: ["proxy", "target"],
-  basicAuth: ["proxy", "target"],
-  oauth2: ["target"],
-  customToken: ["target"],
-  custom: ["target"],
-  none: ["target"],
-  jwtVerify: ["proxy"],
-} as const satisfies Record<AuthType, readonly CredentialType[]>;
-
-type UsableAs<C extends CredentialType> = {
-  [A in AuthType]: C extends (typeof AUTH_TYPE_USAGE)[A][number] ? A : never;
-}[AuthType];
-export type TargetAuthType = UsableAs<"target">;
-export type ProxyAuthType = UsableAs<"proxy">;
-
-export function isAuthType(value: unknown): value is AuthType {
-  return typeof value === "string" && (AUTH_TYPES as readonly string[]).includes(value);
-}
-
-export function isUsableAs(credentialType: CredentialType, authType: AuthType): boolean {
-  return (AUTH_TYPE_USAGE[authType] as readonly CredentialType[]).includes(credentialType);
-}
+export {
+  AUTH_TYPE_USAGE,
+  AUTH_TYPES,
+  type AuthType,
+  CREDENTIAL_TYPES,
+  type CredentialType,
+  isAuthType,
+  isUsableAs,
+  type ProxyAuthType,
+  type TargetAuthType,
+} from "./auth-types.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks

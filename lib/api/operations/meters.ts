@@ -5,8 +5,11 @@ import { CreateMeterBody, MAX_METERS_PER_PROXY, UpdateMeterBody } from "../../do
 import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "../../domain/meters.ts";
 import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
 
+const { entity: _entity, meterVersion: _meterVersion, ...meterFields } = MeterItem.shape;
+
 /** A meter as the API shows it (spec 2.9): the stored fields without internals, pKey/sKey the proxy and meter ids. */
-export const MeterSchema = MeterItem.omit({ entity: true, meterVersion: true }).extend({
+export const MeterSchema = z.object({
+  ...meterFields,
   pKey: z.string().describe("The proxy id"),
   sKey: z.string().describe("The meter id"),
   parentId: z.string().describe("The proxy id"),

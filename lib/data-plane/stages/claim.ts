@@ -8,7 +8,6 @@ import { dynamo } from "../../aws/clients.ts";
 import { UpdateCommand } from "../../db/document-client.ts";
 import { credentialKeys } from "../../db/entities/credential.ts";
 import { isConditionalCheckFailure, tableName } from "../../db/store.ts";
-import { deleteWithDependants, usesCredential } from "../../domain/cascade.ts";
 import { describeError, log } from "../../log.ts";
 import type { RequestContext } from "../context.ts";
 
@@ -49,6 +48,8 @@ export function singleUseClaims(region: string): SingleUseClaims {
       );
     },
     async consume(clientId, credentialId) {
+      // The cascade code is loaded on demand: only single-use credentials are consumed.
+      const { deleteWithDependants, usesCredential } = await import("../../domain/cascade.ts");
       await deleteWithDependants(
         region,
         clientId,

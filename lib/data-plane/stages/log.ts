@@ -11,17 +11,23 @@ import { PutCommand, TransactWriteCommand } from "../../db/document-client.ts";
 import { tableName, transactItemsOf } from "../../db/store.ts";
 import { ALARMED_METRICS, describeError, log, metricFields } from "../../log.ts";
 import { credentialHeaderNames, credentialQueryParamNames } from "../../vault/apply-credential.ts";
-import { secretValues } from "../../vault/secret-redaction.ts";
 import type { AuthType } from "../../vault/secret-schemas.ts";
 import type { Answer, RequestContext } from "../context.ts";
 import { type CounterStep, clientRequestToken, counterTransaction } from "../counters.ts";
-import { buildRequestLogItem } from "../request-log.ts";
 import type { LoadedCredential } from "../runtime-config.ts";
 
-/** The request log item of this request, or undefined when there is no proxy to file it under. */
-export function requestLogItem(ctx: RequestContext, answer: Answer, answeredAt: number) {
+/**
+ * The request log item of this request, or undefined when there is no proxy to file it under.
+ * Built after the answer, so the log's building and redaction code is loaded then (on demand), not
+ * at a cold start.
+ */
+export async function requestLogItem(ctx: RequestContext, answer: Answer, answeredAt: number) {
   const runtime = ctx.runtime;
   if (!runtime) return undefined;
+  const [{ buildRequestLogItem }, { secretValues }] = await Promise.all([
+    import("../request-log.ts"),
+    import("../../vault/secret-redaction.ts"),
+  ]);
   const credentials = [runtime.proxyCredential, runtime.targetCredential].filter(
     (credential): credential is LoadedCredential => credential !== undefined,
   );

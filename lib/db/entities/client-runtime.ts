@@ -5,7 +5,7 @@
  * - the client runtime item (`keys.clientRuntime`): the client's `configVersion` in that region
  *   and the billing status and plan copied from the home region (lib/data-plane/client-runtime.ts).
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { getInRegion } from "../../domain/regional.ts";
 import { keys } from "../keys.ts";
 
@@ -13,18 +13,18 @@ export const ProxyLocatorItem = z.object({ clientId: z.string() });
 export type ProxyLocatorItem = z.infer<typeof ProxyLocatorItem>;
 
 export const ClientRuntimeItem = z.object({
-  clientId: z.string().optional(),
+  clientId: z.optional(z.string()),
   /** Absent until the first change of the client's regional resources: version 0. */
-  configVersion: z.number().int().default(0),
-  billingStatus: z.string().default("active"),
-  planTier: z.string().default("basic"),
-  planStatus: z.string().default("active"),
+  configVersion: z._default(z.int(), 0),
+  billingStatus: z._default(z.string(), "active"),
+  planTier: z._default(z.string(), "basic"),
+  planStatus: z._default(z.string(), "active"),
   /** `pendingDeletion` while the client waits for its purge: its proxies serve no traffic. */
-  clientStatus: z.string().default("active"),
+  clientStatus: z._default(z.string(), "active"),
 });
 export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
 
-function parsed<T>(schema: z.ZodType<T>, what: string, item: Record<string, unknown>): T {
+function parsed<T>(schema: z.ZodMiniType<T>, what: string, item: Record<string, unknown>): T {
   const result = schema.safeParse(item);
   if (!result.success)
     throw new Error(

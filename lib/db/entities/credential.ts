@@ -6,15 +6,15 @@
  * The secret is stored only as its envelope (lib/vault/envelope.ts), kept as it is: this module
  * never decrypts it, and a refusal names fields, never values.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
+import { AUTH_TYPES, CREDENTIAL_TYPES } from "../../vault/auth-types.ts";
 import type { SecretEnvelope } from "../../vault/envelope.ts";
-import { AUTH_TYPES, CREDENTIAL_TYPES } from "../../vault/secret-schemas.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
 import { parseStored } from "../store.ts";
 
 /** The encrypted secret as stored; its fields are checked when it is decrypted (lib/vault/envelope.ts). */
-const StoredSecretEnvelope: z.ZodType<SecretEnvelope> = z.looseObject({
+const StoredSecretEnvelope: z.ZodMiniType<SecretEnvelope> = z.looseObject({
   v: z.literal(1),
   alg: z.literal("AES-256-GCM"),
   keyId: z.string(),
@@ -39,24 +39,24 @@ export const CredentialItem = z.object({
   credentialRegion: z.string(),
   credentialDefaultRuleEffect: z.enum(["allow", "deny"]),
   singleUse: z.boolean(),
-  notes: z.string().optional(),
+  notes: z.optional(z.string()),
   /** Names of the headers that carry the secret: the request log redacts them. */
-  credentialSecretHeaders: z.array(z.string()).optional(),
+  credentialSecretHeaders: z.optional(z.array(z.string())),
   credentialCreatedAt: z.string(),
   credentialUpdatedAt: z.string(),
   secretEnvelope: StoredSecretEnvelope,
   /** An OAuth2 authorization_code / PKCE credential waiting for the provider's redirect. */
-  credentialTemporary: z.boolean().optional(),
+  credentialTemporary: z.optional(z.boolean()),
   /** Expiry (epoch seconds) of a temporary credential. */
-  TTL: z.number().optional(),
-  oauthAuthorizedAt: z.string().optional(),
-  oauthRefreshedAt: z.string().optional(),
+  TTL: z.optional(z.number()),
+  oauthAuthorizedAt: z.optional(z.string()),
+  oauthRefreshedAt: z.optional(z.string()),
   /** Set while a single-use proxy credential's one request is in flight (lib/data-plane/stages/claim.ts). */
-  usedAt: z.string().optional(),
+  usedAt: z.optional(z.string()),
   /** A jwtVerify credential's fetched keys, owned and read by the data plane (runtime-config.ts). */
-  jwksCache: z.unknown().optional(),
+  jwksCache: z.optional(z.unknown()),
   /** Set when a cascade has started deleting the credential. */
-  deletingAt: z.string().optional(),
+  deletingAt: z.optional(z.string()),
 });
 export type CredentialItem = z.infer<typeof CredentialItem>;
 

@@ -9,60 +9,61 @@
  *
  * The item schemas read what was stored; they do not validate input again (patterns were compiled
  * when the meter was written, lib/domain/meter-schema.ts), so loading a proxy's meters is cheap.
+ * They are zod/mini over zod-free constants; meter-schema.ts (classic zod, and re2js behind the
+ * predicate schema) is imported only as a type: the data plane's cold start reads this module.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
+import type { MeterConfig } from "../../domain/meter-schema.ts";
 import {
   EXTRACTION_LOCATIONS,
   MAX_METERS_PER_PROXY,
   METER_EFFECTS,
   METER_MODES,
   METER_TYPES,
-  METER_WINDOWS,
-  type MeterConfig,
   NOTIFY_TRIGGERS,
-} from "../../domain/meter-schema.ts";
-import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "../../domain/predicates/schema.ts";
+} from "../../domain/meters/constants.ts";
+import { METER_WINDOWS } from "../../domain/meters/windows.ts";
+import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "../../domain/predicates/constants.ts";
 import { getInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
 import { queryPartition, type TransactionStep, tableName } from "../store.ts";
 
 const Presence = z.enum(PREDICATE_PRESENCES);
 const Pattern = z
-  .string()
-  .optional()
-  .describe("RE2 pattern the value must match; absent checks presence only");
+  .optional(z.string())
+  .check(z.describe("RE2 pattern the value must match; absent checks presence only"));
 const Window = z.enum(METER_WINDOWS);
 
 /** Values per window (minute, hour, day, month), each optional. */
 export const StoredWindows = z.object({
-  minute: z.number().optional(),
-  hour: z.number().optional(),
-  day: z.number().optional(),
-  month: z.number().optional(),
+  minute: z.optional(z.number()),
+  hour: z.optional(z.number()),
+  day: z.optional(z.number()),
+  month: z.optional(z.number()),
 });
 
 export const StoredExtraction = z.object({
   location: z.enum(EXTRACTION_LOCATIONS),
-  path: z.string().optional().describe("Dot path into the JSON response body (location body)"),
-  headerName: z.string().optional().describe("Lower case (location header)"),
-  defaultValue: z.number().optional().describe("Used when the value is absent or not a number"),
+  path: z.optional(z.string()).check(z.describe("Dot path into the JSON response body (location body)")),
+  headerName: z.optional(z.string()).check(z.describe("Lower case (location header)")),
+  defaultValue: z.optional(z.number()).check(z.describe("Used when the value is absent or not a number")),
 });
 
 export const StoredAlerts = z.object({
   enabled: z.boolean(),
-  cadence: Window.optional(),
-  notifyTrigger: z.enum(NOTIFY_TRIGGERS).optional(),
-  alertThreshold: StoredWindows.optional(),
+  cadence: z.optional(Window),
+  notifyTrigger: z.optional(z.enum(NOTIFY_TRIGGERS)),
+  alertThreshold: z.optional(StoredWindows),
 });
 
 /** The stored predicates (lib/domain/predicates/schema.ts, StoredPredicates). */
 export const StoredPredicateFields = {
-  methods: z.array(z.string()).describe("Upper case; empty matches every method"),
-  path: z.object({ pattern: z.string(), presence: Presence }).nullable(),
+  methods: z.array(z.string()).check(z.describe("Upper case; empty matches every method")),
+  path: z.nullable(z.object({ pattern: z.string(), presence: Presence })),
   query: z.array(z.object({ name: z.string(), pattern: Pattern, presence: Presence })),
   headers: z
     .array(z.object({ name: z.string(), pattern: Pattern, presence: Presence }))
-    .describe("Header names are lower case"),
+    .check(z.describe("Header names are lower case")),
   body: z.array(z.object({ path: z.string(), pattern: Pattern, presence: Presence })),
   token: z.array(z.object({ claim: z.string(), pattern: Pattern, presence: Presence })),
   variables: z.array(z.object({ name: z.string(), source: z.enum(VARIABLE_SOURCES), key: z.string() })),
@@ -82,17 +83,17 @@ export const MeterItem = z.object({
   meterType: z.enum(METER_TYPES),
   meterActive: z.boolean(),
   meterMode: z.enum(METER_MODES),
-  effect: z.enum(METER_EFFECTS).nullable(),
-  limits: StoredWindows.nullable(),
-  extraction: StoredExtraction.nullable(),
+  effect: z.nullable(z.enum(METER_EFFECTS)),
+  limits: z.nullable(StoredWindows),
+  extraction: z.nullable(StoredExtraction),
   ...StoredPredicateFields,
-  limitBy: z.string().nullable(),
-  alerts: StoredAlerts.nullable(),
+  limitBy: z.nullable(z.string()),
+  alerts: z.nullable(StoredAlerts),
   notes: z.string(),
   createdAt: z.string(),
   updatedAt: z.string(),
   /** Bumped by every update: a PUT is conditioned on the version it merged into. */
-  meterVersion: z.number().int(),
+  meterVersion: z.int(),
 });
 export type MeterItem = z.infer<typeof MeterItem>;
 
@@ -108,11 +109,11 @@ export const MeterCountItem = z.object({
   entity: z.literal("meter-count"),
   clientId: z.string(),
   proxyId: z.string(),
-  meterCount: z.number().int().nonnegative(),
+  meterCount: z.int().check(z.nonnegative()),
 });
 export type MeterCountItem = z.infer<typeof MeterCountItem>;
 
-function parsed<T>(schema: z.ZodType<T>, what: string, item: Record<string, unknown>): T {
+function parsed<T>(schema: z.ZodMiniType<T>, what: string, item: Record<string, unknown>): T {
   const result = schema.safeParse(item);
   if (!result.success)
     throw new Error(

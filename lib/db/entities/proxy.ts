@@ -3,7 +3,7 @@
  * read it (docs/access-patterns.md). The domain (lib/domain/proxies.ts) works on ProxyItem, never
  * on an untyped item, so no `String(item.x)` coercion is needed.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
 import { parseStored } from "../store.ts";
@@ -23,18 +23,18 @@ export const ProxyItem = z.object({
   proxyTargetCredentialId: z.string(),
   proxyActive: z.boolean(),
   proxyDefaultRuleEffect: z.enum(["allow", "deny"]),
-  proxyAlias: z.string().optional(),
+  proxyAlias: z.optional(z.string()),
   proxyAdditionalHeaders: z.record(z.string(), z.string()),
   proxyAdditionalQueryParams: z.record(z.string(), z.string()),
   proxyAdditionalData: z.record(z.string(), z.unknown()),
-  proxyTimeoutSeconds: z.number().int(),
-  notes: z.string().optional(),
+  proxyTimeoutSeconds: z.int(),
+  notes: z.optional(z.string()),
   proxyCreatedAt: z.string(),
   proxyUpdatedAt: z.string(),
   /** Bumped by every change: updates are conditioned on the version they were decided from. */
-  proxyVersion: z.number().int(),
+  proxyVersion: z.int(),
   /** Set when a cascade has started deleting the proxy: it is then gone for every reader. */
-  deletingAt: z.string().optional(),
+  deletingAt: z.optional(z.string()),
 });
 export type ProxyItem = z.infer<typeof ProxyItem>;
 

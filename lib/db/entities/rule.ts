@@ -7,14 +7,14 @@
  * partition). The counter (`RULE#<parentId>##COUNTER`) sorts among the rules, so the cascades that
  * delete a parent's rules delete it with them.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { getInRegion, MAX_RULES_PER_PARENT } from "../../domain/regional.ts";
-import { RULE_EFFECTS, RULE_PRESENCES } from "../../domain/rules/rule-schema.ts";
+import { RULE_EFFECTS, RULE_PRESENCES } from "../../domain/rules/rule-constants.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
 import { parseStored, queryPartition } from "../store.ts";
 
 const Presence = z.enum(RULE_PRESENCES);
-const RuleCheck = z.object({ name: z.string(), pattern: z.string().nullable(), presence: Presence });
+const RuleCheck = z.object({ name: z.string(), pattern: z.nullable(z.string()), presence: Presence });
 
 export const RuleItem = z.object({
   pKey: z.string(),
@@ -23,17 +23,17 @@ export const RuleItem = z.object({
   ruleId: z.string(),
   // The canonical conditions (StoredRuleConditions, lib/domain/rules/rule-schema.ts).
   effect: z.enum(RULE_EFFECTS),
-  priority: z.number().int(),
+  priority: z.int(),
   methods: z.array(z.string()),
-  path: z.object({ pattern: z.string(), presence: Presence }).nullable(),
-  pathPattern: z.string().nullable(),
-  pathPresence: Presence.nullable(),
+  path: z.nullable(z.object({ pattern: z.string(), presence: Presence })),
+  pathPattern: z.nullable(z.string()),
+  pathPresence: z.nullable(Presence),
   headerChecks: z.array(RuleCheck),
   queryChecks: z.array(RuleCheck),
   regexFlags: z.string(),
   notes: z.string(),
   /** Stored since the pattern-cost cap; older rules lack it (their cost is computed when needed). */
-  patternCost: z.number().int().nonnegative().optional(),
+  patternCost: z.optional(z.int().check(z.nonnegative())),
   userId: z.string(),
   clientId: z.string(),
   parentId: z.string(),
@@ -50,8 +50,8 @@ export const RuleCounterItem = z.object({
   entity: z.literal("rule-counter"),
   clientId: z.string(),
   parentId: z.string(),
-  ruleCount: z.number().int().nonnegative(),
-  patternCost: z.number().int().nonnegative(),
+  ruleCount: z.int().check(z.nonnegative()),
+  patternCost: z.int().check(z.nonnegative()),
 });
 export type RuleCounterItem = z.infer<typeof RuleCounterItem>;
 

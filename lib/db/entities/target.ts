@@ -3,7 +3,7 @@
  * read it (docs/access-patterns.md). The domain (lib/domain/targets.ts) works on TargetItem, never
  * on an untyped item, so no `String(item.x)` coercion is needed.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
 import { parseStored } from "../store.ts";
@@ -21,11 +21,11 @@ export const TargetItem = z.object({
   targetTestPath: z.string(),
   targetRegion: z.string(),
   targetDefaultRuleEffect: z.enum(["allow", "deny"]),
-  notes: z.string().optional(),
+  notes: z.optional(z.string()),
   targetCreatedAt: z.string(),
   targetUpdatedAt: z.string(),
   /** Set when a cascade has started deleting the target: no proxy can attach to it from then on. */
-  deletingAt: z.string().optional(),
+  deletingAt: z.optional(z.string()),
 });
 export type TargetItem = z.infer<typeof TargetItem>;
 

@@ -16,12 +16,15 @@
  */
 import { z } from "zod";
 import { MAX_PATTERN_LENGTH, rulePatternProblem } from "../rules/regex.ts";
-import { MAX_CHECK_NAME_LENGTH, RULE_METHODS, RULE_PRESENCES } from "../rules/rule-schema.ts";
+import { MAX_CHECK_NAME_LENGTH, RULE_METHODS } from "../rules/rule-schema.ts";
+import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "./constants.ts";
 
-export const PREDICATE_PRESENCES = RULE_PRESENCES;
-export type PredicatePresence = (typeof PREDICATE_PRESENCES)[number];
-export const VARIABLE_SOURCES = ["header", "query", "path", "body", "token"] as const;
-export type VariableSource = (typeof VARIABLE_SOURCES)[number];
+export {
+  PREDICATE_PRESENCES,
+  type PredicatePresence,
+  VARIABLE_SOURCES,
+  type VariableSource,
+} from "./constants.ts";
 
 /** Most checks in one predicate array, and most variables. */
 export const MAX_PREDICATE_CHECKS = 20;

@@ -11,10 +11,22 @@ import { parseInput } from "../../http/validation.ts";
 import { MAX_PATTERN_LENGTH, regexFlagsProblem, rulePatternProblem } from "./regex.ts";
 // Validation compiles patterns synchronously: re2js is installed at start here (not in the data plane).
 import "./regex-eager.ts";
+import {
+  RULE_EFFECTS,
+  RULE_METHODS,
+  RULE_PRESENCES,
+  type RuleEffect,
+  type RulePresence,
+} from "./rule-constants.ts";
 
-export const RULE_EFFECTS = ["allow", "deny"] as const;
-export const RULE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"] as const;
-export const RULE_PRESENCES = ["present", "absent"] as const;
+export {
+  RULE_EFFECTS,
+  RULE_METHODS,
+  RULE_PRESENCES,
+  type RuleEffect,
+  type RuleMethod,
+  type RulePresence,
+} from "./rule-constants.ts";
 export const MIN_RULE_PRIORITY = 0;
 export const MAX_RULE_PRIORITY = 1000;
 /**
@@ -30,10 +42,6 @@ export const MAX_QUERY_CHECKS = 20;
 export const MAX_RULE_PATTERN_COST = 2000;
 export const MAX_CHECK_NAME_LENGTH = 256;
 export const MAX_RULE_NOTES_LENGTH = 1000;
-
-export type RuleEffect = (typeof RULE_EFFECTS)[number];
-export type RuleMethod = (typeof RULE_METHODS)[number];
-export type RulePresence = (typeof RULE_PRESENCES)[number];
 
 /** RFC 9110 token: the characters a header name may contain. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
