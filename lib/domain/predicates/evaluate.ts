@@ -14,7 +14,7 @@
  *   counted and limited), so padding a value can never escape a quota.
  */
 import type { RE2JS } from "re2js";
-import { compileRulePattern, patternCost, RulePatternError, testPattern } from "../rules/regex.ts";
+import { BudgetedMatcher, compileRulePattern, patternCost, RulePatternError } from "../rules/regex.ts";
 import {
   type EvaluationStats,
   MAX_MATCHED_VALUE_LENGTH,
@@ -86,13 +86,12 @@ export class PreparedPredicateRequest {
   private readonly fields = new Map<string, FieldValues | undefined | "undecided">();
   private parsedBody: ParsedBody | null = null;
   private segments: string[] | null = null;
-  /** pattern -> field -> matched: one execution per (pattern, field) pair per request. */
-  private readonly results = new Map<RE2JS, Map<string, boolean | undefined>>();
-  private spent = 0;
+  private readonly matcher: BudgetedMatcher;
 
   constructor(request: PredicateRequest, stats: EvaluationStats = newEvaluationStats()) {
     this.request = request;
     this.stats = stats;
+    this.matcher = new BudgetedMatcher(MAX_PREDICATE_WORK_PER_REQUEST, stats);
     this.method = request.method.toUpperCase();
     for (const [name, value] of Object.entries(request.headers ?? {})) {
       const values = valuesOf(value);
@@ -184,32 +183,7 @@ export class PreparedPredicateRequest {
    * Undefined when running it would take the request over MAX_PREDICATE_WORK_PER_REQUEST.
    */
   matches(regex: RE2JS, cost: number, field: string, entry: FieldValues): boolean | undefined {
-    let byField = this.results.get(regex);
-    if (!byField) {
-      byField = new Map();
-      this.results.set(regex, byField);
-    }
-    if (byField.has(field)) return byField.get(field);
-    let work = 0;
-    for (const value of entry.values) work += cost * Math.max(1, value.length);
-    if (this.spent + work > MAX_PREDICATE_WORK_PER_REQUEST) {
-      this.stats.overBudget += 1;
-      byField.set(field, undefined);
-      return undefined;
-    }
-    this.spent += work;
-    let matched = false;
-    for (const value of entry.values) {
-      this.stats.executions += 1;
-      this.stats.scannedChars += value.length;
-      this.stats.work += cost * Math.max(1, value.length);
-      if (testPattern(regex, value)) {
-        matched = true;
-        break;
-      }
-    }
-    byField.set(field, matched);
-    return matched;
+    return this.matcher.matches(regex, cost, field, entry.values);
   }
 }
 

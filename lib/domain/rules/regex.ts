@@ -165,3 +165,66 @@ export function testPattern(compiled: RE2JS, input: string): boolean {
 export function rulePatternMemoSize(): number {
   return memo.size;
 }
+
+/** What matching cost for one request: pattern executions, characters scanned, and cost x characters. */
+export interface EvaluationStats {
+  executions: number;
+  scannedChars: number;
+  /** Sum over executions of (pattern instructions x characters scanned): the bound on matching steps. */
+  work: number;
+  /** Matches not run because they would have gone over the request's work budget. */
+  overBudget: number;
+}
+
+export const newEvaluationStats = (): EvaluationStats => ({
+  executions: 0,
+  scannedChars: 0,
+  work: 0,
+  overBudget: 0,
+});
+
+/**
+ * Pattern matching for one request under a work budget, shared by access rules and predicates:
+ * each (pattern, field) pair runs at most once per request (memoised), and a match whose work
+ * (pattern cost x characters) would take the request over `budget` is not run (undefined).
+ */
+export class BudgetedMatcher {
+  /** pattern -> field -> matched. */
+  private readonly results = new Map<RE2JS, Map<string, boolean | undefined>>();
+  private spent = 0;
+
+  constructor(
+    private readonly budget: number,
+    readonly stats: EvaluationStats = newEvaluationStats(),
+  ) {}
+
+  /** Whether any of the field's values matches; undefined when over the budget. */
+  matches(regex: RE2JS, cost: number, field: string, values: readonly string[]): boolean | undefined {
+    let byField = this.results.get(regex);
+    if (!byField) {
+      byField = new Map();
+      this.results.set(regex, byField);
+    }
+    if (byField.has(field)) return byField.get(field);
+    let work = 0;
+    for (const value of values) work += cost * Math.max(1, value.length);
+    if (this.spent + work > this.budget) {
+      this.stats.overBudget += 1;
+      byField.set(field, undefined);
+      return undefined;
+    }
+    this.spent += work;
+    let matched = false;
+    for (const value of values) {
+      this.stats.executions += 1;
+      this.stats.scannedChars += value.length;
+      this.stats.work += cost * Math.max(1, value.length);
+      if (testPattern(regex, value)) {
+        matched = true;
+        break;
+      }
+    }
+    byField.set(field, matched);
+    return matched;
+  }
+}

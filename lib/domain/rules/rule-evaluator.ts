@@ -15,7 +15,14 @@
  * (a `deny` rule holds, an `allow` rule does not), so padding a value can never bypass a rule.
  */
 import type { RE2JS } from "re2js";
-import { compileRulePattern, patternCost, RulePatternError, testPattern } from "./regex.ts";
+import {
+  BudgetedMatcher,
+  compileRulePattern,
+  type EvaluationStats,
+  newEvaluationStats,
+  patternCost,
+  RulePatternError,
+} from "./regex.ts";
 import type { RulePresence, StoredRuleConditions } from "./rule-schema.ts";
 
 /** Longest header value, query value or path (in characters, all values of a name together) that is matched. */
@@ -105,22 +112,8 @@ export interface AccessDecision {
   reason: string;
 }
 
-/** What one evaluation cost: pattern executions, characters scanned, and cost x characters. */
-export interface EvaluationStats {
-  executions: number;
-  scannedChars: number;
-  /** Sum over executions of (pattern instructions x characters scanned): the bound on matching steps. */
-  work: number;
-  /** Matches not run because they would have gone over MAX_RULE_WORK_PER_REQUEST. */
-  overBudget: number;
-}
-
-export const newEvaluationStats = (): EvaluationStats => ({
-  executions: 0,
-  scannedChars: 0,
-  work: 0,
-  overBudget: 0,
-});
+export type { EvaluationStats } from "./regex.ts";
+export { newEvaluationStats };
 
 /** The order in which layers are evaluated. */
 export const RULE_LAYER_ORDER: readonly RuleLayerName[] = ["credential", "proxy", "target"];
@@ -191,14 +184,12 @@ function valuesOf(value: string | string[] | undefined): string[] {
 class PreparedRequest {
   readonly method: string;
   private readonly fields = new Map<string, FieldValues>();
-  /** pattern -> field -> matched: one execution per (pattern, field) pair per request. */
-  private readonly results = new Map<RE2JS, Map<string, boolean | undefined>>();
-  /** Work units this request has used (MAX_RULE_WORK_PER_REQUEST). */
-  private spent = 0;
+  private readonly matcher: BudgetedMatcher;
   readonly stats: EvaluationStats;
 
   constructor(request: RuleRequest, stats: EvaluationStats) {
     this.stats = stats;
+    this.matcher = new BudgetedMatcher(MAX_RULE_WORK_PER_REQUEST, stats);
     this.method = request.method.toUpperCase();
     const queryStart = request.path.indexOf("?");
     this.add("path", [queryStart === -1 ? request.path : request.path.slice(0, queryStart)]);
@@ -229,32 +220,7 @@ class PreparedRequest {
    * Undefined when running it would take the request over MAX_RULE_WORK_PER_REQUEST.
    */
   matches(pattern: CompiledPattern, field: string, entry: FieldValues): boolean | undefined {
-    let byField = this.results.get(pattern.regex);
-    if (!byField) {
-      byField = new Map();
-      this.results.set(pattern.regex, byField);
-    }
-    if (byField.has(field)) return byField.get(field);
-    let work = 0;
-    for (const value of entry.values) work += pattern.cost * Math.max(1, value.length);
-    if (this.spent + work > MAX_RULE_WORK_PER_REQUEST) {
-      this.stats.overBudget += 1;
-      byField.set(field, undefined);
-      return undefined;
-    }
-    this.spent += work;
-    let matched = false;
-    for (const value of entry.values) {
-      this.stats.executions += 1;
-      this.stats.scannedChars += value.length;
-      this.stats.work += pattern.cost * Math.max(1, value.length);
-      if (testPattern(pattern.regex, value)) {
-        matched = true;
-        break;
-      }
-    }
-    byField.set(field, matched);
-    return matched;
+    return this.matcher.matches(pattern.regex, pattern.cost, field, entry.values);
   }
 }
 
