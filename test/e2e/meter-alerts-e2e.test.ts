@@ -19,6 +19,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyParts,
   joinClient,
   startTestStack,
   storedItem,
@@ -60,41 +61,11 @@ beforeAll(async () => {
   reader = await stack.newUser();
   clientId = await createClientFor(owner, "Alerted");
   await joinClient(owner, clientId, reader, "reader");
-  const api = `/api/clients/${clientId}`;
-  const [proxyCredential, targetCredential, theTarget] = await Promise.all([
-    created(
-      owner.api.post(`${api}/credentials`, {
-        credentialName: "caller",
-        credentialType: "proxy",
-        authType: "apiKey",
-        region: REGION,
-        secret: { keyName: "x-api-key", keyValue: KEY },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "none",
-        region: REGION,
-        secret: {},
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api}/targets`, {
-        targetName: "t",
-        targetRegion: REGION,
-        targetBaseURL: `http://127.0.0.1:${(target.address() as AddressInfo).port}`,
-        targetTestPath: "/",
-      }),
-      "targets",
-    ),
-  ]);
-  proxyCredentialId = proxyCredential.credentialId;
-  targetCredentialId = targetCredential.credentialId;
-  targetId = theTarget.targetId;
+  ({ proxyCredentialId, targetCredentialId, targetId } = await createProxyParts(owner, clientId, {
+    region: REGION,
+    key: KEY,
+    targetBaseURL: `http://127.0.0.1:${(target.address() as AddressInfo).port}`,
+  }));
 });
 
 afterAll(async () => {

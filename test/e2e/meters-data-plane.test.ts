@@ -16,6 +16,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyParts,
   startTestStack,
   storedItem,
   type TestStack,
@@ -51,41 +52,11 @@ beforeAll(async () => {
   stack = await startTestStack();
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Meter Co");
-  const api = `/api/clients/${clientId}`;
-  const [proxyCredential, targetCredential, theTarget] = await Promise.all([
-    created(
-      owner.api.post(`${api}/credentials`, {
-        credentialName: "caller",
-        credentialType: "proxy",
-        authType: "apiKey",
-        region: REGION,
-        secret: { keyName: "x-api-key", keyValue: KEY },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "none",
-        region: REGION,
-        secret: {},
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api}/targets`, {
-        targetName: "t",
-        targetRegion: REGION,
-        targetBaseURL: targetBase,
-        targetTestPath: "/",
-      }),
-      "targets",
-    ),
-  ]);
-  proxyCredentialId = proxyCredential.credentialId;
-  targetCredentialId = targetCredential.credentialId;
-  targetId = theTarget.targetId;
+  ({ proxyCredentialId, targetCredentialId, targetId } = await createProxyParts(owner, clientId, {
+    region: REGION,
+    key: KEY,
+    targetBaseURL: targetBase,
+  }));
 });
 afterAll(async () => {
   await stack?.stop();

@@ -14,6 +14,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyParts,
   startTestStack,
   type TestStack,
   type TestUser,
@@ -99,44 +100,18 @@ afterAll(async () => {
 
 async function makeProxy(): Promise<string> {
   const api = `/api/clients/${clientId}`;
-  const [proxyCredential, targetCredential, theTarget] = await Promise.all([
-    created(
-      owner.api.post(`${api}/credentials`, {
-        credentialName: "caller",
-        credentialType: "proxy",
-        authType: "apiKey",
-        region: REGION,
-        secret: { keyName: "x-api-key", keyValue: KEY },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "none",
-        region: REGION,
-        secret: {},
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api}/targets`, {
-        targetName: "t",
-        targetRegion: REGION,
-        targetBaseURL: targetBase,
-        targetTestPath: "/",
-      }),
-      "targets",
-    ),
-  ]);
+  const parts = await createProxyParts(owner, clientId, {
+    region: REGION,
+    key: KEY,
+    targetBaseURL: targetBase,
+  });
   const proxy = await created(
     owner.api.post(`${api}/proxies`, {
       proxyName: "p",
       proxyRegion: REGION,
-      proxyProxyCredentialId: proxyCredential.credentialId,
-      proxyTargetId: theTarget.targetId,
-      proxyTargetCredentialId: targetCredential.credentialId,
+      proxyProxyCredentialId: parts.proxyCredentialId,
+      proxyTargetId: parts.targetId,
+      proxyTargetCredentialId: parts.targetCredentialId,
     }),
     "proxies",
   );

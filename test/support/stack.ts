@@ -137,3 +137,58 @@ export async function callDataPlane(url: string, init: RequestInit = {}) {
   const body = Buffer.from(await response.arrayBuffer());
   return { status: response.status, headers: response.headers, body, text: body.toString("utf8") };
 }
+
+/** The ids of a proxy's parts: an apiKey proxy credential, a `none` target credential, a target. */
+export interface ProxyParts {
+  proxyCredentialId: string;
+  targetCredentialId: string;
+  targetId: string;
+}
+
+/**
+ * Create, through the Core API, what a proxy links to: an apiKey proxy credential (`x-api-key:
+ * <key>`), a target credential of type `none`, and a target at `targetBaseURL`, in `region`.
+ */
+export async function createProxyParts(
+  user: TestUser,
+  clientId: string,
+  options: { region: string; key: string; targetBaseURL: string },
+): Promise<ProxyParts> {
+  const api = `/api/clients/${clientId}`;
+  const [proxyCredential, targetCredential, target] = await Promise.all([
+    created(
+      user.api.post(`${api}/credentials`, {
+        credentialName: "caller",
+        credentialType: "proxy",
+        authType: "apiKey",
+        region: options.region,
+        secret: { keyName: "x-api-key", keyValue: options.key },
+      }),
+      "credentials",
+    ),
+    created(
+      user.api.post(`${api}/credentials`, {
+        credentialName: "upstream",
+        credentialType: "target",
+        authType: "none",
+        region: options.region,
+        secret: {},
+      }),
+      "credentials",
+    ),
+    created(
+      user.api.post(`${api}/targets`, {
+        targetName: "t",
+        targetRegion: options.region,
+        targetBaseURL: options.targetBaseURL,
+        targetTestPath: "/",
+      }),
+      "targets",
+    ),
+  ]);
+  return {
+    proxyCredentialId: proxyCredential.credentialId,
+    targetCredentialId: targetCredential.credentialId,
+    targetId: target.targetId,
+  };
+}
