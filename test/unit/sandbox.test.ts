@@ -1,0 +1,266 @@
+/**
+ * The transform sandbox with real QuickJS: a normal request transform, async code, and every
+ * hostile case of issue 10, each followed by a normal call of another transform.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  compileTransform,
+  jsonDepth,
+  RESULT_LIMIT_CHARS,
+  runTransform,
+  sandboxLimits,
+  sandboxModuleLoads,
+  type TransformResult,
+} from "../../lib/data-plane/sandbox.ts";
+
+const REQUEST_TRANSFORM = `
+export default function (context, request) {
+  request.headers["x-client"] = context.clientId;
+  request.body.userName = request.body.user_name;
+  delete request.body.user_name;
+  return request;
+}`;
+
+const context = { requestId: "r1", clientId: "c1", proxyId: "p1" };
+const request = () => ({
+  method: "POST",
+  path: "/users",
+  query: {},
+  headers: { "content-type": "application/json" },
+  body: { user_name: "ada", age: 36 },
+});
+
+/** A normal transform of another proxy: must work after each hostile case. */
+async function expectNormalCall(): Promise<void> {
+  const other = await compileTransform("normal", REQUEST_TRANSFORM);
+  const result = await runTransform(other, [context, request()]);
+  expect(result).toEqual({
+    ok: true,
+    value: {
+      method: "POST",
+      path: "/users",
+      query: {},
+      headers: { "content-type": "application/json", "x-client": "c1" },
+      body: { userName: "ada", age: 36 },
+    },
+  });
+}
+
+async function runOnce(code: string, args: unknown[] = [context, request()]): Promise<TransformResult> {
+  return runTransform(await compileTransform("hostile", code), args);
+}
+
+function expectFailure(result: TransformResult, reason: string, message: RegExp): void {
+  expect(result.ok).toBe(false);
+  if (result.ok) return;
+  expect(result.reason).toBe(reason);
+  expect(result.message).toMatch(message);
+}
+
+describe("sandbox: normal transforms", () => {
+  it("adds a header and renames a JSON field", async () => {
+    await expectNormalCall();
+  });
+
+  it("awaits an async default export", async () => {
+    const result = await runOnce(`
+      export default async function (context, request) {
+        const suffix = await Promise.resolve("-async");
+        return { ...request, path: request.path + suffix };
+      }`);
+    expect(result.ok && (result.value as { path: string }).path).toBe("/users-async");
+  });
+
+  it("reuses the context of a transform: module state survives between its calls", async () => {
+    const compiled = await compileTransform("counter", "let calls = 0; export default () => ++calls;");
+    expect(await runTransform(compiled, [])).toEqual({ ok: true, value: 1 });
+    expect(await runTransform(compiled, [])).toEqual({ ok: true, value: 2 });
+  });
+
+  it("recreates the context after a failure", async () => {
+    const compiled = await compileTransform(
+      "flaky",
+      "let calls = 0; export default (fail) => { calls++; if (fail) throw new Error('asked to'); return calls; };",
+    );
+    expect(await runTransform(compiled, [false])).toEqual({ ok: true, value: 1 });
+    expectFailure(await runTransform(compiled, [true]), "error", /^Error: asked to$/);
+    expect(await runTransform(compiled, [false])).toEqual({ ok: true, value: 1 });
+  });
+
+  it("answers invalid results and code without a default export", async () => {
+    expectFailure(await runOnce("export default () => undefined"), "invalid", /undefined/);
+    expectFailure(
+      await runOnce("export default () => { const a = {}; a.a = a; return a }"),
+      "invalid",
+      /not JSON/,
+    );
+    expectFailure(await runOnce("export const x = 1"), "invalid", /no default export/);
+    expectFailure(await runOnce("export default () => new Promise(() => {})"), "invalid", /never settles/);
+    expectFailure(await runOnce("throw new TypeError('at the top')"), "error", /TypeError: at the top/);
+    expectFailure(
+      await runOnce("export default async () => { throw new RangeError('late') }"),
+      "error",
+      /RangeError: late/,
+    );
+    await expectNormalCall();
+  });
+
+  it("reads its limits from the environment and refuses bad values", () => {
+    expect(sandboxLimits({})).toMatchObject({ memoryBytes: 16 * 1024 * 1024, deadlineMs: 50 });
+    expect(sandboxLimits({ TRANSFORM_MEMORY_LIMIT_MB: "32", TRANSFORM_DEADLINE_MS: "20" })).toMatchObject({
+      memoryBytes: 32 * 1024 * 1024,
+      deadlineMs: 20,
+    });
+    expect(() => sandboxLimits({ TRANSFORM_DEADLINE_MS: "0" })).toThrow(/TRANSFORM_DEADLINE_MS/);
+    expect(() => sandboxLimits({ TRANSFORM_MEMORY_LIMIT_MB: "lots" })).toThrow(/TRANSFORM_MEMORY_LIMIT_MB/);
+  });
+
+  it("measures JSON depth outside strings", () => {
+    expect(jsonDepth('{"a":[1,{"b":"[[[[\\"{"}]}')).toBe(3);
+    expect(jsonDepth("1")).toBe(0);
+  });
+});
+
+describe("sandbox: hostile code", () => {
+  it("stops an infinite loop at the deadline", async () => {
+    const started = performance.now();
+    expectFailure(await runOnce("export default () => { while (true) {} }"), "timeout", /deadline/);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expectFailure(
+      await runOnce("export default async () => { while (true) await null }"),
+      "timeout",
+      /deadline/,
+    );
+    expectFailure(await runOnce("while (true) {} export default () => 1"), "timeout", /deadline/);
+    await expectNormalCall();
+  });
+
+  it("cannot catch the deadline", async () => {
+    const code = "export default () => { for (;;) { try { while (true) {} } catch { } } }";
+    expectFailure(await runOnce(code), "timeout", /deadline/);
+    await expectNormalCall();
+  });
+
+  it("stops a memory bomb, twice in a row, then serves a normal call", async () => {
+    const loads = sandboxModuleLoads();
+    const bomb = "export default () => { let s = 'x'; while (true) s += s; }";
+    const compiled = await compileTransform("bomb", bomb);
+    expectFailure(await runTransform(compiled, []), "memory", /out of memory/);
+    expectFailure(await runTransform(compiled, []), "memory", /out of memory/);
+    expectFailure(await runOnce("export default () => new Array(1e8).fill(0)"), "memory", /out of memory/);
+    // Small allocations near the limit make QuickJS collect garbage on each one: the deadline
+    // stops such a bomb before the limit does.
+    const slow = await runOnce(
+      "export default () => { const a = []; while (true) a.push('x'.repeat(1000) + a.length) }",
+    );
+    expect(!slow.ok && ["memory", "timeout"].includes(slow.reason)).toBe(true);
+    await expectNormalCall();
+    expect(sandboxModuleLoads()).toBe(loads);
+  });
+
+  it("stops deep recursion", async () => {
+    const loads = sandboxModuleLoads();
+    expectFailure(
+      await runOnce("export default function f(n = 0) { return f(n + 1) + 1 }"),
+      "memory",
+      /stack/,
+    );
+    await expectNormalCall();
+    expect(sandboxModuleLoads()).toBe(loads);
+  });
+
+  it("refuses a huge return value", async () => {
+    const huge = `export default () => 'x'.repeat(${RESULT_LIMIT_CHARS + 10})`;
+    expectFailure(await runOnce(huge), "invalid", /over the limit/);
+    const bigger =
+      "export default () => { const a = []; for (let i = 0; i < 1e6; i++) a.push('y'.repeat(30)); return a }";
+    const result = await runOnce(bigger);
+    expect(result.ok).toBe(false); // over the memory limit or over the size limit
+    const deep = "export default () => { let v = 1; for (let i = 0; i < 200; i++) v = [v]; return v }";
+    expectFailure(await runOnce(deep), "invalid", /deeper than 64/);
+    await expectNormalCall();
+  });
+
+  it("reaches no host object through constructor escapes", async () => {
+    const probes = [
+      "[].constructor.constructor('return typeof process')()",
+      "(() => {}).constructor('return typeof require')()",
+      "(async () => {}).constructor('return typeof fetch')()",
+      "Object.getPrototypeOf(function* () {}).constructor('return typeof setTimeout')().next().value",
+      "typeof globalThis.process",
+      "typeof console",
+      "typeof setTimeout + typeof setInterval + typeof queueMicrotask",
+      "typeof fetch + typeof require + typeof module + typeof Buffer",
+      "typeof std + typeof os + typeof performance",
+    ];
+    for (const probe of probes) {
+      const result = await runOnce(`export default async () => String(await (${probe}))`);
+      expect(result.ok, probe).toBe(true);
+      if (result.ok) expect(result.value, probe).not.toMatch(/object|function/);
+    }
+    expectFailure(await runOnce("export default () => process.env"), "error", /ReferenceError/);
+    expectFailure(
+      await runOnce("export default () => [].constructor.constructor('return process')().env"),
+      "error",
+      /ReferenceError: 'process' is not defined/,
+    );
+    await expectNormalCall();
+  });
+
+  it("cannot read the clock", async () => {
+    for (const probe of ["Date.now()", "new Date()", "Date()", "new Date(0).constructor.now()"]) {
+      expectFailure(await runOnce(`export default () => ${probe}`), "error", /reads the clock/);
+    }
+    expect(await runOnce("export default () => new Date(0).toISOString()")).toEqual({
+      ok: true,
+      value: "1970-01-01T00:00:00.000Z",
+    });
+  });
+
+  it("cannot pollute the host's prototypes or another transform's", async () => {
+    const polluter = await compileTransform(
+      "polluter",
+      `Object.prototype.polluted = 1; Array.prototype.map = () => "hacked"; JSON.stringify = () => '"hacked"';
+       export default () => ({ seen: ({}).polluted })`,
+    );
+    // Its own JSON.stringify is replaced, but the runner took the original before the code ran.
+    expect(await runTransform(polluter, [])).toEqual({ ok: true, value: { seen: 1 } });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect([1].map((x) => x + 1)).toEqual([2]);
+    const other = await runOnce("export default () => [({}).polluted ?? null, [1].map((x) => x + 1)]");
+    expect(other).toEqual({ ok: true, value: [null, [2]] });
+    await expectNormalCall();
+  });
+
+  it("cannot read another transform's data", async () => {
+    const a = await compileTransform(
+      "a",
+      "export default (context, request) => { globalThis.secret = request.headers.secret; globalThis.last = request; return 'kept'; }",
+    );
+    expect(await runTransform(a, [context, { headers: { secret: "s3cr3t" } }])).toEqual({
+      ok: true,
+      value: "kept",
+    });
+    const b = await runOnce("export default () => [typeof secret, typeof last, typeof globalThis.secret]");
+    expect(b).toEqual({ ok: true, value: ["undefined", "undefined", "undefined"] });
+    await expectNormalCall();
+  });
+
+  it("recreates the module when a call breaks it, and the next call works", async () => {
+    const loads = sandboxModuleLoads();
+    // No QuickJS stack limit: the host's stack overflows inside wasm.
+    const limits = { ...sandboxLimits({}), maxStackBytes: 0 };
+    const compiled = await compileTransform(
+      "breaker",
+      "export default function f(n = 0) { return f(n + 1) + 1 }",
+      limits,
+    );
+    expectFailure(await runTransform(compiled, []), "error", /sandbox failed.*it is reset/);
+    expect(sandboxModuleLoads()).toBe(loads);
+    await expectNormalCall();
+    expect(sandboxModuleLoads()).toBe(loads + 1);
+    // The transform compiled on the old module is compiled again on the new one.
+    const counter = await compileTransform("survivor", "export default (x) => x * 2");
+    expect(await runTransform(counter, [21])).toEqual({ ok: true, value: 42 });
+  });
+});
