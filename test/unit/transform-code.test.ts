@@ -54,12 +54,13 @@ describe("prepareTransformCode", () => {
   });
 
   it("refuses a default export that is not a function (export { x as default } included: the rule is syntactic)", () => {
-    for (const [source, at] of [
+    const cases: [string, string][] = [
       ["export default 42", "Line 1, column 16"],
       ["export default class A {}", "Line 1, column 16"],
       ["\nexport default { run() {} }", "Line 2, column 16"],
       ["const x = 1\nexport { x as default }", "Line 2, column 15"],
-    ])
+    ];
+    for (const [source, at] of cases)
       expect(errorsOf(source), source).toEqual([
         `${at}: the default export must be a function (export default function (context, ...) {...})`,
       ]);

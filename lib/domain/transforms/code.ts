@@ -11,7 +11,7 @@
  * user's line and column.
  */
 import { type Node, parse } from "acorn";
-import { simple } from "acorn-walk";
+import { type SimpleVisitors, simple } from "acorn-walk";
 import { transform } from "sucrase";
 
 /** Most UTF-8 bytes of a transform's code (512 KB). */
@@ -86,7 +86,8 @@ function ruleProblems(program: Node): string[] {
 
   // acorn-walk visits children before their parent: identifiers are judged after the walk.
   const references: Node[] = [];
-  simple(program, {
+  // VariablePattern (a binding or assignment target) is walked by acorn-walk but not in its types.
+  const visitors: Record<string, (node: Node) => void> = {
     ImportDeclaration: (node) => add(node, "import declarations are not allowed"),
     ImportExpression: (node) => add(node, "dynamic import() is not allowed"),
     CallExpression: (node) => {
@@ -110,7 +111,8 @@ function ruleProblems(program: Node): string[] {
       const name = (node as Node & { name: string }).name;
       if (forbidden.has(name)) add(node, `${name} is not available in transforms`);
     },
-  });
+  };
+  simple(program, visitors as SimpleVisitors<unknown>);
   for (const node of references)
     if (!requireCallees.has(node))
       add(node, `${(node as Node & { name: string }).name} is not available in transforms`);
