@@ -186,26 +186,28 @@ export function transformConfigProblems(config: TransformConfig): { field: strin
     : [];
 }
 
-const createBody = <S extends z.ZodRawShape>(kind: TransformKind, shape: S) =>
-  z
-    .object({
-      ...shape,
-      transformMode: enumOf(TRANSFORM_MODES),
-      transformActive: bool,
-      code: TransformCode,
-    })
-    .strict()
-    .superRefine((value, ctx) => {
-      for (const { field, problem } of transformConfigProblems(normaliseTransform(kind, value)))
-        ctx.addIssue({ code: "custom", path: [field], message: problem });
-    });
+const required = { transformMode: enumOf(TRANSFORM_MODES), transformActive: bool, code: TransformCode };
+const crossFieldRules = (kind: TransformKind) => (value: TransformInput, ctx: z.RefinementCtx) => {
+  for (const { field, problem } of transformConfigProblems(normaliseTransform(kind, value)))
+    ctx.addIssue({ code: "custom", path: [field], message: problem });
+};
 
 /** POST .../request-transforms: transformMode, transformActive and code required; unknown fields refused. */
-export const CreateRequestTransformBody = createBody("request", sharedFields);
-export const CreateResponseTransformBody = createBody("response", { ...sharedFields, ...responseFields });
+export const CreateRequestTransformBody = z
+  .object({ ...sharedFields, ...required })
+  .strict()
+  .superRefine(crossFieldRules("request"));
+export const CreateResponseTransformBody = z
+  .object({ ...sharedFields, ...responseFields, ...required })
+  .strict()
+  .superRefine(crossFieldRules("response"));
 /** PUT: any subset of the create fields (code only to change it). */
 export const UpdateRequestTransformBody = z.object(sharedFields).strict();
 export const UpdateResponseTransformBody = z.object({ ...sharedFields, ...responseFields }).strict();
 
-export type CreateTransformInput = z.infer<typeof CreateResponseTransformBody>;
 export type UpdateTransformInput = z.infer<typeof UpdateResponseTransformBody>;
+export type CreateTransformInput = UpdateTransformInput & {
+  transformMode: TransformMode;
+  transformActive: boolean;
+  code: string;
+};
