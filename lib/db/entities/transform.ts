@@ -6,7 +6,7 @@
  * A transform lives beside its proxy in the proxy's region, in the client partition:
  * `TRANSFORM#REQUEST#<proxyId>#<transformId>` (or `TRANSFORM#RESPONSE#...`). Its code (the user's
  * source and the JavaScript compiled from it) is stored gzipped: inline on the item when the
- * compressed code is at most CODE_CHUNK_BYTES, else in chunk items
+ * compressed code is at most CODE_CHUNK_CHARS, else in chunk items
  * `<transform sKey>#CODE#<n>` (n from 0) written in the same transaction as the item. The count
  * (`TRANSFORM#<KIND>#<proxyId>##COUNT`) and the chunks sort under the proxy's prefix, so the proxy
  * cascade deletes them with the transforms.
@@ -30,12 +30,15 @@ import { keys, REGIONAL_SK } from "../keys.ts";
 import { queryPartition, type TransactionStep, tableName } from "../store.ts";
 import { StoredPredicateFields } from "./meter.ts";
 
-/** Largest gzipped code kept on the transform item; above it the code is split in chunks of this size. */
-export const CODE_CHUNK_BYTES = 300_000;
+/**
+ * Largest stored code (gzip, then base64) kept on the transform item, in characters; above it the
+ * code is split in chunk items of this size. Base64 strings rather than DynamoDB binary: the
+ * local emulator (moto) fails TransactWriteItems holding binary attributes.
+ */
+export const CODE_CHUNK_CHARS = 300_000;
 
 const Presence = z.enum(PREDICATE_PRESENCES);
 const Pattern = z.optional(z.string());
-const Bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array);
 
 export const StoredResponseHeader = z.object({ name: z.string(), pattern: Pattern, presence: Presence });
 export const StoredResponseBody = z.object({ path: z.string(), pattern: Pattern, presence: Presence });
@@ -74,8 +77,8 @@ export const TransformItem = z.object({
   codeVersion: z.int(),
   /** UTF-8 bytes of the user's source. */
   codeBytes: z.int(),
-  /** Gzipped code (CodeBundle as JSON) when it fits the item; absent when chunked. */
-  codeGzip: z.optional(Bytes),
+  /** The code (CodeBundle as JSON, gzipped, base64) when it fits the item; absent when chunked. */
+  codeGzip: z.optional(z.string()),
   /** Number of chunk items holding the gzipped code (0: inline). */
   codeChunks: z.int(),
 });
@@ -93,7 +96,7 @@ export const TransformCodeChunkItem = z.object({
   transformId: z.string(),
   codeVersion: z.int(),
   part: z.int(),
-  data: Bytes,
+  data: z.string(),
 });
 export type TransformCodeChunkItem = z.infer<typeof TransformCodeChunkItem>;
 
@@ -143,18 +146,18 @@ export const transformKeys = {
 const prefixOf = (kind: TransformKind, proxyId: string) =>
   `${kind === "request" ? REGIONAL_SK.requestTransformPrefix : REGIONAL_SK.responseTransformPrefix}${proxyId}#`;
 
-/** The code as stored: gzipped JSON, inline or split in chunks of CODE_CHUNK_BYTES. */
-export function encodeCode(bundle: CodeBundle): { inline?: Uint8Array; chunks: Uint8Array[] } {
-  const gz = new Uint8Array(gzipSync(JSON.stringify(bundle), { level: 9 }));
-  if (gz.byteLength <= CODE_CHUNK_BYTES) return { inline: gz, chunks: [] };
-  const chunks: Uint8Array[] = [];
-  for (let at = 0; at < gz.byteLength; at += CODE_CHUNK_BYTES)
-    chunks.push(gz.subarray(at, at + CODE_CHUNK_BYTES));
+/** The code as stored: JSON, gzipped, base64; inline or split in chunks of CODE_CHUNK_CHARS. */
+export function encodeCode(bundle: CodeBundle): { inline?: string; chunks: string[] } {
+  const stored = gzipSync(JSON.stringify(bundle), { level: 9 }).toString("base64");
+  if (stored.length <= CODE_CHUNK_CHARS) return { inline: stored, chunks: [] };
+  const chunks: string[] = [];
+  for (let at = 0; at < stored.length; at += CODE_CHUNK_CHARS)
+    chunks.push(stored.slice(at, at + CODE_CHUNK_CHARS));
   return { chunks };
 }
 
-export function decodeCode(parts: readonly Uint8Array[]): CodeBundle {
-  const bundle = JSON.parse(gunzipSync(Buffer.concat(parts)).toString("utf8")) as CodeBundle;
+export function decodeCode(parts: readonly string[]): CodeBundle {
+  const bundle = JSON.parse(gunzipSync(Buffer.from(parts.join(""), "base64")).toString("utf8")) as CodeBundle;
   if (typeof bundle.source !== "string") throw new Error("Stored transform code has no source");
   return bundle;
 }
