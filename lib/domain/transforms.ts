@@ -281,14 +281,7 @@ export async function deleteTransform(
       deleteChunkStep(clientId, kind, proxyId, transformId, part),
     );
     // Conditioned on the version read, so the chunks deleted are the ones it has.
-    const guard: TransactionStep = {
-      ...deleteTransformStep(clientId, kind, proxyId, transformId),
-    };
-    const del = guard.action.Delete;
-    if (del) {
-      del.ConditionExpression = "entity = :transform AND transformVersion = :seen";
-      del.ExpressionAttributeValues = { ":transform": "transform", ":seen": current.transformVersion };
-    }
+    const guard = deleteTransformStep(clientId, kind, proxyId, transformId, current.transformVersion);
     const steps = [guard, uncountTransformStep(clientId, kind, proxyId), ...chunkSteps];
     let written: boolean;
     try {

@@ -300,19 +300,21 @@ export const replaceTransformStep = (transform: TransformItem, seenVersion: numb
   },
 });
 
+/** Delete a transform (only a transform), if it is still the version read: its chunks are deleted with it. */
 export const deleteTransformStep = (
   clientId: string,
   kind: TransformKind,
   proxyId: string,
   transformId: string,
+  seenVersion: number,
 ): TransactionStep => ({
   name: TRANSFORM_STEPS.delete,
   action: {
     Delete: {
       TableName: tableName(),
       Key: transformKeys.item(clientId, kind, proxyId, transformId),
-      ConditionExpression: "entity = :transform",
-      ExpressionAttributeValues: { ":transform": "transform" },
+      ConditionExpression: "entity = :transform AND transformVersion = :seen",
+      ExpressionAttributeValues: { ":transform": "transform", ":seen": seenVersion },
     },
   },
 });
