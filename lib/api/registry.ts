@@ -14,6 +14,7 @@ import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
 import { ruleOperations } from "./operations/rules.ts";
 import { targetOperations } from "./operations/targets.ts";
+import { transformOperations } from "./operations/transforms.ts";
 import { userOperations } from "./operations/users.ts";
 import { webhookOperations } from "./operations/webhooks.ts";
 
@@ -28,6 +29,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...proxyOperations,
   ...ruleOperations,
   ...meterOperations,
+  ...transformOperations,
   ...requestLogOperations,
   ...webhookOperations,
   ...docsOperations,

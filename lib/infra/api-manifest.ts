@@ -49,6 +49,7 @@ export const FUNCTION_GROUPS = {
   proxies: { name: "proxies", tables: "all-regions-write" },
   rules: { name: "rules", tables: "all-regions-write" },
   meters: { name: "meters", tables: "all-regions-write" },
+  transforms: { name: "transforms", tables: "all-regions-write" },
   requests: { name: "requests", tables: "all-regions-read" },
   webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
   /** The OpenAPI document and the API reference page, derived from the registry; no table. */

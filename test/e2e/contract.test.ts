@@ -99,6 +99,8 @@ interface Fixtures {
   /** A proxy of its own for the meters, so they never touch the data-plane call above. */
   meterProxyId: string;
   meterId: string;
+  requestTransformId: string;
+  responseTransformId: string;
   requestId: string;
   systemNotificationId: string;
   userNotificationId: string;
@@ -228,6 +230,44 @@ async function meter(): Promise<string> {
     "meters",
   );
   return made.meterId as string;
+}
+
+/** Transforms with every optional field set (on the meters' proxy: never on the data-plane path). */
+const TRANSFORM_FIELDS = {
+  transformMode: "conditional",
+  effect: "include",
+  transformActive: true,
+  priority: 10,
+  methods: ["POST"],
+  path: { pattern: "^/v1", presence: "present" },
+  query: [{ name: "debug", presence: "absent" }],
+  headers: [{ name: "x-tier", pattern: "^free$", presence: "present" }],
+  body: [{ path: "model", pattern: "^gpt", presence: "present" }],
+  token: [{ claim: "scope", presence: "present" }],
+  variables: [{ name: "sub", source: "token", key: "sub" }],
+  notes: "contract",
+};
+const REQUEST_TRANSFORM = {
+  ...TRANSFORM_FIELDS,
+  code: "export default function (context: unknown, request: { headers: object }) {\n  return request;\n}\n",
+};
+const RESPONSE_TRANSFORM = {
+  ...TRANSFORM_FIELDS,
+  responseHeaders: [{ name: "content-type", pattern: "json", presence: "present" }],
+  responseBody: [{ path: "data.id", presence: "present" }],
+  responseStatus: [{ operator: "lt", value: 400 }],
+  code: "export default (context, request, response) => response\n",
+};
+
+async function transform(kind: "request" | "response"): Promise<string> {
+  const made = await created(
+    f.owner.api.post(
+      `${client()}/proxies/${f.meterProxyId}/${kind}-transforms`,
+      kind === "request" ? REQUEST_TRANSFORM : RESPONSE_TRANSFORM,
+    ),
+    kind === "request" ? "requestTransforms" : "responseTransforms",
+  );
+  return made.transformId as string;
 }
 
 // ---------------------------------------------------------------- the table
@@ -584,6 +624,47 @@ const CONTRACT: Record<string, Entry> = {
     }),
   },
 
+  // ---- 4.10 Transforms, on the meters' proxy
+  ...Object.fromEntries(
+    (["request", "response"] as const).flatMap((kind): [string, Entry][] => {
+      const base = `/api/clients/{clientId}/proxies/{proxyId}/${kind}-transforms`;
+      const idOf = (fx: Fixtures) => (kind === "request" ? fx.requestTransformId : fx.responseTransformId);
+      const one = (fx: Fixtures, transformId = idOf(fx)) => ({
+        clientId: fx.clientId,
+        proxyId: fx.meterProxyId,
+        transformId,
+      });
+      return [
+        [
+          `GET ${base}`,
+          { status: 200, call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId } }) },
+        ],
+        [
+          `POST ${base}`,
+          {
+            status: 201,
+            call: (fx) => ({
+              params: { clientId: fx.clientId, proxyId: fx.meterProxyId },
+              body: kind === "request" ? REQUEST_TRANSFORM : RESPONSE_TRANSFORM,
+            }),
+          },
+        ],
+        [`GET ${base}/{transformId}`, { status: 200, call: (fx) => ({ params: one(fx) }) }],
+        [
+          `PUT ${base}/{transformId}`,
+          {
+            status: 200,
+            call: (fx) => ({ params: one(fx), body: { transformActive: false, priority: 5, notes: null } }),
+          },
+        ],
+        [
+          `DELETE ${base}/{transformId}`,
+          { status: 200, call: async (fx) => ({ params: one(fx, await transform(kind)) }) },
+        ],
+      ];
+    }),
+  ),
+
   // ---- 4.8 Rules, on each of the three parents
   ...Object.fromEntries(
     RULE_PARENTS.flatMap(([parent, parentParams]): [string, Entry][] => {
@@ -729,6 +810,10 @@ beforeAll(async () => {
   f.proxyId = theProxy.proxyId as string;
   f.meterProxyId = await proxy();
   f.meterId = await meter();
+  [f.requestTransformId, f.responseTransformId] = await Promise.all([
+    transform("request"),
+    transform("response"),
+  ]);
   const oauthCredential = await created(
     f.owner.api.post(`${client()}/credentials`, {
       credentialName: "service",
