@@ -13,6 +13,7 @@ import {
   type NativeAttributeValue,
   QueryCommand,
   type QueryCommandInput,
+  TransactWriteCommand,
   type TransactWriteCommandInput,
 } from "./document-client.ts";
 import type { Key } from "./keys.ts";
@@ -239,3 +240,26 @@ export function cancelledSteps(
 
 /** The TransactItems of named steps, in order. */
 export const transactItemsOf = (steps: readonly TransactionStep[]) => steps.map((step) => step.action);
+
+/**
+ * Write named steps in one TransactWriteItems. True when written; false when it lost a race with
+ * another transaction (the caller retries). A failed condition is answered by `refusal` (its error
+ * is thrown); any other cancellation or error is rethrown.
+ */
+export async function writeSteps(
+  region: string,
+  steps: readonly TransactionStep[],
+  refusal: (failed: readonly string[]) => Error | undefined,
+): Promise<boolean> {
+  try {
+    await dynamo(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    return true;
+  } catch (error) {
+    const cancelled = cancelledSteps(error, steps);
+    if (!cancelled) throw error;
+    const refused = refusal(cancelled.failed);
+    if (refused) throw refused;
+    if (cancelled.conflict) return false;
+    throw error;
+  }
+}

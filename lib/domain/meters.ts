@@ -14,7 +14,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
-import { TransactWriteCommand } from "../db/document-client.ts";
 import {
   checkProxyStep,
   countMeterStep,
@@ -29,13 +28,7 @@ import {
   uncountMeterStep,
 } from "../db/entities/meter.ts";
 import { meterOwnedRegionalPartitions } from "../db/keys.ts";
-import {
-  cancelledSteps,
-  deletePartition,
-  nowIso,
-  type TransactionStep,
-  transactItemsOf,
-} from "../db/store.ts";
+import { cancelledSteps, deletePartition, nowIso, writeSteps } from "../db/store.ts";
 import { log } from "../log.ts";
 import type { ClientAccess } from "./access.ts";
 import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
@@ -49,7 +42,6 @@ import {
   type UpdateMeterInput,
 } from "./meter-schema.ts";
 import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
-import { regionalDb } from "./regional.ts";
 
 export const METER_NOT_FOUND = "Meter not found";
 export const TOO_MANY_METERS = `A proxy can have at most ${MAX_METERS_PER_PROXY} meters; delete one first`;
@@ -103,29 +95,6 @@ function configOf(meter: MeterItem): MeterConfig {
   };
 }
 
-/**
- * Write the steps in one transaction. True when written; false when it lost a race with another
- * transaction (retry). A failed condition is answered by `refusal` (its answer is thrown), else
- * rethrown.
- */
-async function write(
-  region: string,
-  steps: TransactionStep[],
-  refusal: (failed: readonly string[]) => Error | undefined,
-): Promise<boolean> {
-  try {
-    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-    return true;
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (!cancelled) throw error;
-    const refused = refusal(cancelled.failed);
-    if (refused) throw refused;
-    if (cancelled.conflict) return false;
-    throw error;
-  }
-}
-
 const concurrently = () => conflict("The meters of this proxy are being changed concurrently; retry");
 
 export async function listMeters({ clientId }: ClientAccess, proxyId: string) {
@@ -169,7 +138,7 @@ export async function createMeter(
   };
   const steps = [checkProxyStep(clientId, proxyId), countMeterStep(clientId, proxyId), putMeterStep(meter)];
   for (let attempt = 1; ; attempt++) {
-    const written = await write(region, steps, (failed) =>
+    const written = await writeSteps(region, steps, (failed) =>
       failed.includes(METER_STEPS.checkProxy)
         ? notFound(PROXY_NOT_FOUND)
         : failed.includes(METER_STEPS.count)
@@ -209,7 +178,7 @@ export async function updateMeter(
       meterVersion: current.meterVersion + 1,
     };
     const steps = [checkProxyStep(clientId, proxyId), replaceMeterStep(next, current.meterVersion)];
-    const written = await write(region, steps, (failed) =>
+    const written = await writeSteps(region, steps, (failed) =>
       failed.includes(METER_STEPS.checkProxy) ? notFound(PROXY_NOT_FOUND) : undefined,
     ).catch((error: unknown) => {
       // The meter changed (or was deleted) since it was read: merge again.
@@ -235,12 +204,12 @@ export async function deleteMeter({ clientId }: ClientAccess, proxyId: string, m
   for (let attempt = 1; ; attempt++) {
     let written: boolean;
     try {
-      written = await write(region, steps, gone);
+      written = await writeSteps(region, steps, gone);
     } catch (error) {
       if (!cancelledSteps(error, steps)?.failed.includes(METER_STEPS.uncount)) throw error;
       // A count at 0 with a meter present is a defect of the store: never block the delete on it.
       log.warn("Meter count of a proxy was 0 with a meter present", { clientId, proxyId, meterId });
-      written = await write(region, [deleteMeterStep(clientId, proxyId, meterId)], gone);
+      written = await writeSteps(region, [deleteMeterStep(clientId, proxyId, meterId)], gone);
     }
     if (written) break;
     if (attempt >= ATTEMPTS) throw concurrently();

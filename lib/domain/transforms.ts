@@ -14,7 +14,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
-import { TransactWriteCommand } from "../db/document-client.ts";
 import { checkProxyStep } from "../db/entities/meter.ts";
 import {
   type CodeBundle,
@@ -33,12 +32,11 @@ import {
   transformKeys,
   uncountTransformStep,
 } from "../db/entities/transform.ts";
-import { cancelledSteps, nowIso, type TransactionStep, transactItemsOf } from "../db/store.ts";
+import { cancelledSteps, nowIso, type TransactionStep, writeSteps } from "../db/store.ts";
 import { log } from "../log.ts";
 import type { ClientAccess } from "./access.ts";
 import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
-import { regionalDb } from "./regional.ts";
 import { prepareTransformCode, TRANSFORM_CODE_MESSAGE } from "./transforms/code.ts";
 import {
   type CreateTransformInput,
@@ -121,24 +119,6 @@ function compiled(source: string): CodeBundle {
   return prepared.javascript === source ? { source } : { source, javascript: prepared.javascript };
 }
 
-async function write(
-  region: string,
-  steps: TransactionStep[],
-  refusal: (failed: readonly string[]) => Error | undefined,
-): Promise<boolean> {
-  try {
-    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-    return true;
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (!cancelled) throw error;
-    const refused = refusal(cancelled.failed);
-    if (refused) throw refused;
-    if (cancelled.conflict) return false;
-    throw error;
-  }
-}
-
 const concurrently = () => conflict("The transforms of this proxy are being changed concurrently; retry");
 
 export async function listTransforms({ clientId }: ClientAccess, kind: TransformKind, proxyId: string) {
@@ -197,7 +177,7 @@ export async function createTransform(
     ...stored.chunks.map(putChunkStep),
   ];
   for (let attempt = 1; ; attempt++) {
-    const written = await write(region, steps, (failed) =>
+    const written = await writeSteps(region, steps, (failed) =>
       failed.includes(TRANSFORM_STEPS.checkProxy)
         ? notFound(PROXY_NOT_FOUND)
         : failed.includes(TRANSFORM_STEPS.count)
@@ -252,7 +232,7 @@ export async function updateTransform(
       replaceTransformStep(next, seen.transformVersion),
       ...codeSteps,
     ];
-    const written = await write(region, steps, (failed) =>
+    const written = await writeSteps(region, steps, (failed) =>
       failed.includes(TRANSFORM_STEPS.checkProxy) ? notFound(PROXY_NOT_FOUND) : undefined,
     ).catch((error: unknown) => {
       if (cancelledSteps(error, steps)?.failed.includes(TRANSFORM_STEPS.replace)) return false;
@@ -285,7 +265,7 @@ export async function deleteTransform(
     const steps = [guard, uncountTransformStep(clientId, kind, proxyId), ...chunkSteps];
     let written: boolean;
     try {
-      written = await write(region, steps, () => undefined);
+      written = await writeSteps(region, steps, () => undefined);
     } catch (error) {
       const failed = cancelledSteps(error, steps)?.failed ?? [];
       if (failed.includes(TRANSFORM_STEPS.delete)) {
@@ -296,7 +276,7 @@ export async function deleteTransform(
           proxyId,
           transformId,
         });
-        written = await write(region, [guard, ...chunkSteps], () => undefined);
+        written = await writeSteps(region, [guard, ...chunkSteps], () => undefined);
       } else throw error;
     }
     if (written) break;
