@@ -33,7 +33,7 @@ function admin(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Cl
     execFile(
       process.execPath,
       ["--import", "tsx", "cli/admin.ts", ...args],
-      { cwd: root, env, timeout: 20_000 },
+      { cwd: root, env, timeout: 60_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
         resolvePromise({ code, stdout, stderr });
@@ -79,7 +79,9 @@ afterAll(async () => {
   if (tempDir) await rm(tempDir, { recursive: true, force: true });
 });
 
-describe.concurrent("admin CLI", () => {
+// Concurrent tsx starts on a 2-core CI machine: a test of three sequential CLI runs can take
+// well over the default 30 s when the whole suite runs beside it.
+describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
   it("users create prints the API user and stores it; a duplicate e-mail fails in one line", async () => {
     const email = uniqueEmail("ada");
     const args = ["users", "create", "--email", email.toUpperCase(), "--first-name", "Ada"];

@@ -145,8 +145,9 @@ describe("QuotaLease", () => {
     const stats = instances.map((lease) => lease.stats);
     expect(stats.reduce((sum, s) => sum + s.refused, 0)).toBe(10 * perInstance - limit);
     expect(stats.reduce((sum, s) => sum + s.leasedUnits - s.returnedUnits, 0)).toBe(limit);
-    // The refusals after the window ran dry cost no store call each.
-    expect(stats.reduce((sum, s) => sum + s.leases, 0)).toBeLessThan((10 * perInstance) / 4);
+    // The refusals after the window ran dry cost no store call each: well under one call per
+    // request even when a loaded machine slows the instances (then blocks are smaller).
+    expect(stats.reduce((sum, s) => sum + s.leases, 0)).toBeLessThan((10 * perInstance) / 2);
   });
 
   it("gives the unspent units back when the window ends: none lost, and the new window starts afresh", async () => {
