@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { type DigestReport, runMeterDigests } from "#lib/domain/meter-digests.ts";
 import { ALERT_CADENCES } from "#lib/domain/meter-periods.ts";
-import { log } from "#lib/log.ts";
+import { log, logReady } from "#lib/log.ts";
 
 const DigestEvent = z
   .object({ cadence: z.enum(ALERT_CADENCES).optional(), time: z.iso.datetime({ offset: true }).optional() })
@@ -16,6 +16,7 @@ const DigestEvent = z
 export async function handler(
   event?: unknown,
 ): Promise<{ periods: number; notifications: number; failed: number }> {
+  await logReady();
   const input = DigestEvent.parse(event ?? undefined);
   const reports: DigestReport[] = await runMeterDigests({
     cadences: input?.cadence ? [input.cadence] : undefined,

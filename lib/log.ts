@@ -1,36 +1,71 @@
 /**
- * Structured JSON logging. Values under keys that look secret are replaced before anything is
- * written, so a careless call cannot put a token or password in CloudWatch.
+ * Structured JSON logging through Powertools Logger (lib/log-backend.ts). Values under keys that
+ * look secret are replaced before anything is written, so a careless call cannot put a token or
+ * password in CloudWatch. The request id is the correlation id (`correlation_id`).
+ *
+ * The writer is loaded on demand so that the data plane's cold start does not carry it
+ * (docs/performance.md): a line logged before it is loaded waits in a bounded queue and is written,
+ * in order, as soon as it is. `logReady()` loads it; the Core API and stream handlers await it
+ * before they run, the data plane after its answer (off the caller's wait).
  */
-const SECRET_KEY = /authorization|token|secret|password|keyvalue|cookie|apikey|api-key/i;
-const REDACTED = "[redacted]";
+import type { Level, LogBackend } from "./log-backend.ts";
 
-function redact(value: unknown, depth = 0): unknown {
-  if (depth > 6 || value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
-  return Object.fromEntries(
-    Object.entries(value as Record<string, unknown>).map(([k, v]) => [
-      k,
-      SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1),
-    ]),
+/** Lines kept while the writer loads; beyond this the oldest are dropped (and counted). */
+const QUEUE_LIMIT = 1000;
+
+let backend: LogBackend | undefined;
+let loading: Promise<void> | undefined;
+let queue: Array<{ level: Level; message: string; fields?: Record<string, unknown>; loggedAt: string }> = [];
+let dropped = 0;
+let correlationId: string | undefined;
+
+/** Loads the writer (once) and writes what waited for it. */
+export function logReady(): Promise<void> {
+  loading ??= import("./log-backend.ts").then(
+    ({ createBackend }) => {
+      const ready = createBackend();
+      const waiting = queue;
+      queue = [];
+      if (dropped > 0) ready.write("warn", "Log lines dropped while the logger loaded", { dropped });
+      dropped = 0;
+      for (const line of waiting)
+        ready.write(line.level, line.message, { ...line.fields, loggedAt: line.loggedAt });
+      backend = ready;
+    },
+    (error: unknown) => {
+      loading = undefined;
+      process.stderr.write(
+        `${JSON.stringify({ level: "error", message: "Logger failed to load", error: String(error) })}\n`,
+      );
+    },
   );
+  return loading;
 }
 
-function write(
-  level: "debug" | "info" | "warn" | "error",
-  message: string,
-  fields?: Record<string, unknown>,
-) {
-  if (level === "debug" && process.env.LOG_LEVEL !== "debug") return;
-  if (process.env.LOG_LEVEL === "silent") return;
-  const line = JSON.stringify({
-    level,
-    message,
-    time: new Date().toISOString(),
-    ...(redact(fields) as object),
-  });
-  if (level === "error" || level === "warn") process.stderr.write(`${line}\n`);
-  else process.stdout.write(`${line}\n`);
+/** Settles when the lines logged so far are written (at once when nothing waits for the writer). */
+export function logSettled(): Promise<void> {
+  return backend || !loading ? Promise.resolve() : loading;
+}
+
+function enabled(level: Level): boolean {
+  const configured = process.env.LOG_LEVEL;
+  if (configured === "silent") return false;
+  return level !== "debug" || configured === "debug";
+}
+
+function write(level: Level, message: string, given?: Record<string, unknown>) {
+  if (!enabled(level)) return;
+  const fields = correlationId && !given?.requestId ? { ...given, correlation_id: correlationId } : given;
+  if (backend) {
+    backend.write(level, message, fields);
+    return;
+  }
+  if (queue.length >= QUEUE_LIMIT) {
+    queue.shift();
+    dropped++;
+  }
+  queue.push({ level, message, fields, loggedAt: new Date().toISOString() });
+  void logReady();
 }
 
 export const log = {
@@ -39,6 +74,14 @@ export const log = {
   warn: (message: string, fields?: Record<string, unknown>) => write("warn", message, fields),
   error: (message: string, fields?: Record<string, unknown>) => write("error", message, fields),
 };
+
+/**
+ * The correlation id of the lines logged without a `requestId` field until the next call (one
+ * invocation at a time in a Lambda instance): the API handlers set the API request's id.
+ */
+export function setCorrelationId(id: string | undefined): void {
+  correlationId = id;
+}
 
 export function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof Error)

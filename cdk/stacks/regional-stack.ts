@@ -12,6 +12,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as eventSources from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
 import {
   MAX_FILTER_PATTERNS,
   REGION_STREAM_FUNCTION,
@@ -47,6 +48,10 @@ export class RegionalStack extends Stack {
   readonly dataPlaneUrl: lambda.FunctionUrl;
   /** Raised when a proxied request's log could not be written (a lost record is an incident). */
   readonly requestLogAlarm: cloudwatch.Alarm;
+  /** Raised when more than 5% of the data plane's answers in 5 minutes are 5xx (at least 20 requests). */
+  readonly serverErrorRateAlarm: cloudwatch.Alarm;
+  /** Raised when the stream consumer fails (an invocation error, or a batch sent to the failure queue). */
+  readonly streamConsumerAlarms: cloudwatch.Alarm[];
   /** The table stream's consumer (meter alert occurrences; telemetry later): docs/streams.md. */
   readonly streamConsumer: GatewayFunction;
   /** Where batches that failed every retry go (encrypted SQS queue, 14 days). */
@@ -139,6 +144,32 @@ export class RegionalStack extends Stack {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    // The data plane's own metrics (lib/data-plane/request-metrics.ts, Powertools Metrics, EMF).
+    const dataPlaneMetric = (metricName: string) =>
+      new cloudwatch.Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName,
+        dimensionsMap: { service: DATA_PLANE_SERVICE },
+        statistic: cloudwatch.Stats.SUM,
+        period: Duration.minutes(5),
+      });
+    this.serverErrorRateAlarm = new cloudwatch.Alarm(this, "DataPlaneServerErrorRate", {
+      alarmDescription: `${settings.appName} (${this.region}): over 5% of proxied requests answered 5xx`,
+      metric: new cloudwatch.MathExpression({
+        expression: "IF(requests >= 20, 100 * errors / requests, 0)",
+        usingMetrics: {
+          errors: dataPlaneMetric(DATA_PLANE_METRICS.serverErrors),
+          requests: dataPlaneMetric(DATA_PLANE_METRICS.requests),
+        },
+        label: "5xx answers (%)",
+        period: Duration.minutes(5),
+      }),
+      threshold: 5,
+      evaluationPeriods: 2,
+      datapointsToAlarm: 2,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     this.streamFailureQueue = new sqs.Queue(this, "StreamFailures", {
       encryption: sqs.QueueEncryption.KMS_MANAGED,
       enforceSSL: true,
@@ -150,6 +181,30 @@ export class RegionalStack extends Stack {
         "This queue is itself the dead-letter destination: the stream consumer's event source mapping sends it the metadata of batches that failed every retry, for an operator to replay from the stream.",
     });
     this.streamConsumer = this.addStreamConsumer(settings, props.functionsDir);
+    this.streamConsumerAlarms = [
+      new cloudwatch.Alarm(this, "StreamConsumerErrors", {
+        alarmDescription: `${settings.appName} (${this.region}): the table stream consumer failed`,
+        metric: this.streamConsumer.function.metricErrors({
+          period: Duration.minutes(5),
+          statistic: cloudwatch.Stats.SUM,
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+      new cloudwatch.Alarm(this, "StreamFailuresQueued", {
+        alarmDescription: `${settings.appName} (${this.region}): stream batches failed every retry (replay them)`,
+        metric: this.streamFailureQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(5),
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    ];
     new CfnOutput(this, "DataPlaneUrl", {
       description: `{region_base_url} of ${this.region}`,
       value: this.dataPlaneUrl.url,

@@ -17,7 +17,14 @@ import type { ClientAccess } from "../domain/access.ts";
 import { requireClientAccess } from "../domain/access.ts";
 import { forbidden } from "../domain/errors.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
-import { callerFromEvent, errorResponses, json, parseBody, publicBaseUrl } from "../http/api-handler.ts";
+import {
+  callerFromEvent,
+  errorResponses,
+  invocationLogging,
+  json,
+  parseBody,
+  publicBaseUrl,
+} from "../http/api-handler.ts";
 import { methodNotAllowed, tooManyRequests } from "../http/errors.ts";
 import { decodePathParameter } from "../http/input-checks.ts";
 import { parseInput } from "../http/validation.ts";
@@ -75,6 +82,7 @@ export function createOperationHandler(operations: readonly Operation[]) {
     operations.map((operation) => [operationKey(operation.method, operation.path), operation]),
   );
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult>()
+    .use(invocationLogging())
     .use(errorResponses())
     .handler(async (event) => {
       const operation = byKey.get(operationKey(event.httpMethod, event.resource));

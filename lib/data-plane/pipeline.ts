@@ -24,7 +24,7 @@
  * times, then the request is decided on the configuration just loaded, still counted).
  */
 import { isServiceUnavailable } from "../aws/clients.ts";
-import { describeError, log } from "../log.ts";
+import { describeError, log, logSettled } from "../log.ts";
 import { sendOutbound } from "../net/outbound.ts";
 import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
@@ -39,6 +39,7 @@ import {
 import { commitCounters } from "./counters.ts";
 import { settlementSteps } from "./meter-plan.ts";
 import { newRequestId } from "./request-id.ts";
+import { publishRequestMetrics, requestMetricFacts } from "./request-metrics.ts";
 import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
@@ -187,6 +188,16 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
         } catch (error) {
           log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });
         }
+        try {
+          await publishRequestMetrics(requestMetricFacts(ctx, answer));
+        } catch (error) {
+          log.error("Request metrics could not be written", {
+            ...describeError(error),
+            requestId: ctx.requestId,
+          });
+        }
+        // Lines logged during the request are written before the invocation ends.
+        await logSettled();
       },
     };
   }

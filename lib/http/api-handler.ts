@@ -7,7 +7,7 @@ import type middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { isServiceUnavailable } from "../aws/clients.ts";
 import { SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
-import { describeError, log } from "../log.ts";
+import { describeError, log, logReady, setCorrelationId } from "../log.ts";
 import { DomainError, HttpError, httpErrorOf, validationFailed } from "./errors.ts";
 import { parseJsonInput, queryIssues } from "./input-checks.ts";
 
@@ -63,6 +63,19 @@ export function parseBody(event: APIGatewayProxyEvent): unknown {
  * Turn thrown errors into responses: exposed 4xx as `{message, ...}`, an AWS service that is
  * unavailable a 503, everything else a bare 500.
  */
+/**
+ * Structured logging of an API invocation: the logger is ready before the handler runs, and the
+ * API request's id is the correlation id of its lines (lib/log.ts).
+ */
+export const invocationLogging = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
+  before: async (request) => {
+    await logReady();
+    setCorrelationId(request.event.requestContext?.requestId);
+  },
+  after: () => setCorrelationId(undefined),
+  onError: () => setCorrelationId(undefined),
+});
+
 export const errorResponses = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   onError: async (request) => {
     const requestId = request.event.requestContext?.requestId ?? "";

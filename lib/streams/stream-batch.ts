@@ -10,7 +10,7 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { type NativeAttributeValue, unmarshallItem } from "../db/document-client.ts";
 import type { FilterPattern } from "../infra/region-stream.ts";
-import { describeError, log } from "../log.ts";
+import { describeError, log, logReady } from "../log.ts";
 import { matchesAnyPattern } from "./event-filter.ts";
 
 export type Image = Record<string, NativeAttributeValue>;
@@ -74,6 +74,7 @@ export async function processStreamBatch(
   event: DynamoDBStreamEvent,
   processors: readonly StreamProcessor[],
 ): Promise<DynamoDBBatchResponse> {
+  await logReady();
   const records = event.Records ?? [];
   let firstFailed = records.length;
   const decoded: DecodedStreamRecord[] = [];

@@ -1,5 +1,6 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
 import {
   REGION_STREAM_FILTERS,
   REGION_STREAM_SETTINGS,
@@ -278,6 +279,47 @@ describe.each(regions)("RegionalStack %s", (region) => {
         Threshold: 1,
         ComparisonOperator: "GreaterThanOrEqualToThreshold",
         TreatMissingData: "notBreaching",
+      });
+    });
+
+    it("raises an alarm on the data plane's 5xx rate (Powertools metrics: ServerErrors / Requests over 5 minutes)", () => {
+      const alarms = template.findResources("AWS::CloudWatch::Alarm");
+      const rate = Object.values(alarms).find((a: any) =>
+        (a.Properties.Metrics ?? []).some((m: any) => m.Expression?.includes("errors / requests")),
+      ) as any;
+      expect(rate).toBeDefined();
+      expect(rate.Properties).toMatchObject({ Threshold: 5, ComparisonOperator: "GreaterThanThreshold" });
+      const stats = Object.fromEntries(
+        rate.Properties.Metrics.filter((m: any) => m.MetricStat).map((m: any) => [m.Id, m.MetricStat]),
+      );
+      for (const [id, name] of [
+        ["errors", DATA_PLANE_METRICS.serverErrors],
+        ["requests", DATA_PLANE_METRICS.requests],
+      ] as const) {
+        expect(stats[id]).toMatchObject({
+          Metric: {
+            Namespace: METRIC_NAMESPACE,
+            MetricName: name,
+            Dimensions: [{ Name: "service", Value: DATA_PLANE_SERVICE }],
+          },
+          Stat: "Sum",
+          Period: 300,
+        });
+      }
+    });
+
+    it("raises alarms when the stream consumer fails: invocation errors, and batches sent to the failure queue", () => {
+      template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        Namespace: "AWS/Lambda",
+        MetricName: "Errors",
+        Dimensions: [{ Name: "FunctionName", Value: Match.anyValue() }],
+        Threshold: 1,
+      });
+      template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+        Namespace: "AWS/SQS",
+        MetricName: "ApproximateNumberOfMessagesVisible",
+        Threshold: 1,
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
       });
     });
   });

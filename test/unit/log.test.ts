@@ -1,10 +1,22 @@
 /** Structured logging: one JSON line per entry, secrets redacted at any depth. */
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ALARMED_METRICS, describeError, log, METRIC_NAMESPACE, metricFields } from "#lib/log.ts";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import {
+  ALARMED_METRICS,
+  describeError,
+  log,
+  logReady,
+  METRIC_NAMESPACE,
+  metricFields,
+  setCorrelationId,
+} from "#lib/log.ts";
 
 let stdout: string[];
 let stderr: string[];
 const savedLevel = process.env.LOG_LEVEL;
+
+beforeAll(async () => {
+  await logReady();
+});
 
 beforeEach(() => {
   stdout = [];
@@ -29,7 +41,7 @@ afterEach(() => {
 const lines = (written: string[]) => written.map((line) => JSON.parse(line) as Record<string, any>);
 
 describe("log", () => {
-  it("writes one JSON line with level, message and time", () => {
+  it("writes one JSON line (Powertools Logger) with level, message, timestamp, service and the request id as correlation id", () => {
     log.info("Hello", { requestId: "r-1", count: 2 });
     expect(stdout).toHaveLength(1);
     expect(stdout[0]).toMatch(/\n$/);
@@ -38,10 +50,24 @@ describe("log", () => {
     expect(entry).toEqual({
       level: "info",
       message: "Hello",
-      time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      timestamp: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      service: "proxy-gateway",
+      correlation_id: "r-1",
       requestId: "r-1",
       count: 2,
     });
+  });
+
+  it("tags lines without a request id with the invocation's correlation id", () => {
+    setCorrelationId("api-req-7");
+    try {
+      log.info("Inside an API call");
+      log.info("Own request", { requestId: "r-2" });
+    } finally {
+      setCorrelationId(undefined);
+    }
+    log.info("After");
+    expect(lines(stdout).map((e) => e.correlation_id)).toEqual(["api-req-7", "r-2", undefined]);
   });
 
   it("sends warnings and errors to stderr", () => {

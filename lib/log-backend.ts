@@ -1,0 +1,67 @@
+/**
+ * The writer behind `lib/log.ts`: Powertools Logger (`@aws-lambda-powertools/logger`) with a
+ * formatter that redacts secret-looking keys at any depth before anything is written, and puts the
+ * request id in `correlation_id`. Loaded on demand by `lib/log.ts` (`logReady()`): the data plane
+ * keeps it out of its cold start and loads it after its first answer.
+ */
+import { LogFormatter, Logger, LogItem } from "@aws-lambda-powertools/logger";
+import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
+
+const SECRET_KEY = /authorization|token|secret|password|keyvalue|cookie|apikey|api-key/i;
+const REDACTED = "[redacted]";
+
+export function redact(value: unknown, depth = 0): unknown {
+  if (depth > 6 || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
+  return Object.fromEntries(
+    Object.entries(value as Record<string, unknown>).map(([k, v]) => [
+      k,
+      SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1),
+    ]),
+  );
+}
+
+/** The project's line: level, message, timestamp, service, correlation id, then the fields. */
+class RedactingFormatter extends LogFormatter {
+  override formatAttributes(attributes: UnformattedAttributes, additional: LogAttributes): LogItem {
+    const fields = redact(additional) as LogAttributes;
+    const requestId = typeof fields.requestId === "string" ? fields.requestId : undefined;
+    const base: LogAttributes = {
+      level: attributes.logLevel.toLowerCase(),
+      message: attributes.message,
+      timestamp: this.formatTimestamp(attributes.timestamp),
+      service: attributes.serviceName,
+    };
+    const correlationId = requestId ?? fields.correlation_id;
+    if (typeof correlationId === "string") base.correlation_id = correlationId;
+    const lambda = attributes.lambdaContext;
+    if (lambda) {
+      base.function_name = lambda.functionName;
+      base.function_request_id = lambda.awsRequestId;
+      base.cold_start = lambda.coldStart;
+    }
+    if (attributes.xRayTraceId) base.xray_trace_id = attributes.xRayTraceId;
+    return new LogItem({ attributes: base }).addAttributes(fields);
+  }
+}
+
+export type Level = "debug" | "info" | "warn" | "error";
+
+export interface LogBackend {
+  write(level: Level, message: string, fields?: Record<string, unknown>): void;
+}
+
+export function createBackend(): LogBackend {
+  const logger = new Logger({
+    serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? "proxy-gateway",
+    // The level is decided by lib/log.ts (LOG_LEVEL, read on every call): Powertools writes all.
+    logLevel: "DEBUG",
+    logFormatter: new RedactingFormatter(),
+  });
+  return {
+    write(level, message, fields) {
+      if (fields) logger[level](message, fields);
+      else logger[level](message);
+    },
+  };
+}
