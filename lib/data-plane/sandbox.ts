@@ -97,6 +97,12 @@ export interface CompiledTransform {
   readonly limits: SandboxLimits;
   /** Its live context, or none after a failure (made again on the next call). */
   instance?: Instance;
+  /**
+   * Set by disposeTransform: its configuration was replaced. A request still holding it (one that
+   * began before the replacement) may call it again; the context made for that call is disposed
+   * right after it, so nothing is left behind.
+   */
+  retired?: boolean;
 }
 
 class Failure extends Error {
@@ -366,6 +372,12 @@ export async function compileTransform(
 
 /** Calls the transform's default export with `args` (JSON values); never throws. */
 export async function runTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
+  const result = await callTransform(compiled, args);
+  if (compiled.retired) disposeTransform(compiled);
+  return result;
+}
+
+async function callTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
   let module: QuickJSWASMModule;
   try {
     module = await loadModule();
@@ -403,8 +415,9 @@ export async function runTransform(compiled: CompiledTransform, args: unknown[])
   }
 }
 
-/** Frees the transform's context (when its configuration is replaced). */
+/** Frees the transform's context (when its configuration is replaced); see `retired`. */
 export function disposeTransform(compiled: CompiledTransform): void {
+  compiled.retired = true;
   if (compiled.instance) disposeQuietly(compiled.instance);
   compiled.instance = undefined;
 }
