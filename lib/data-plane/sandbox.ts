@@ -260,7 +260,13 @@ function createInstance(module: QuickJSWASMModule, compiled: CompiledTransform):
       evaluated.error.dispose();
       throw failure;
     }
-    const exports = settle(instance, evaluated.value, "the module");
+    let exports: QuickJSHandle;
+    try {
+      exports = settle(instance, evaluated.value, "the module");
+    } catch (error) {
+      if (evaluated.value.alive) evaluated.value.dispose();
+      throw error;
+    }
     const fn = context.getProp(exports, "default");
     if (exports !== evaluated.value) exports.dispose();
     evaluated.value.dispose();
@@ -399,7 +405,15 @@ async function callTransform(compiled: CompiledTransform, args: unknown[]): Prom
       called.error.dispose();
       throw failure;
     }
-    const settled = settle(instance, called.value, "the transform");
+    let settled: QuickJSHandle;
+    try {
+      settled = settle(instance, called.value, "the transform");
+    } catch (error) {
+      // A rejected promise: its handle must go before the runtime is freed (QuickJS asserts that
+      // no object is left, and aborts the module otherwise).
+      if (called.value.alive) called.value.dispose();
+      throw error;
+    }
     try {
       return { ok: true, value: readResult(instance, settled) };
     } finally {

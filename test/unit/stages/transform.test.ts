@@ -54,7 +54,10 @@ async function loaded(
   };
 }
 
-async function admitted(transforms: Partial<RuntimeTransforms>, overrides: Parameters<typeof located>[1] = {}) {
+async function admitted(
+  transforms: Partial<RuntimeTransforms>,
+  overrides: Parameters<typeof located>[1] = {},
+) {
   const rt = runtime({ proxyCredential: callerCredential() });
   rt.transforms = { request: transforms.request ?? [], response: transforms.response ?? [] };
   const ctx = located(rt, overrides);
@@ -175,7 +178,10 @@ describe("request transform", () => {
       {
         method: "POST",
         rawQuery: "a=%7E&b",
-        headers: Object.assign(Object.create(null), { "x-api-key": CALLER_KEY, "content-type": "text/plain" }),
+        headers: Object.assign(Object.create(null), {
+          "x-api-key": CALLER_KEY,
+          "content-type": "text/plain",
+        }),
         body: Buffer.from("plain text"),
       },
     );
@@ -186,7 +192,8 @@ describe("request transform", () => {
   });
 
   it("binds the transform's variables into context.variables", async () => {
-    const code = "export default (context, request) => ({ ...request, headers: { ...request.headers, 'x-v': context.variables.item } })";
+    const code =
+      "export default (context, request) => ({ ...request, headers: { ...request.headers, 'x-v': context.variables.item } })";
     const ctx = await admitted({
       request: [
         await loaded("request", "t-var", code, { variables: [{ name: "item", source: "path", key: "1" }] }),
@@ -226,29 +233,49 @@ describe("request transform", () => {
     ["a throw", "export default () => { throw new TypeError('nope') }", "(error): TypeError: nope"],
     ["an infinite loop", "export default () => { for (;;) {} }", "(timeout)"],
     ["undefined", "export default () => undefined", "(invalid)"],
-    ["no object", "export default () => 'text'", "(invalid): a request transform must return the request object"],
-    ["a bad method", "export default (c, r) => ({ ...r, method: 'TRACE' })", "(invalid): method must be one of"],
-    ["a dot segment", "export default (c, r) => ({ ...r, path: '/a/../../etc' })", "(invalid): path must not contain"],
-    ["a header with CR LF", "export default (c, r) => ({ ...r, headers: { x: 'a\\r\\nb' } })", "(invalid): header x has"],
-    ["a bad query", "export default (c, r) => ({ ...r, query: { a: 1 } })", "(invalid): query parameter a must be"],
-  ])("%s: 500 transform-error naming the transform, the target never called, nothing claimed", async (_name, code, reason) => {
-    const ctx = await admitted(
-      { request: [await loaded("request", "t-bad", code)] },
-      {},
-    );
-    ctx.runtime!.proxyCredential!.item.singleUse = true;
-    ctx.admission!.proxyCredential.item.singleUse = true;
-    const { sent, claims, deps } = forwardDeps(recordingRunner().deps);
-    const answer = await forward(ctx, deps);
-    expect(answer.response.status).toBe(500);
-    expect(answer.outcome.code).toBe("transform-error");
-    expect(answer.outcome.message).toContain(`Request transform t-bad failed ${reason}`);
-    expect(json(answer)).toEqual({ code: "transform-error", message: answer.outcome.message });
-    expect(answer.outcome.message).toMatch(/^[\x20-\x7e]+$/);
-    expect(sent).toHaveLength(0);
-    expect(claims).toHaveLength(0);
-    expect(ctx.claim).toBeUndefined();
-  });
+    [
+      "no object",
+      "export default () => 'text'",
+      "(invalid): a request transform must return the request object",
+    ],
+    [
+      "a bad method",
+      "export default (c, r) => ({ ...r, method: 'TRACE' })",
+      "(invalid): method must be one of",
+    ],
+    [
+      "a dot segment",
+      "export default (c, r) => ({ ...r, path: '/a/../../etc' })",
+      "(invalid): path must not contain",
+    ],
+    [
+      "a header with CR LF",
+      "export default (c, r) => ({ ...r, headers: { x: 'a\\r\\nb' } })",
+      "(invalid): header x has",
+    ],
+    [
+      "a bad query",
+      "export default (c, r) => ({ ...r, query: { a: 1 } })",
+      "(invalid): query parameter a must be",
+    ],
+  ])(
+    "%s: 500 transform-error naming the transform, the target never called, nothing claimed",
+    async (_name, code, reason) => {
+      const ctx = await admitted({ request: [await loaded("request", "t-bad", code)] }, {});
+      ctx.runtime!.proxyCredential!.item.singleUse = true;
+      ctx.admission!.proxyCredential.item.singleUse = true;
+      const { sent, claims, deps } = forwardDeps(recordingRunner().deps);
+      const answer = await forward(ctx, deps);
+      expect(answer.response.status).toBe(500);
+      expect(answer.outcome.code).toBe("transform-error");
+      expect(answer.outcome.message).toContain(`Request transform t-bad failed ${reason}`);
+      expect(json(answer)).toEqual({ code: "transform-error", message: answer.outcome.message });
+      expect(answer.outcome.message).toMatch(/^[\x20-\x7e]+$/);
+      expect(sent).toHaveLength(0);
+      expect(claims).toHaveLength(0);
+      expect(ctx.claim).toBeUndefined();
+    },
+  );
 });
 
 async function answered(ctx: RequestContext, answer: Partial<OutboundResponse> = {}) {
@@ -294,7 +321,10 @@ describe("response transform", () => {
       }),
       await loaded("response", "by-body", tag("by-body"), {
         priority: 5,
-        conditional: { effect: "include", responseBody: [{ path: "id", pattern: "^7$", presence: "present" }] },
+        conditional: {
+          effect: "include",
+          responseBody: [{ path: "id", pattern: "^7$", presence: "present" }],
+        },
       }),
       await loaded("response", "by-header", tag("by-header"), {
         priority: 1,
@@ -304,7 +334,10 @@ describe("response transform", () => {
     const cases: [Partial<OutboundResponse>, string | undefined][] = [
       [{ status: 404 }, "errors"],
       [{}, "by-body"],
-      [{ headers: { "content-type": "application/json", "x-kind": "a" }, body: Buffer.from('{"id":8}') }, "by-header"],
+      [
+        { headers: { "content-type": "application/json", "x-kind": "a" }, body: Buffer.from('{"id":8}') },
+        "by-header",
+      ],
       [{ body: Buffer.from('{"id":8}') }, undefined],
     ];
     for (const [response, expected] of cases) {
