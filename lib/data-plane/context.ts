@@ -4,9 +4,11 @@
  * either lets the request go on or ends it with an answer; it never writes the log or releases a
  * single-use claim itself (the pipeline does both, once, on every path).
  */
+import type { PreparedPredicateRequest } from "../domain/predicates/evaluate.ts";
 import type { MeterUse } from "./meter-plan.ts";
 import type { ValidationData } from "./request-log.ts";
 import type { LoadedCredential, ProxyRuntime } from "./runtime-config.ts";
+import type { TransformRequest } from "./stages/transform.ts";
 
 export interface DataPlaneRequest {
   method: string;
@@ -98,6 +100,17 @@ export interface RequestContext {
   processed: boolean;
   /** The token fetched for the target credential (customToken, oauth2): redacted from the log. */
   dynamicToken?: string;
+  /** What the transform stage did (stages/transform.ts), when the proxy has transforms. */
+  transforms?: {
+    /** The caller's request prepared for the transforms' predicates. */
+    prepared?: PreparedPredicateRequest;
+    /** The request as sent to the target, without the target credential (a response transform's `request`). */
+    request?: TransformRequest;
+    requestTransformId?: string;
+    responseTransformId?: string;
+    /** The response as the response transform returned it: the request log shows it. */
+    response?: { headers: Record<string, string>; body: Buffer };
+  };
 }
 
 /** `/api/{proxyId}` and the path after it. */

@@ -1,7 +1,8 @@
 /**
  * The data plane (spec 4.13) as ordered stages over one request context (docs/data-plane.md):
  *
- *   locate -> admit -> count -> forward -> [answer] -> settle -> log
+ *   locate -> admit -> count -> forward (request transform inside) -> response transform
+ *          -> [answer] -> settle -> log
  *
  * - locate (stages/locate.ts): the proxy and its cached configuration;
  * - admit (stages/admit.ts): proxy active, billing, caller authentication, access rules;
@@ -12,7 +13,9 @@
  * - settle (meter-plan.ts settlementSteps): response values and unlimited windows;
  * - log (stages/log.ts): the request log, in one write with the settlement.
  *
- * The next issue's request and response transforms slot in before and after forward.
+ * - transform (stages/transform.ts, loaded on demand when the proxy has transforms): the request
+ *   transform inside forward, before the claim and the target credential; the response transform
+ *   on the target's answer, before it is answered and logged.
  *
  * Exactly one place settles a single-use claim (`settleClaim`, before the answer) and exactly one
  * place writes the log (`finish`), on every path: a refusal, a target failure, and an internal
@@ -26,6 +29,7 @@
 import { isServiceUnavailable } from "../aws/clients.ts";
 import { describeError, log, logSettled } from "../log.ts";
 import { sendOutbound } from "../net/outbound.ts";
+import type { OutgoingRequest } from "../vault/apply-credential.ts";
 import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import {
@@ -47,6 +51,7 @@ import { type CommitCounters, count } from "./stages/count.ts";
 import { forward } from "./stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
 import { requestLogItem, writeLogAndSettlement } from "./stages/log.ts";
+import type { TransformDeps } from "./stages/transform.ts";
 
 export type { DataPlaneRequest, DataPlaneResponse } from "./context.ts";
 export { DEFAULT_TIMEOUT_SECONDS, MAX_RESPONSE_BYTES, MAX_TIMEOUT_SECONDS } from "./stages/forward.ts";
@@ -66,6 +71,28 @@ export interface PipelineDeps {
   dynamicToken: (runtime: ProxyRuntime) => Promise<string | undefined>;
   /** What happens after the answer: the log and the settlement (tests may observe it). */
   writeAfter: typeof writeLogAndSettlement;
+  /** Transforms (stages/transform.ts): the sandbox's runner. */
+  transformDeps?: TransformDeps;
+}
+
+// ---- transforms (issue 10): the stage is loaded only when the proxy has transforms ----------
+
+/** The request transform hook of forward: runs the stage when the proxy has transforms. */
+async function requestTransformOf(
+  ctx: RequestContext,
+  outgoing: OutgoingRequest,
+  deps: PipelineDeps,
+): Promise<OutgoingRequest | Answer> {
+  if (!ctx.runtime?.transforms) return outgoing;
+  const { transformRequest } = await import("./stages/transform.ts");
+  return transformRequest(ctx, outgoing, deps.transformDeps);
+}
+
+/** The response transform, when the proxy has one and the target answered. */
+async function responseTransformOf(ctx: RequestContext, answer: Answer, deps: PipelineDeps): Promise<Answer> {
+  if (!ctx.runtime?.transforms?.response.length || !ctx.processed) return answer;
+  const { transformResponse } = await import("./stages/transform.ts");
+  return transformResponse(ctx, answer, deps.transformDeps);
 }
 
 /**
@@ -124,7 +151,11 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
       continue;
     }
     if (counted) return counted;
-    return forward(ctx, deps);
+    const answer = await forward(ctx, {
+      ...deps,
+      transformRequest: (c, outgoing) => requestTransformOf(c, outgoing, deps),
+    });
+    return responseTransformOf(ctx, answer, deps);
   }
 }
 
@@ -176,7 +207,9 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
     } catch (error) {
       answer = internalError(ctx, error);
     }
-    await settleClaim(ctx, deps.claims, ctx.processed && answer.response.status < 400);
+    // Consumed when the target answered with success (a response transform cannot change that:
+    // the credential has been used at the target), released otherwise.
+    await settleClaim(ctx, deps.claims, ctx.processed && (ctx.target?.status ?? 500) < 400);
     const response = shaped(answer, ctx.requestId);
     const answeredAt = deps.now();
     return {

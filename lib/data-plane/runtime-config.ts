@@ -8,6 +8,9 @@
  * target and one Query per rule parent; secrets are decrypted with cached data keys; the rules and
  * meters are compiled (patterns and order) once here, not per request (`compileRuntime`, which
  * loads re2js first when a pattern needs it: a cold start for a proxy without patterns never reads it).
+ * The same BatchGetItem reads the proxy's two transform counts: only a proxy with transforms loads
+ * them (transform-plan.ts, on demand: one Query per kind with their code, compiled in the sandbox
+ * once per load; the contexts of a replaced configuration are disposed).
  * Warm: nothing is read. The count transaction (lib/data-plane/counters.ts) checks that the
  * client's `configVersion` is still the one the cached configuration was loaded at; when it moved,
  * `revalidate` reads the client runtime item (one GetItem) and reloads what changed.
@@ -34,6 +37,7 @@ import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/
 import { decryptSecretCached } from "../vault/envelope.ts";
 import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
 import { type CompiledMeter, compileMeters } from "./meter-plan.ts";
+import type { RuntimeTransforms } from "./transform-plan.ts";
 
 export interface LoadedCredential {
   item: CredentialItem;
@@ -59,6 +63,8 @@ export interface ProxyRuntime {
   compiledRules: { credential: CompiledRules; proxy: CompiledRules; target: CompiledRules };
   /** The proxy's active meters, compiled once per load. */
   meters: CompiledMeter[];
+  /** The proxy's active transforms, compiled once per load (absent when it has none). */
+  transforms?: RuntimeTransforms;
 }
 
 const locators = new Map<string, string>();
@@ -83,10 +89,37 @@ jwksCache.setPersist(async (credentialId: string, jwks: JwksDocument) => {
 const runtimes = new Map<string, ProxyRuntime>();
 const MAX_CACHED_PROXIES = 2000;
 
+/** A configuration leaves the cache: its transforms' sandbox contexts are disposed. */
+function retire(runtime: ProxyRuntime | undefined): void {
+  const transforms = runtime?.transforms;
+  if (!transforms) return;
+  import("./transform-plan.ts")
+    .then(({ retireTransforms }) => retireTransforms(transforms))
+    .catch(() => undefined);
+}
+
+function clearRuntimes(): void {
+  for (const runtime of runtimes.values()) retire(runtime);
+  runtimes.clear();
+}
+
 /** Forget cached configuration (tests). */
 export function clearRuntimeCache(): void {
   locators.clear();
-  runtimes.clear();
+  clearRuntimes();
+}
+
+/** The kinds of transforms a proxy has, from its count items (read in the configuration's BatchGetItem). */
+function transformKinds(
+  items: readonly Record<string, unknown>[],
+  clientId: string,
+  proxyId: string,
+): ("request" | "response")[] {
+  return (["request", "response"] as const).filter((kind) => {
+    const { sKey } = keys.transformCount(clientId, kind, proxyId);
+    const count = items.find((item) => item.entity === "transform-count" && item.sKey === sKey);
+    return typeof count?.transformCount === "number" && count.transformCount > 0;
+  });
 }
 
 const isJwks = (value: unknown): value is JwksDocument =>
@@ -165,6 +198,8 @@ async function loadFull(
         credentialKeys.item(clientId, credentialId),
         credentialKeys.item(clientId, targetCredentialId),
         targetKeys.item(clientId, targetId),
+        keys.transformCount(clientId, "request", proxyId),
+        keys.transformCount(clientId, "response", proxyId),
       ],
       { region },
     ),
@@ -175,7 +210,8 @@ async function loadFull(
   ]);
   const credentials = linked.filter((item) => item.entity === "credential").map(credentialItemOf);
   const targets = linked.filter((item) => item.entity === "target").map(targetItemOf);
-  const [proxyCredential, targetCredential] = await Promise.all([
+  const kinds = transformKinds(linked, clientId, proxyId);
+  const [proxyCredential, targetCredential, transforms] = await Promise.all([
     loadCredential(
       region,
       credentials.find((item) => item.credentialId === credentialId),
@@ -184,6 +220,11 @@ async function loadFull(
       region,
       credentials.find((item) => item.credentialId === targetCredentialId),
     ),
+    kinds.length > 0
+      ? import("./transform-plan.ts").then(({ loadTransforms }) =>
+          loadTransforms(region, clientId, proxyId, kinds),
+        )
+      : undefined,
   ]);
   const target = targets.find((item) => item.targetId === targetId);
   const rules = { credential: credentialRules, proxy: proxyRules, target: targetRules };
@@ -202,6 +243,7 @@ async function loadFull(
     targetCredential,
     rules,
     ...(await compileRuntime(rules, meters)),
+    ...(transforms ? { transforms } : {}),
   };
 }
 
@@ -239,10 +281,13 @@ export async function loadProxyRuntime(
   if (!loaded) {
     // Deleted since it was located: forget it, so a new proxy never inherits a stale locator.
     locators.delete(proxyId);
+    retire(runtimes.get(proxyId));
     runtimes.delete(proxyId);
     return undefined;
   }
-  if (runtimes.size >= MAX_CACHED_PROXIES) runtimes.clear();
+  if (runtimes.size >= MAX_CACHED_PROXIES) clearRuntimes();
+  const replaced = runtimes.get(proxyId);
+  if (replaced !== loaded) retire(replaced);
   runtimes.set(proxyId, loaded);
   return { runtime: loaded, fresh: true };
 }

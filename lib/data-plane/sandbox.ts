@@ -97,6 +97,12 @@ export interface CompiledTransform {
   readonly limits: SandboxLimits;
   /** Its live context, or none after a failure (made again on the next call). */
   instance?: Instance;
+  /**
+   * Set by disposeTransform: its configuration was replaced. A request still holding it (one that
+   * began before the replacement) may call it again; the context made for that call is disposed
+   * right after it, so nothing is left behind.
+   */
+  retired?: boolean;
 }
 
 class Failure extends Error {
@@ -254,7 +260,13 @@ function createInstance(module: QuickJSWASMModule, compiled: CompiledTransform):
       evaluated.error.dispose();
       throw failure;
     }
-    const exports = settle(instance, evaluated.value, "the module");
+    let exports: QuickJSHandle;
+    try {
+      exports = settle(instance, evaluated.value, "the module");
+    } catch (error) {
+      if (evaluated.value.alive) evaluated.value.dispose();
+      throw error;
+    }
     const fn = context.getProp(exports, "default");
     if (exports !== evaluated.value) exports.dispose();
     evaluated.value.dispose();
@@ -366,6 +378,12 @@ export async function compileTransform(
 
 /** Calls the transform's default export with `args` (JSON values); never throws. */
 export async function runTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
+  const result = await callTransform(compiled, args);
+  if (compiled.retired) disposeTransform(compiled);
+  return result;
+}
+
+async function callTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
   let module: QuickJSWASMModule;
   try {
     module = await loadModule();
@@ -387,7 +405,15 @@ export async function runTransform(compiled: CompiledTransform, args: unknown[])
       called.error.dispose();
       throw failure;
     }
-    const settled = settle(instance, called.value, "the transform");
+    let settled: QuickJSHandle;
+    try {
+      settled = settle(instance, called.value, "the transform");
+    } catch (error) {
+      // A rejected promise: its handle must go before the runtime is freed (QuickJS asserts that
+      // no object is left, and aborts the module otherwise).
+      if (called.value.alive) called.value.dispose();
+      throw error;
+    }
     try {
       return { ok: true, value: readResult(instance, settled) };
     } finally {
@@ -403,8 +429,9 @@ export async function runTransform(compiled: CompiledTransform, args: unknown[])
   }
 }
 
-/** Frees the transform's context (when its configuration is replaced). */
+/** Frees the transform's context (when its configuration is replaced); see `retired`. */
 export function disposeTransform(compiled: CompiledTransform): void {
+  compiled.retired = true;
   if (compiled.instance) disposeQuietly(compiled.instance);
   compiled.instance = undefined;
 }

@@ -105,6 +105,13 @@ export const keys = {
       `${kind === "request" ? REGIONAL_SK.requestTransformPrefix : REGIONAL_SK.responseTransformPrefix}${proxyId}#${transformId}`,
     ),
   /**
+   * The count of a proxy's transforms of one kind (lib/db/entities/transform.ts): here, beside the
+   * transform key, because the data plane's cold start reads it (runtime-config.ts) without
+   * loading the transform entity.
+   */
+  transformCount: (clientId: string, kind: "request" | "response", proxyId: string) =>
+    keys.transform(clientId, kind, proxyId, "#COUNT"),
+  /**
    * The data plane's entry point: proxy id -> client id (the proxy's own key needs the client id,
    * which the data-plane URL does not carry). Written with the proxy, deleted with it.
    */

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import {
   compileTransform,
+  disposeTransform,
   jsonDepth,
   RESULT_LIMIT_CHARS,
   runTransform,
@@ -85,6 +86,21 @@ describe("sandbox: normal transforms", () => {
     expect(await runTransform(compiled, [false])).toEqual({ ok: true, value: 1 });
     expectFailure(await runTransform(compiled, [true]), "error", /^Error: asked to$/);
     expect(await runTransform(compiled, [false])).toEqual({ ok: true, value: 1 });
+  });
+
+  it("frees a rejected promise before its runtime: no abort, the module is kept", async () => {
+    const loads = sandboxModuleLoads();
+    for (const code of [
+      "export default async () => { throw new Error('rejected') }",
+      "export default async () => { const F = (async () => {}).constructor; return await F('return this.process.x')() }",
+      "await Promise.reject(new Error('rejected at load'))\nexport default (c, r) => r",
+    ]) {
+      const compiled = await compileTransform("rejects", code);
+      for (let i = 0; i < 2; i++) expectFailure(await runTransform(compiled, []), "error", /Error/);
+      disposeTransform(compiled);
+    }
+    expect(sandboxModuleLoads()).toBe(loads);
+    await expectNormalCall();
   });
 
   it("answers invalid results and code without a default export", async () => {

@@ -2,7 +2,9 @@
  * Stage 4, forward: the outgoing request (caller headers minus hop-by-hop and the caller's
  * credential, `X-Forwarded-For`, the proxy's additions, the target credential applied), the call
  * to the target, and the target's answer as the caller's answer (hop-by-hop and service-proxy-*
- * headers dropped, cookies confined to this proxy). A single-use proxy credential is claimed
+ * headers dropped, cookies confined to this proxy). A proxy's request transform runs on the
+ * outgoing request before the single-use claim and before the target credential is applied
+ * (stages/transform.ts, through `deps.transformRequest`). A single-use proxy credential is claimed
  * here, just before the call; the pipeline settles the claim.
  */
 import { RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
@@ -41,6 +43,11 @@ export interface ForwardDeps {
   /** The target credential's current token (customToken, oauth2), when it needs one. */
   dynamicToken: (runtime: ProxyRuntime) => Promise<string | undefined>;
   now: () => number;
+  /**
+   * The request transform stage (stages/transform.ts): the request to send, or the answer of a
+   * failed transform. Absent: no transform.
+   */
+  transformRequest?: (ctx: RequestContext, outgoing: OutgoingRequest) => Promise<OutgoingRequest | Answer>;
 }
 
 /** Target URL: base URL + the path after /api/{proxyId} + the caller's query, unchanged. */
@@ -94,6 +101,12 @@ export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<A
   const built = outgoingRequest(ctx);
   if ("response" in built) return built;
   let outgoing = built;
+
+  if (deps.transformRequest) {
+    const transformed = await deps.transformRequest(ctx, outgoing);
+    if ("response" in transformed) return transformed;
+    outgoing = transformed;
+  }
 
   if (proxyCredential.item.singleUse) {
     const { credentialId } = proxyCredential.item;

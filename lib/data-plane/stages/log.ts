@@ -56,8 +56,9 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
           receivedAt: ctx.target.receivedAt,
           status: ctx.target.status,
           location: ctx.target.location,
-          responseHeaders: ctx.target.headers,
-          responseBody: ctx.target.body,
+          // The response as answered: a response transform's result when one ran.
+          responseHeaders: ctx.transforms?.response?.headers ?? ctx.target.headers,
+          responseBody: ctx.transforms?.response?.body ?? ctx.target.body,
         }
       : null,
     validation: ctx.validation,

@@ -132,11 +132,9 @@ export const transformItemOf = (item: Record<string, unknown>): TransformItem =>
 const chunkItemOf = (item: Record<string, unknown>): TransformCodeChunkItem =>
   parsed(TransformCodeChunkItem, "transform code chunk", item);
 
-const COUNT_ID = "#COUNT";
 export const transformKeys = {
   item: keys.transform,
-  count: (clientId: string, kind: TransformKind, proxyId: string) =>
-    keys.transform(clientId, kind, proxyId, COUNT_ID),
+  count: keys.transformCount,
   chunk: (clientId: string, kind: TransformKind, proxyId: string, transformId: string, part: number) => {
     const key = keys.transform(clientId, kind, proxyId, transformId);
     return { pKey: key.pKey, sKey: `${key.sKey}#CODE#${part}` };
@@ -224,6 +222,55 @@ export async function findTransformWithCode(
     if (chunks.length === transform.codeChunks)
       return { transform, code: decodeCode(chunks.map((c) => c.data)) };
     if (attempt >= 3) throw new Error(`Stored transform ${transformId} is missing code chunks`);
+  }
+}
+
+/**
+ * Access pattern "active transforms of a proxy with their code" (one kind; the data plane's
+ * configuration load): one strongly consistent Query, `begins_with(sKey, TRANSFORM#<KIND>#<proxyId>#)`,
+ * paged and bounded as the list (at most MAX_TRANSFORMS_PER_PROXY transforms, their chunks and the
+ * count), oldest first. The code of each active transform is decoded once here; inactive ones are
+ * returned without decoding (`code` undefined). Chunks of another code version (a write between
+ * the Query's pages) make it read again, at most three times.
+ */
+export async function listTransformsWithCode(
+  region: string,
+  clientId: string,
+  kind: TransformKind,
+  proxyId: string,
+): Promise<{ transform: TransformItem; code?: CodeBundle }[]> {
+  for (let attempt = 1; ; attempt++) {
+    const items = await queryPartition(keys.clientPartition(clientId), {
+      region,
+      sKeyPrefix: prefixOf(kind, proxyId),
+      max: MAX_TRANSFORMS_PER_PROXY * 6 + 1,
+    });
+    const chunks = new Map<string, TransformCodeChunkItem[]>();
+    for (const item of items) {
+      if (item.entity !== "transform-code") continue;
+      const chunk = chunkItemOf(item);
+      const key = `${chunk.transformId}#${chunk.codeVersion}`;
+      chunks.set(key, [...(chunks.get(key) ?? []), chunk]);
+    }
+    const transforms = items
+      .filter((item) => item.entity === "transform")
+      .map(transformItemOf)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.transformId.localeCompare(b.transformId));
+    let complete = true;
+    const loaded = transforms.map((transform) => {
+      if (!transform.transformActive) return { transform };
+      if (transform.codeGzip) return { transform, code: decodeCode([transform.codeGzip]) };
+      const parts = (chunks.get(`${transform.transformId}#${transform.codeVersion}`) ?? [])
+        .filter((chunk) => chunk.part < transform.codeChunks)
+        .sort((a, b) => a.part - b.part);
+      if (parts.length !== transform.codeChunks) {
+        complete = false;
+        return { transform };
+      }
+      return { transform, code: decodeCode(parts.map((chunk) => chunk.data)) };
+    });
+    if (complete) return loaded;
+    if (attempt >= 3) throw new Error(`Stored transforms of proxy ${proxyId} are missing code chunks`);
   }
 }
 
