@@ -29,12 +29,7 @@ import type {
   JwtVerifySecret,
   ProxySecret,
 } from "../vault/secret-schemas.ts";
-import {
-  jwksCache as defaultJwksCache,
-  type JwksCache,
-  loadJose,
-  type VerificationKey,
-} from "./jwks-cache.ts";
+import type { JwksCache, VerificationKey } from "./jwks-cache.ts";
 
 export interface CallerRequest {
   /** Lower-case header names. */
@@ -304,7 +299,8 @@ async function checkJwtVerify(
   const approved = last.approved(credentialId, token, now(), skew);
   if (approved) return { ok: true, claims: approved.claims };
 
-  // jose is loaded on the first jwtVerify request, not at a cold start (jwks-cache.ts loadJose).
+  // The JWKS cache and jose are loaded on the first jwtVerify request, not at a cold start.
+  const { jwksCache: defaultJwksCache, loadJose } = await import("./jwks-cache.ts");
   const { decodeProtectedHeader, jwtVerify } = await loadJose();
   let header: ProtectedHeaderParameters;
   try {

@@ -18,6 +18,7 @@
  */
 import type { CryptoKey, JWK, LocalJWKSet } from "jose";
 import { type OutboundPolicy, sendOutbound } from "../net/outbound.ts";
+import { persistJwks } from "./jwks-homes.ts";
 
 export type VerificationKey = CryptoKey;
 
@@ -143,7 +144,7 @@ export class JwksCache {
   private readonly maxEntries: number;
   private readonly now: () => number;
   private readonly outboundPolicy: OutboundPolicy | undefined;
-  private persist: JwksCacheOptions["persist"];
+  private readonly persist: JwksCacheOptions["persist"];
   /** Fetch attempts made (for tests and metrics). */
   fetches = 0;
 
@@ -156,11 +157,6 @@ export class JwksCache {
     this.now = options.now ?? Date.now;
     this.outboundPolicy = options.outboundPolicy;
     this.persist = options.persist;
-  }
-
-  /** Sets (or clears) the callback that stores freshly fetched keys on the credential record. */
-  setPersist(persist: JwksCacheOptions["persist"]): void {
-    this.persist = persist;
   }
 
   /**
@@ -335,5 +331,5 @@ export class JwksCache {
   }
 }
 
-/** The instance of the warm function (one per process). */
-export const jwksCache = new JwksCache();
+/** The instance of the warm function (one per process); fetched keys are stored on the record. */
+export const jwksCache = new JwksCache({ persist: persistJwks });

@@ -43,7 +43,6 @@ import {
 import { commitCounters } from "./counters.ts";
 import { settlementSteps } from "./meter-plan.ts";
 import { newRequestId } from "./request-id.ts";
-import { publishRequestMetrics, requestMetricFacts } from "./request-metrics.ts";
 import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
@@ -222,6 +221,8 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
           log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });
         }
         try {
+          // Loaded after the first answer: the cold start does not carry it (docs/performance.md).
+          const { publishRequestMetrics, requestMetricFacts } = await import("./request-metrics.ts");
           await publishRequestMetrics(requestMetricFacts(ctx, answer));
         } catch (error) {
           log.error("Request metrics could not be written", {

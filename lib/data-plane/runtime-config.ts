@@ -35,7 +35,8 @@ import { getInRegion } from "../domain/regional.ts";
 import { loadRuleEngine } from "../domain/rules/regex.ts";
 import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";
 import { decryptSecretCached } from "../vault/envelope.ts";
-import { type JwksDocument, jwksCache } from "./jwks-cache.ts";
+import type { JwksDocument } from "./jwks-cache.ts";
+import { rememberCredentialHome } from "./jwks-homes.ts";
 import { type CompiledMeter, compileMeters } from "./meter-plan.ts";
 import type { RuntimeTransforms } from "./transform-plan.ts";
 
@@ -68,24 +69,6 @@ export interface ProxyRuntime {
 }
 
 const locators = new Map<string, string>();
-/** credentialId -> where its record is, for writing fetched JWKS back onto it. */
-const credentialHomes = new Map<string, { region: string; clientId: string }>();
-
-// Spec 5.4: the keys of a jwtVerify credential are cached on the credential record, so a cold
-// function starts with them instead of fetching the JWKS again.
-jwksCache.setPersist(async (credentialId: string, jwks: JwksDocument) => {
-  const home = credentialHomes.get(credentialId);
-  if (!home) return;
-  await dynamo(home.region).send(
-    new UpdateCommand({
-      TableName: tableName(),
-      Key: keys.credential(home.clientId, credentialId),
-      UpdateExpression: "SET jwksCache = :jwks",
-      ConditionExpression: "attribute_exists(pKey)",
-      ExpressionAttributeValues: { ":jwks": jwks },
-    }),
-  );
-});
 const runtimes = new Map<string, ProxyRuntime>();
 const MAX_CACHED_PROXIES = 2000;
 
@@ -128,9 +111,12 @@ const isJwks = (value: unknown): value is JwksDocument =>
 async function loadCredential(region: string, item: CredentialItem | undefined) {
   if (!item || item.deletingAt) return undefined;
   const { credentialId, clientId } = item;
-  if (credentialHomes.size >= MAX_CACHED_PROXIES * 2) credentialHomes.clear();
-  credentialHomes.set(credentialId, { region, clientId });
-  if (isJwks(item.jwksCache) && !jwksCache.peek(credentialId)) jwksCache.seed(credentialId, item.jwksCache);
+  rememberCredentialHome(credentialId, region, clientId);
+  if (isJwks(item.jwksCache)) {
+    // The JWKS cache (and jose) are loaded for jwtVerify credentials only, not at a cold start.
+    const { jwksCache } = await import("./jwks-cache.ts");
+    if (!jwksCache.peek(credentialId)) jwksCache.seed(credentialId, item.jwksCache);
+  }
   const secret = await decryptSecretCached<Record<string, unknown>>(item.secretEnvelope, {
     region,
     clientId,
