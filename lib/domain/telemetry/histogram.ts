@@ -2,7 +2,7 @@
  * Log-scale response-time histograms (the DDSketch mapping): a duration of `v` ms falls in bucket
  * `1 + ceil(log_γ v)` with γ = (1 + ε) / (1 − ε), and a bucket reads back as 2γ^k / (γ + 1), which
  * is within a relative error ε of every value the bucket holds. ε = 1 %, so γ ≈ 1.0202 and 75 s
- * (the data plane's timeout) is bucket 566. Durations below 1 ms (0 ms: the clock's resolution)
+ * (the data plane's timeout) is bucket 563. Durations below 1 ms (0 ms: the clock's resolution)
  * share bucket 0, read back as 0.
  *
  * Buckets are plain counters, so histograms add: a percentile from the sum of several histograms
