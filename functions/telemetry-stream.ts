@@ -7,11 +7,7 @@
  */
 import { processPartialResponse } from "@aws-lambda-powertools/batch";
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import {
-  addTelemetryParts,
-  splitIntoParts,
-  type TelemetryRecordInput,
-} from "#lib/db/entities/telemetry.ts";
+import { addTelemetryParts, splitIntoParts, type TelemetryRecordInput } from "#lib/db/entities/telemetry.ts";
 import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
 import type { CountryLookup } from "#lib/domain/telemetry/country.ts";
 import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
@@ -33,8 +29,7 @@ const decode = async (record: DynamoDBRecord): Promise<Decoded> => {
     eventId: decoded.eventId,
     sequenceNumber: decoded.sequenceNumber,
     region: decoded.region,
-    observation:
-      decoded.eventName === "INSERT" ? observationOf(decoded.newImage, countryLookup) : undefined,
+    observation: decoded.eventName === "INSERT" ? observationOf(decoded.newImage, countryLookup) : undefined,
   };
 };
 

@@ -245,13 +245,19 @@ describe.each(regions)("RegionalStack %s", (region) => {
     });
 
     it("selects request-log INSERTs only", () => {
-      const patterns = (mapping?.FilterCriteria.Filters as { Pattern: string }[]).map((f) => JSON.parse(f.Pattern));
-      expect(patterns).toEqual([{ eventName: ["INSERT"], dynamodb: { NewImage: { entity: { S: ["requestLog"] } } } }]);
+      const patterns = ((mapping?.FilterCriteria.Filters ?? []) as { Pattern: string }[]).map((f) =>
+        JSON.parse(f.Pattern),
+      );
+      expect(patterns).toEqual([
+        { eventName: ["INSERT"], dynamodb: { NewImage: { entity: { S: ["requestLog"] } } } },
+      ]);
       expect(patterns).toEqual([...TELEMETRY_STREAM_FILTERS]);
     });
 
     it("sends batches that failed every retry to its own encrypted queue, with an alarm on it", () => {
-      expect(mapping?.DestinationConfig).toEqual({ OnFailure: { Destination: { "Fn::GetAtt": [queueId, "Arn"] } } });
+      expect(mapping?.DestinationConfig).toEqual({
+        OnFailure: { Destination: { "Fn::GetAtt": [queueId, "Arn"] } },
+      });
       const queue = template.findResources("AWS::SQS::Queue")[queueId];
       expect(queue?.Properties.KmsMasterKeyId).toBe("alias/aws/sqs");
       const alarm = template.findResources("AWS::CloudWatch::Alarm")[logicalId(stack.telemetryFailureAlarm)];
@@ -269,7 +275,11 @@ describe.each(regions)("RegionalStack %s", (region) => {
       const statements = statementsOf(template, stack.telemetryConsumer);
       const items = statements.filter((st) => st.Action.some((a) => /^dynamodb:\w+Item$/.test(a)));
       expect(items).toEqual([
-        { Effect: "Allow", Action: ["dynamodb:PutItem", "dynamodb:UpdateItem"], Resource: [`<${tableId}.Arn>`] },
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:PutItem", "dynamodb:UpdateItem"],
+          Resource: [`<${tableId}.Arn>`],
+        },
       ]);
       const all = statements.flatMap((st) => st.Action);
       for (const forbidden of ["dynamodb:Scan", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:GetItem"])

@@ -76,7 +76,13 @@ afterAll(async () => {
   await new Promise((resolve) => target?.close(resolve));
 });
 
-async function sumOfBuckets(scope: "client" | "proxy", id: string, interval: TelemetryInterval, from: number, to: number) {
+async function sumOfBuckets(
+  scope: "client" | "proxy",
+  id: string,
+  interval: TelemetryInterval,
+  from: number,
+  to: number,
+) {
   const stored = await listTelemetryBuckets(REGION, {
     scope,
     id,
@@ -92,7 +98,14 @@ describe("telemetry of a mixed run, over real HTTP", () => {
   it("counts every request exactly, in every interval, per client and per proxy, within 30 s", async () => {
     const [a, b] = proxies as [string, string];
     const started = Date.now();
-    const plan: { proxyId: string; path: string; key: string; country?: string; expectStatus: number; target: number | null }[] = [
+    const plan: {
+      proxyId: string;
+      path: string;
+      key: string;
+      country?: string;
+      expectStatus: number;
+      target: number | null;
+    }[] = [
       ...Array.from({ length: 8 }, (_, i) => ({
         proxyId: a,
         path: `/ok?delay=${i * 7}`,
@@ -115,7 +128,10 @@ describe("telemetry of a mixed run, over real HTTP", () => {
     ];
     for (const step of plan) {
       const response = await callDataPlane(`${stack.regions[REGION]}/api/${step.proxyId}${step.path}`, {
-        headers: { "x-api-key": step.key, ...(step.country ? { "cloudfront-viewer-country": step.country } : {}) },
+        headers: {
+          "x-api-key": step.key,
+          ...(step.country ? { "cloudfront-viewer-country": step.country } : {}),
+        },
       });
       expect(response.status, response.text).toBe(step.expectStatus);
     }
@@ -138,8 +154,14 @@ describe("telemetry of a mixed run, over real HTTP", () => {
       const ok = (status: number) => status < 400;
       return {
         countMap: { proxy: steps.length, target: reached.length },
-        successCountMap: { proxy: steps.filter((s) => ok(s.expectStatus)).length, target: reached.filter((s) => ok(s.target as number)).length },
-        errorCountMap: { proxy: steps.filter((s) => !ok(s.expectStatus)).length, target: reached.filter((s) => !ok(s.target as number)).length },
+        successCountMap: {
+          proxy: steps.filter((s) => ok(s.expectStatus)).length,
+          target: reached.filter((s) => ok(s.target as number)).length,
+        },
+        errorCountMap: {
+          proxy: steps.filter((s) => !ok(s.expectStatus)).length,
+          target: reached.filter((s) => !ok(s.target as number)).length,
+        },
         codeCountMap: codes,
         countryCountMap: countries,
       };
@@ -169,10 +191,9 @@ describe("telemetry of a mixed run, over real HTTP", () => {
         const label = `${scope} ${id} ${interval}`;
         expect(sum.countMap, label).toEqual(want.countMap);
         expect(sum.successCountMap, label).toEqual(want.successCountMap);
-        expect(
-          Object.fromEntries(Object.entries(sum.errorCountMap).filter(([, n]) => n > 0)),
-          label,
-        ).toEqual(Object.fromEntries(Object.entries(want.errorCountMap).filter(([, n]) => n > 0)));
+        expect(Object.fromEntries(Object.entries(sum.errorCountMap).filter(([, n]) => n > 0)), label).toEqual(
+          Object.fromEntries(Object.entries(want.errorCountMap).filter(([, n]) => n > 0)),
+        );
         expect(sum.codeCountMap, label).toEqual(want.codeCountMap);
         expect(sum.countryCountMap, label).toEqual(want.countryCountMap);
       }
@@ -180,12 +201,16 @@ describe("telemetry of a mixed run, over real HTTP", () => {
 
     // Percentiles of the client's day against the raw durations of its request logs.
     const logs = (
-      await Promise.all(proxies.map((proxyId) => listRequestLogsOfProxy(REGION, { proxyId, clientId, max: 100 })))
+      await Promise.all(
+        proxies.map((proxyId) => listRequestLogsOfProxy(REGION, { proxyId, clientId, max: 100 })),
+      )
     ).flat();
     expect(logs).toHaveLength(plan.length);
     const raw = {
       proxy: logs.map((log) => (log.proxyData?.sentAt ?? 0) - (log.proxyData?.receivedAt ?? 0)),
-      target: logs.flatMap((log) => (log.targetData ? [log.targetData.receivedAt - log.targetData.sentAt] : [])),
+      target: logs.flatMap((log) =>
+        log.targetData ? [log.targetData.receivedAt - log.targetData.sentAt] : [],
+      ),
     };
     const record = telemetryRecordOf("run", await sumOfBuckets("client", clientId, "month", started, now));
     expect(record.totalResponseTimeMap).toEqual({
@@ -197,7 +222,10 @@ describe("telemetry of a mixed run, over real HTTP", () => {
         const exact = exactPercentile(raw[source], p) as number;
         const estimate = record[`${name}ResponseTimeMap` as "p50ResponseTimeMap"][source] as number;
         if (exact < 1) expect(estimate).toBe(0);
-        else expect(Math.abs(estimate - exact) / exact, `${source} ${name}`).toBeLessThanOrEqual(HISTOGRAM_RELATIVE_ERROR + 1e-9);
+        else
+          expect(Math.abs(estimate - exact) / exact, `${source} ${name}`).toBeLessThanOrEqual(
+            HISTOGRAM_RELATIVE_ERROR + 1e-9,
+          );
       }
     }
     expect(record.successRateMap.proxy).toBeCloseTo(13 / plan.length, 12);

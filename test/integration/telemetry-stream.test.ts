@@ -53,7 +53,14 @@ function requestLog(clientId: string, proxyId: string, at: number, status: numbe
     message: "",
     arnBase: "arn",
     target: reached
-      ? { sentAt: at + 5, receivedAt: at + 35, status, location: null, responseHeaders: {}, responseBody: undefined }
+      ? {
+          sentAt: at + 5,
+          receivedAt: at + 35,
+          status,
+          location: null,
+          responseHeaders: {},
+          responseBody: undefined,
+        }
       : null,
     validation: {},
     processed: true,
@@ -134,16 +141,20 @@ describe("the telemetry stream consumer, exactly once", () => {
     const clientId = `c-${randomUUID()}`;
     await handler({ Records: [streamRecord(requestLog(clientId, `p-${randomUUID()}`, AT, 200, true))] });
     const ttlOf = async (interval: TelemetryInterval) =>
-      (await listTelemetryBuckets(REGION, {
-        scope: "client",
-        id: clientId,
-        interval,
-        from: bucketKey(interval, AT),
-        to: bucketKey(interval, AT),
-        limit: 1,
-      }))[0]?.item.TTL;
+      (
+        await listTelemetryBuckets(REGION, {
+          scope: "client",
+          id: clientId,
+          interval,
+          from: bucketKey(interval, AT),
+          to: bucketKey(interval, AT),
+          limit: 1,
+        })
+      )[0]?.item.TTL;
     expect(await ttlOf("minute")).toBe((AT + 60_000) / 1000 + (TELEMETRY_RETENTION_SECONDS.minute as number));
-    expect(await ttlOf("hour")).toBe((AT + 30 * 60_000) / 1000 + (TELEMETRY_RETENTION_SECONDS.hour as number));
+    expect(await ttlOf("hour")).toBe(
+      (AT + 30 * 60_000) / 1000 + (TELEMETRY_RETENTION_SECONDS.hour as number),
+    );
     expect(await ttlOf("day")).toBeUndefined();
     expect(await ttlOf("month")).toBeUndefined();
   });
@@ -152,7 +163,9 @@ describe("the telemetry stream consumer, exactly once", () => {
     const clientId = `c-${randomUUID()}`;
     // One proxy per record: 4 new buckets a record, so 60 records make 3 parts of up to 100 actions.
     const proxies = Array.from({ length: 60 }, () => `p-${randomUUID()}`);
-    const records = proxies.map((proxyId, i) => streamRecord(requestLog(clientId, proxyId, AT + i, 200, true)));
+    const records = proxies.map((proxyId, i) =>
+      streamRecord(requestLog(clientId, proxyId, AT + i, 200, true)),
+    );
     const inputs: TelemetryRecordInput[] = records.map((record, i) => ({
       eventId: record.eventID as string,
       sequenceNumber: record.dynamodb?.SequenceNumber as string,
@@ -166,13 +179,18 @@ describe("the telemetry stream consumer, exactly once", () => {
     // A counter of the wrong type in one bucket of the second part: DynamoDB refuses its ADD.
     const poisoned = keys.proxyTelemetry(proxies[second.from] as string, "day", bucketKey("day", AT));
     const table = getConfig().tableName;
-    await dynamo(REGION).send(new PutCommand({ TableName: table, Item: { ...poisoned, "countMap#proxy": "x" } }));
+    await dynamo(REGION).send(
+      new PutCommand({ TableName: table, Item: { ...poisoned, "countMap#proxy": "x" } }),
+    );
     const event: DynamoDBStreamEvent = { Records: records };
     const failed = await handler(event);
     const reported = failed.batchItemFailures.map((f) => f.itemIdentifier);
     expect(reported[0]).toBe(records[second.from]?.dynamodb?.SequenceNumber);
     expect(reported).toHaveLength(60 - second.from);
-    expect((await bucketsOf("client", clientId, "hour"))[0]?.countMap).toEqual({ proxy: second.from, target: second.from });
+    expect((await bucketsOf("client", clientId, "hour"))[0]?.countMap).toEqual({
+      proxy: second.from,
+      target: second.from,
+    });
 
     // Fixed; Lambda delivers again from the reported record, then (a crash, say) the whole batch.
     await dynamo(REGION).send(new DeleteCommand({ TableName: table, Key: poisoned }));
@@ -189,7 +207,9 @@ describe("the telemetry stream consumer, exactly once", () => {
     const proxyId = `p-${randomUUID()}`;
     const poisoned = keys.clientTelemetry(clientId, "month", bucketKey("month", AT));
     const table = getConfig().tableName;
-    await dynamo(REGION).send(new PutCommand({ TableName: table, Item: { ...poisoned, "countMap#proxy": "x" } }));
+    await dynamo(REGION).send(
+      new PutCommand({ TableName: table, Item: { ...poisoned, "countMap#proxy": "x" } }),
+    );
     const event = { Records: [streamRecord(requestLog(clientId, proxyId, AT, 200, true))] };
     await expect(handler(event)).rejects.toThrow(/All records failed/);
     await dynamo(REGION).send(new DeleteCommand({ TableName: table, Key: poisoned }));

@@ -250,7 +250,13 @@ describe("aggregation", () => {
       errorCountMap: { proxy: 2, target: 1 },
       totalResponseTimeMap: { proxy: 120 + 120 + 4 + 300, target: 90 + 90 + 280 },
       codeCountMap: { "200:proxy": 2, "200:target": 2, "403:proxy": 1, "502:proxy": 1, "500:target": 1 },
-      codeTotalRTMap: { "200:proxy": 240, "200:target": 180, "403:proxy": 4, "502:proxy": 300, "500:target": 280 },
+      codeTotalRTMap: {
+        "200:proxy": 240,
+        "200:target": 180,
+        "403:proxy": 4,
+        "502:proxy": 300,
+        "500:target": 280,
+      },
       countryCountMap: { "DE:proxy": 3, "DE:target": 3, "XX:proxy": 1 },
       countryTotalRTMap: { "DE:proxy": 540, "DE:target": 460, "XX:proxy": 4 },
     });
@@ -265,7 +271,13 @@ describe("aggregation", () => {
     expect(deltas).toHaveLength(5 + 4 + 4);
     const month = deltas.find((d) => d.ref.scope === "client" && d.ref.interval === "month");
     expect(month?.counts.countMap).toEqual({ proxy: 3, target: 3 });
-    expect(mergeCounts(deltasOf(observation()).slice(0, 1).map((d) => d.counts)).countMap).toEqual({
+    expect(
+      mergeCounts(
+        deltasOf(observation())
+          .slice(0, 1)
+          .map((d) => d.counts),
+      ).countMap,
+    ).toEqual({
       proxy: 1,
       target: 1,
     });
@@ -277,7 +289,10 @@ describe("aggregation", () => {
     expect(ewmaWeight(window, 10_000)).toBeCloseTo(Math.E, 12);
     expect(ewmaWeight(window, 80_000)).toBeCloseTo(Math.exp(8), 6);
     const early = countsOf(observation({ at: 0, legs: [{ source: "proxy", status: 200, ms: 100 }] }), window);
-    const late = countsOf(observation({ at: 10_000, legs: [{ source: "proxy", status: 200, ms: 200 }] }), window);
+    const late = countsOf(
+      observation({ at: 10_000, legs: [{ source: "proxy", status: 200, ms: 200 }] }),
+      window,
+    );
     const record = telemetryRecordOf("b", mergeCounts([early, late]));
     // (1·100 + e·200) / (1 + e): nearer the later value
     expect(record.ewmaResponseTime).toBeCloseTo((100 + Math.E * 200) / (1 + Math.E), 9);
@@ -286,21 +301,25 @@ describe("aggregation", () => {
 });
 
 describe("records as read: derived maps and merges", () => {
-  const counts = aggregate(
-    [
-      ...Array.from({ length: 9 }, (_, i) => ({
-        clientId: "c1",
-        proxyId: "px1",
-        at: AT,
-        country: i < 6 ? "DE" : "FR",
-        legs: [
-          { source: "proxy" as const, status: 200, ms: 100 + i * 10 },
-          { source: "target" as const, status: 200, ms: 50 + i * 10 },
-        ],
-      })),
-      { clientId: "c1", proxyId: "px1", at: AT, country: "FR", legs: [{ source: "proxy" as const, status: 429, ms: 2 }] },
-    ],
-  ).find((d) => d.ref.scope === "client" && d.ref.interval === "day")?.counts;
+  const counts = aggregate([
+    ...Array.from({ length: 9 }, (_, i) => ({
+      clientId: "c1",
+      proxyId: "px1",
+      at: AT,
+      country: i < 6 ? "DE" : "FR",
+      legs: [
+        { source: "proxy" as const, status: 200, ms: 100 + i * 10 },
+        { source: "target" as const, status: 200, ms: 50 + i * 10 },
+      ],
+    })),
+    {
+      clientId: "c1",
+      proxyId: "px1",
+      at: AT,
+      country: "FR",
+      legs: [{ source: "proxy" as const, status: 429, ms: 2 }],
+    },
+  ]).find((d) => d.ref.scope === "client" && d.ref.interval === "day")?.counts;
 
   it("computes averages, rates, country averages and percentiles, never storing them", () => {
     const record = telemetryRecordOf("2026-03-07", counts ?? emptyCounts());
@@ -335,6 +354,14 @@ describe("records as read: derived maps and merges", () => {
     expect(merged.map((r) => r.sKey)).toEqual(["2026-03-07", "2026-03-08"]);
     expect(merged[0]?.countMap).toEqual({ proxy: 20, target: 18 });
     expect(merged[0]?.successRateMap).toEqual({ proxy: 0.9, target: 1 });
-    expect(mergeBuckets([{ bucket: "a", counts: one }, { bucket: "b", counts: one }], { newestFirst: true, limit: 1 }).map((r) => r.sKey)).toEqual(["b"]);
+    expect(
+      mergeBuckets(
+        [
+          { bucket: "a", counts: one },
+          { bucket: "b", counts: one },
+        ],
+        { newestFirst: true, limit: 1 },
+      ).map((r) => r.sKey),
+    ).toEqual(["b"]);
   });
 });

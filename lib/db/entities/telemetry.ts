@@ -19,11 +19,11 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { dynamo } from "../../aws/clients.ts";
 import {
+  aggregate,
   type BucketDelta,
   bucketRefId,
   COUNTER_MAPS,
   COUNTER_SCALARS,
-  aggregate,
   deltasOf,
   emptyCounts,
   type TelemetryCounts,
@@ -64,7 +64,8 @@ export const MAX_TELEMETRY_BUCKETS = 1000;
 
 const SEPARATOR = "#";
 /** The stored attribute of one counter: `<map>#<key>`, or the scalar's own name. */
-export const counterAttribute = (map: string, key?: string) => (key === undefined ? map : `${map}${SEPARATOR}${key}`);
+export const counterAttribute = (map: string, key?: string) =>
+  key === undefined ? map : `${map}${SEPARATOR}${key}`;
 
 /** The non-zero counters of `counts` as [attribute, value] pairs. */
 export function counterAttributes(counts: TelemetryCounts): [string, number][] {
@@ -112,7 +113,8 @@ export function telemetryBucketOf(stored: Record<string, unknown>): TelemetryBuc
     if (typeof value !== "number") continue;
     const at = attribute.indexOf(SEPARATOR);
     const map = at < 0 ? undefined : attribute.slice(0, at);
-    if (map && MAP_NAMES.has(map)) counts[map as (typeof COUNTER_MAPS)[number]][attribute.slice(at + 1)] = value;
+    if (map && MAP_NAMES.has(map))
+      counts[map as (typeof COUNTER_MAPS)[number]][attribute.slice(at + 1)] = value;
     else if ((COUNTER_SCALARS as readonly string[]).includes(attribute))
       counts[attribute as (typeof COUNTER_SCALARS)[number]] = value;
   }
@@ -125,7 +127,9 @@ export const telemetryKeys = {
       ? keys.proxyTelemetry(delta.ref.proxyId as string, delta.ref.interval, delta.ref.bucket)
       : keys.clientTelemetry(delta.ref.clientId, delta.ref.interval, delta.ref.bucket),
   partition: (scope: "client" | "proxy", id: string, interval: TelemetryInterval) =>
-    scope === "proxy" ? keys.proxyTelemetryPartition(id, interval) : keys.clientTelemetryPartition(id, interval),
+    scope === "proxy"
+      ? keys.proxyTelemetryPartition(id, interval)
+      : keys.clientTelemetryPartition(id, interval),
   mark: keys.streamBatchMark,
 } as const;
 
@@ -181,7 +185,10 @@ export function splitIntoParts(records: readonly TelemetryRecordInput[]): Teleme
   for (const [position, record] of records.entries()) {
     const adds = new Map<string, string[]>();
     for (const delta of record.observation ? deltasOf(record.observation) : [])
-      adds.set(bucketRefId(delta.ref), counterAttributes(delta.counts).map(([name]) => name));
+      adds.set(
+        bucketRefId(delta.ref),
+        counterAttributes(delta.counts).map(([name]) => name),
+      );
     const newBuckets = [...adds.keys()].filter((id) => !attributes.has(id)).length;
     const tooManyAdds = [...adds].some(([id, names]) => {
       const known = attributes.get(id);
@@ -304,7 +311,8 @@ export async function addTelemetryParts(
       result.applied += 1;
       continue;
     }
-    if (!proceed()) return { ...result, failedAt: part.from, error: new Error("Out of time before this part") };
+    if (!proceed())
+      return { ...result, failedAt: part.from, error: new Error("Out of time before this part") };
     const steps = partSteps(part);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -359,7 +367,5 @@ export async function listTelemetryBuckets(
     },
     { region, max: Math.min(query.limit, MAX_TELEMETRY_BUCKETS) },
   );
-  return items
-    .filter((item) => !(typeof item.TTL === "number" && item.TTL <= now))
-    .map(telemetryBucketOf);
+  return items.filter((item) => !(typeof item.TTL === "number" && item.TTL <= now)).map(telemetryBucketOf);
 }

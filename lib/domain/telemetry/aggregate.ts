@@ -13,9 +13,9 @@
  */
 import { z } from "zod";
 import { type TimeWindow, windowAt } from "../meters/windows.ts";
-import { bucketKey, type TelemetryInterval, TELEMETRY_INTERVALS } from "./buckets.ts";
+import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "./buckets.ts";
+import { type CountryLookup, countryOf } from "./country.ts";
 import { histogramBucket } from "./histogram.ts";
-import { countryOf, type CountryLookup } from "./country.ts";
 
 /** `proxy`: the inbound leg (caller -> gateway); `target`: the forwarding leg (gateway -> target). */
 export const TELEMETRY_SOURCES = ["proxy", "target"] as const;
@@ -60,7 +60,8 @@ const bump = (map: Record<string, number>, key: string, by: number) => {
 
 /** `into` plus `add` (mutates and answers `into`). */
 export function addCounts(into: TelemetryCounts, add: TelemetryCounts): TelemetryCounts {
-  for (const name of COUNTER_MAPS) for (const [key, by] of Object.entries(add[name])) bump(into[name], key, by);
+  for (const name of COUNTER_MAPS)
+    for (const [key, by] of Object.entries(add[name])) bump(into[name], key, by);
   for (const name of COUNTER_SCALARS) into[name] += add[name];
   return into;
 }
@@ -170,7 +171,10 @@ export const bucketRefId = (ref: TelemetryBucketRef) =>
  */
 export const EWMA_BUCKET_FRACTION = 1 / 8;
 export const ewmaWeight = (window: TimeWindow, at: number) =>
-  Math.exp((Math.min(Math.max(at, window.start), window.end) - window.start) / ((window.end - window.start) * EWMA_BUCKET_FRACTION));
+  Math.exp(
+    (Math.min(Math.max(at, window.start), window.end) - window.start) /
+      ((window.end - window.start) * EWMA_BUCKET_FRACTION),
+  );
 
 /** The counters one observation adds to any bucket holding it (the EWMA uses the proxy leg). */
 export function countsOf(observation: TelemetryObservation, window: TimeWindow): TelemetryCounts {
@@ -199,7 +203,12 @@ export function countsOf(observation: TelemetryObservation, window: TimeWindow):
 export function bucketRefsOf(observation: TelemetryObservation): TelemetryBucketRef[] {
   return TELEMETRY_INTERVALS.flatMap((interval) => {
     const { start, end } = windowAt(interval, observation.at);
-    const common = { clientId: observation.clientId, interval, bucket: bucketKey(interval, observation.at), window: { start, end } };
+    const common = {
+      clientId: observation.clientId,
+      interval,
+      bucket: bucketKey(interval, observation.at),
+      window: { start, end },
+    };
     return [
       { scope: "client", ...common } satisfies TelemetryBucketRef,
       { scope: "proxy", proxyId: observation.proxyId, ...common } satisfies TelemetryBucketRef,

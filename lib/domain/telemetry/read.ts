@@ -5,7 +5,7 @@
  * countryAverageRTMap, the EWMA, and the p50/p95/p99 response times per source from the merged
  * histograms. Pure.
  */
-import { type TelemetryCounts, TELEMETRY_SOURCES, mergeCounts } from "./aggregate.ts";
+import { mergeCounts, TELEMETRY_SOURCES, type TelemetryCounts } from "./aggregate.ts";
 import { type Histogram, histogramPercentile } from "./histogram.ts";
 
 export const PERCENTILES = { p50: 0.5, p95: 0.95, p99: 0.99 } as const;
