@@ -1,7 +1,7 @@
 /**
  * The whole service on one machine: provisions the emulator, serves the Core API through the local
  * API Gateway, opens a data-plane address per region, runs the scheduled functions on their
- * schedule and, with `streams`, polls each region's table stream into the stream consumer
+ * schedule and, with `streams`, polls each region's table stream into each stream consumer
  * (local/stream-poller.ts). `npm start` and the end-to-end tests both use it.
  */
 
@@ -15,10 +15,10 @@ import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createStreamingHandler, type StreamMetadata } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
-import { REGION_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
+import { STREAM_CONSUMERS } from "#lib/infra/region-stream.ts";
 import { createRestApi, type ProxyHandler, splitTarget, type TokenAuthorizer } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
-import { type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
+import { allPollers, type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
 
 export interface LocalStackOptions {
   host?: string;
@@ -28,7 +28,7 @@ export interface LocalStackOptions {
   dataPlanePort?: number;
   authorizerCacheTtlSeconds?: number;
   runSchedules?: boolean;
-  /** Poll each region's table stream into the stream consumer, as its event source mapping does. */
+  /** Poll each region's table stream into each stream consumer, as their event source mappings do. */
   streams?: boolean;
 }
 
@@ -201,12 +201,21 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   process.env.DATA_PLANE_URLS = JSON.stringify(regions);
   resetConfig();
 
+  // One poller per event source mapping (docs/streams.md): each reads the stream on its own.
   const streams = options.streams
-    ? await startStreamPoller({
-        regions: config.regions,
-        tableName: config.tableName,
-        handler: await loadFunction<StreamHandler>(REGION_STREAM_FUNCTION.name),
-      })
+    ? allPollers(
+        await Promise.all(
+          STREAM_CONSUMERS.map(async (consumer) =>
+            startStreamPoller({
+              regions: config.regions,
+              tableName: config.tableName,
+              handler: await loadFunction<StreamHandler>(consumer.function),
+              patterns: consumer.patterns(),
+              settings: consumer.settings,
+            }),
+          ),
+        ),
+      )
     : undefined;
 
   const timers: NodeJS.Timeout[] = [];

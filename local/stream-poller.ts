@@ -10,13 +10,33 @@
  */
 import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import { REGION_STREAM_SETTINGS, regionStreamFilterPatterns } from "#lib/infra/region-stream.ts";
+import {
+  type FilterPattern,
+  REGION_STREAM_SETTINGS,
+  regionStreamFilterPatterns,
+} from "#lib/infra/region-stream.ts";
 import { matchesAnyPattern } from "#lib/streams/event-filter.ts";
 import {
   type DynamoDbStreamsClient,
   dynamoDbStreamsClient,
   type StreamRecordWire,
 } from "./dynamodb-streams.ts";
+
+export type StreamConsumerSettings = Omit<typeof REGION_STREAM_SETTINGS, "startingPosition"> & {
+  startingPosition: "LATEST" | "TRIM_HORIZON";
+};
+
+/** Several pollers (one per event source mapping) as one: drain waits for all. */
+export function allPollers(pollers: readonly StreamPoller[]): StreamPoller {
+  return {
+    drain: async () => {
+      await Promise.all(pollers.map((poller) => poller.drain()));
+    },
+    stop: async () => {
+      await Promise.all(pollers.map((poller) => poller.stop()));
+    },
+  };
+}
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined>;
 
@@ -27,6 +47,9 @@ export interface StreamPollerOptions {
   /** Pause between polls of a shard that returned nothing. */
   idleMs?: number;
   startingPosition?: "LATEST" | "TRIM_HORIZON";
+  /** The mapping's filter patterns and settings; default: the region stream consumer's. */
+  patterns?: readonly FilterPattern[];
+  settings?: StreamConsumerSettings;
   /** Where dropped batches are reported (AWS: the on-failure queue). */
   onDropped?: (records: DynamoDBRecord[], reason: string) => void;
 }
@@ -47,8 +70,8 @@ interface ShardCursor {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startStreamPoller(options: StreamPollerOptions): Promise<StreamPoller> {
-  const patterns = regionStreamFilterPatterns();
-  const settings = REGION_STREAM_SETTINGS;
+  const patterns = options.patterns ?? regionStreamFilterPatterns();
+  const settings = options.settings ?? REGION_STREAM_SETTINGS;
   const idleMs = options.idleMs ?? 250;
   const onDropped =
     options.onDropped ??

@@ -18,6 +18,9 @@ import {
   REGION_STREAM_FUNCTION,
   REGION_STREAM_SETTINGS,
   regionStreamFilterPatterns,
+  TELEMETRY_STREAM_FILTERS,
+  TELEMETRY_STREAM_FUNCTION,
+  TELEMETRY_STREAM_SETTINGS,
 } from "../../lib/infra/region-stream.ts";
 import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
@@ -50,12 +53,16 @@ export class RegionalStack extends Stack {
   readonly requestLogAlarm: cloudwatch.Alarm;
   /** Raised when more than 5% of the data plane's answers in 5 minutes are 5xx (at least 20 requests). */
   readonly serverErrorRateAlarm: cloudwatch.Alarm;
-  /** Raised when the stream consumer fails (an invocation error, or a batch sent to the failure queue). */
+  /** Raised when a stream consumer fails (an invocation error, or a batch sent to its failure queue). */
   readonly streamConsumerAlarms: cloudwatch.Alarm[];
   /** The table stream's consumer (meter alert occurrences; telemetry later): docs/streams.md. */
   readonly streamConsumer: GatewayFunction;
   /** Where batches that failed every retry go (encrypted SQS queue, 14 days). */
   readonly streamFailureQueue: sqs.Queue;
+  /** The telemetry consumer of the same stream (docs/telemetry.md), its failure queue and alarm. */
+  readonly telemetryConsumer: GatewayFunction;
+  readonly telemetryFailureQueue: sqs.Queue;
+  readonly telemetryFailureAlarm: cloudwatch.Alarm;
 
   constructor(scope: Construct, id: string, props: RegionalStackProps) {
     super(scope, id, props);
@@ -181,34 +188,64 @@ export class RegionalStack extends Stack {
         "This queue is itself the dead-letter destination: the stream consumer's event source mapping sends it the metadata of batches that failed every retry, for an operator to replay from the stream.",
     });
     this.streamConsumer = this.addStreamConsumer(settings, props.functionsDir);
-    this.streamConsumerAlarms = [
-      new cloudwatch.Alarm(this, "StreamConsumerErrors", {
-        alarmDescription: `${settings.appName} (${this.region}): the table stream consumer failed`,
-        metric: this.streamConsumer.function.metricErrors({
-          period: Duration.minutes(5),
-          statistic: cloudwatch.Stats.SUM,
-        }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      new cloudwatch.Alarm(this, "StreamFailuresQueued", {
-        alarmDescription: `${settings.appName} (${this.region}): stream batches failed every retry (replay them)`,
-        metric: this.streamFailureQueue.metricApproximateNumberOfMessagesVisible({
-          period: Duration.minutes(5),
-          statistic: cloudwatch.Stats.MAXIMUM,
-        }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-    ];
+    this.telemetryFailureQueue = this.failureQueue("TelemetryStreamFailures", "telemetry");
+    this.telemetryConsumer = this.addTelemetryConsumer(settings, props.functionsDir);
+    // Each consumer: an alarm on its invocation errors, and one on batches that failed every
+    // retry (on its failure queue: records not processed until an operator replays them).
+    this.streamConsumerAlarms = this.consumerAlarms(
+      settings,
+      "StreamConsumer",
+      "the table stream consumer (meter alerts)",
+      this.streamConsumer,
+      this.streamFailureQueue,
+    );
+    const telemetryAlarms = this.consumerAlarms(
+      settings,
+      "TelemetryConsumer",
+      "the telemetry stream consumer",
+      this.telemetryConsumer,
+      this.telemetryFailureQueue,
+    );
+    this.streamConsumerAlarms.push(...telemetryAlarms);
+    this.telemetryFailureAlarm = telemetryAlarms[1]!;
     new CfnOutput(this, "DataPlaneUrl", {
       description: `{region_base_url} of ${this.region}`,
       value: this.dataPlaneUrl.url,
     });
+  }
+
+  /** Alarms of one stream consumer: invocation errors, and batches on its failure queue. */
+  private consumerAlarms(
+    settings: AppSettings,
+    id: string,
+    what: string,
+    consumer: GatewayFunction,
+    queue: sqs.Queue,
+  ): cloudwatch.Alarm[] {
+    const common = {
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    };
+    return [
+      new cloudwatch.Alarm(this, `${id}Errors`, {
+        alarmDescription: `${settings.appName} (${this.region}): ${what} failed`,
+        metric: consumer.function.metricErrors({
+          period: Duration.minutes(5),
+          statistic: cloudwatch.Stats.SUM,
+        }),
+        ...common,
+      }),
+      new cloudwatch.Alarm(this, `${id}FailuresQueued`, {
+        alarmDescription: `${settings.appName} (${this.region}): batches of ${what} failed every retry (replay them from the stream)`,
+        metric: queue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(5),
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
+        ...common,
+      }),
+    ];
   }
 
   /**
@@ -252,6 +289,59 @@ export class RegionalStack extends Stack {
     );
     // DynamoEventSource grants what the mapping needs: DescribeStream, GetRecords and
     // GetShardIterator on this table's stream, kms:Decrypt on its key, and ListStreams.
+    Validations.of(consumer.role).acknowledge({
+      id: wildcardResourceFinding(consumer, "*"),
+      reason:
+        "dynamodb:ListStreams (the event source mapping's stream discovery) and X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level permissions; every other stream action names this table's stream.",
+    });
+    return consumer;
+  }
+
+  /** An on-failure destination: encrypted (SQS-managed key), TLS only, 14 days. */
+  private failureQueue(id: string, consumer: string): sqs.Queue {
+    const queue = new sqs.Queue(this, id, {
+      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(queue).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason: `This queue is itself the dead-letter destination: the ${consumer} consumer's event source mapping sends it the metadata of batches that failed every retry, for an operator to replay from the stream.`,
+    });
+    return queue;
+  }
+
+  /**
+   * The telemetry consumer (functions/telemetry-stream.ts) and its own event source mapping on this
+   * table's stream (lib/infra/region-stream.ts, TELEMETRY_STREAM_*): request-log INSERTs,
+   * ReportBatchItemFailures, bounded retries, bisect on error, its own failure queue. It writes
+   * telemetry buckets and batch markers in one TransactWriteItems (PutItem, UpdateItem): no read,
+   * no index, no Scan, no delete.
+   */
+  private addTelemetryConsumer(settings: AppSettings, functionsDir: string | undefined): GatewayFunction {
+    const consumer = new GatewayFunction(this, "TelemetryConsumer", {
+      name: TELEMETRY_STREAM_FUNCTION.name,
+      settings,
+      functionsDir,
+      description: `${settings.appName} telemetry stream consumer (${this.region})`,
+      timeout: Duration.seconds(TELEMETRY_STREAM_FUNCTION.timeoutSeconds),
+    });
+    consumer.allowTableItemActions(this.table, ["dynamodb:PutItem", "dynamodb:UpdateItem"]);
+    const stream = TELEMETRY_STREAM_SETTINGS;
+    consumer.function.addEventSource(
+      new eventSources.DynamoEventSource(this.table, {
+        startingPosition: lambda.StartingPosition[stream.startingPosition],
+        batchSize: stream.batchSize,
+        maxBatchingWindow: Duration.seconds(stream.maxBatchingWindowSeconds),
+        retryAttempts: stream.maximumRetryAttempts,
+        bisectBatchOnError: stream.bisectBatchOnFunctionError,
+        maxRecordAge: Duration.seconds(stream.maximumRecordAgeSeconds),
+        parallelizationFactor: stream.parallelizationFactor,
+        reportBatchItemFailures: true,
+        onFailure: new eventSources.SqsDlq(this.telemetryFailureQueue),
+        filters: TELEMETRY_STREAM_FILTERS.map((pattern) => lambda.FilterCriteria.filter({ ...pattern })),
+      }),
+    );
     Validations.of(consumer.role).acknowledge({
       id: wildcardResourceFinding(consumer, "*"),
       reason:

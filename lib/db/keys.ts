@@ -129,6 +129,10 @@ export const keys = {
   clientTelemetryPartition: (clientId: string, interval: string) =>
     `TELEMETRY#CLIENT#${clientId}#${interval}`,
   proxyTelemetryPartition: (proxyId: string, interval: string) => `TELEMETRY#PROXY#${proxyId}#${interval}`,
+  clientTelemetry: (clientId: string, interval: string, bucket: string) =>
+    key(`TELEMETRY#CLIENT#${clientId}#${interval}`, bucket),
+  proxyTelemetry: (proxyId: string, interval: string, bucket: string) =>
+    key(`TELEMETRY#PROXY#${proxyId}#${interval}`, bucket),
   /**
    * Accumulated value of one meter in one calendar window (lib/domain/meters/windows.ts): sKey
    * `<window>#<windowStartMs>`. A per-caller meter (`limitBy`) has one partition per caller:
@@ -159,6 +163,12 @@ export const keys = {
    * the same transaction as the processor's ADDs, so a redelivered record is counted once.
    */
   streamRecordMark: (eventId: string, processor: string) => key(`STREAMREC#${eventId}`, processor),
+  /**
+   * A part of a stream batch already applied by one processor (TTL-bound): `digest` is the SHA-256
+   * of the part's records (event ids and sequence numbers), written in the same transaction as the
+   * part's ADDs, so the same part delivered again is counted once (docs/telemetry.md).
+   */
+  streamBatchMark: (digest: string, processor: string) => key(`STREAMBATCH#${digest}`, processor),
   /** Home table: the digest periods of a cadence already delivered; the sort key is the period start (ms, 13 digits). */
   meterDigestRunPartition: (cadence: string) => `METERDIGEST#${cadence}`,
   meterDigestRun: (cadence: string, periodStart: number) =>

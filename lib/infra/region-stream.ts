@@ -74,3 +74,40 @@ export function regionStreamFilterPatterns(): FilterPattern[] {
   }
   return [...seen.values()];
 }
+
+/**
+ * The telemetry consumer (docs/telemetry.md): a second event source mapping on the same stream,
+ * into its own function (functions/telemetry-stream.ts), because its exactly-once rule is per
+ * batch part (a marker per part's sequence numbers), not per record: it must not share a batch
+ * with processors whose failures would make Lambda redeliver records it has already counted. Two
+ * consumers per shard is DynamoDB Streams' recommended maximum; this is the second.
+ */
+export const TELEMETRY_STREAM_FUNCTION = {
+  /** functions/telemetry-stream.ts */
+  name: "telemetry-stream",
+  /** The function's timeout; the handler writes no new part within DEADLINE_MARGIN of it. */
+  timeoutSeconds: 60,
+  deadlineMarginMs: 15_000,
+} as const;
+
+/** The same settings as the region stream's mapping (bounded retries, bisect, one batch per shard). */
+export const TELEMETRY_STREAM_SETTINGS = REGION_STREAM_SETTINGS;
+
+/** Request-log inserts only: one stream record per proxied request (spec 2.11). */
+export const TELEMETRY_STREAM_FILTERS = [
+  { eventName: ["INSERT"], dynamodb: { NewImage: { entity: { S: ["requestLog"] } } } },
+] as const satisfies readonly FilterPattern[];
+
+/** Every consumer of the regional table's stream: the CDK stack and the local runner build one mapping each. */
+export const STREAM_CONSUMERS = [
+  {
+    function: REGION_STREAM_FUNCTION.name,
+    settings: REGION_STREAM_SETTINGS,
+    patterns: regionStreamFilterPatterns,
+  },
+  {
+    function: TELEMETRY_STREAM_FUNCTION.name,
+    settings: TELEMETRY_STREAM_SETTINGS,
+    patterns: (): FilterPattern[] => [...TELEMETRY_STREAM_FILTERS],
+  },
+] as const;

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Stack } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
 import { AUTHORIZER_FUNCTION, FUNCTION_GROUPS, SCHEDULED_FUNCTIONS } from "../../lib/infra/api-manifest.ts";
-import { REGION_STREAM_FUNCTION } from "../../lib/infra/region-stream.ts";
+import { REGION_STREAM_FUNCTION, TELEMETRY_STREAM_FUNCTION } from "../../lib/infra/region-stream.ts";
 import { buildTestApp, CDK_CONTEXT, PROJECT_ROOT, STUB_FUNCTIONS_DIR } from "./helpers.ts";
 
 const FUNCTION_NAMES = [
@@ -11,6 +11,7 @@ const FUNCTION_NAMES = [
   AUTHORIZER_FUNCTION.name,
   ...Object.values(SCHEDULED_FUNCTIONS).map((job) => job.name),
   REGION_STREAM_FUNCTION.name,
+  TELEMETRY_STREAM_FUNCTION.name,
 ];
 
 describe("buildApp", () => {

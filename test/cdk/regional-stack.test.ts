@@ -5,6 +5,8 @@ import {
   REGION_STREAM_FILTERS,
   REGION_STREAM_SETTINGS,
   regionStreamFilterPatterns,
+  TELEMETRY_STREAM_FILTERS,
+  TELEMETRY_STREAM_SETTINGS,
 } from "../../lib/infra/region-stream.ts";
 import {
   createTableInput,
@@ -144,10 +146,12 @@ describe.each(regions)("RegionalStack %s", (region) => {
     const fnId = logicalId(stack.streamConsumer.function);
     const queueId = logicalId(stack.streamFailureQueue);
     const mappings = template.findResources("AWS::Lambda::EventSourceMapping");
-    const mapping = Object.values(mappings)[0]?.Properties;
+    const mine = Object.values(mappings).filter((m) => m.Properties.FunctionName?.Ref === fnId);
+    const mapping = mine[0]?.Properties;
 
-    it("has one event source mapping, on this table's stream, into the consumer", () => {
-      expect(Object.keys(mappings)).toHaveLength(1);
+    it("has one event source mapping, on this table's stream, into the consumer (and one into the telemetry consumer)", () => {
+      expect(Object.keys(mappings)).toHaveLength(2);
+      expect(mine).toHaveLength(1);
       expect(mapping.EventSourceArn).toEqual({ "Fn::GetAtt": [tableId, "StreamArn"] });
       expect(mapping.FunctionName).toEqual({ Ref: fnId });
     });
@@ -217,6 +221,73 @@ describe.each(regions)("RegionalStack %s", (region) => {
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
       ]);
+    });
+  });
+
+  describe("telemetry consumer", () => {
+    const fnId = logicalId(stack.telemetryConsumer.function);
+    const queueId = logicalId(stack.telemetryFailureQueue);
+    const mapping = Object.values(template.findResources("AWS::Lambda::EventSourceMapping")).find(
+      (m) => m.Properties.FunctionName?.Ref === fnId,
+    )?.Properties;
+
+    it("reads this table's stream with ReportBatchItemFailures, bisect, bounded retries, one batch per shard", () => {
+      expect(mapping?.EventSourceArn).toEqual({ "Fn::GetAtt": [tableId, "StreamArn"] });
+      expect(mapping).toMatchObject({
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: TELEMETRY_STREAM_SETTINGS.maximumRetryAttempts,
+        BatchSize: 100,
+        ParallelizationFactor: 1,
+        StartingPosition: "LATEST",
+      });
+      expect(mapping?.MaximumRetryAttempts).toBeGreaterThan(0);
+      expect(mapping?.MaximumRetryAttempts).toBeLessThanOrEqual(10);
+    });
+
+    it("selects request-log INSERTs only", () => {
+      const patterns = ((mapping?.FilterCriteria.Filters ?? []) as { Pattern: string }[]).map((f) =>
+        JSON.parse(f.Pattern),
+      );
+      expect(patterns).toEqual([
+        { eventName: ["INSERT"], dynamodb: { NewImage: { entity: { S: ["requestLog"] } } } },
+      ]);
+      expect(patterns).toEqual([...TELEMETRY_STREAM_FILTERS]);
+    });
+
+    it("sends batches that failed every retry to its own encrypted queue, with an alarm on it", () => {
+      expect(mapping?.DestinationConfig).toEqual({
+        OnFailure: { Destination: { "Fn::GetAtt": [queueId, "Arn"] } },
+      });
+      const queue = template.findResources("AWS::SQS::Queue")[queueId];
+      expect(queue?.Properties.KmsMasterKeyId).toBe("alias/aws/sqs");
+      const alarm = template.findResources("AWS::CloudWatch::Alarm")[logicalId(stack.telemetryFailureAlarm)];
+      expect(alarm?.Properties).toMatchObject({
+        Namespace: "AWS/SQS",
+        MetricName: "ApproximateNumberOfMessagesVisible",
+        Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [queueId, "QueueName"] } }],
+        Threshold: 1,
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
+        TreatMissingData: "notBreaching",
+      });
+    });
+
+    it("may only put and update items of this table (one TransactWriteItems per part): no read, no Scan, no delete", () => {
+      const statements = statementsOf(template, stack.telemetryConsumer);
+      const items = statements.filter((st) => st.Action.some((a) => /^dynamodb:\w+Item$/.test(a)));
+      expect(items).toEqual([
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:PutItem", "dynamodb:UpdateItem"],
+          Resource: [`<${tableId}.Arn>`],
+        },
+      ]);
+      const all = statements.flatMap((st) => st.Action);
+      for (const forbidden of ["dynamodb:Scan", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:GetItem"])
+        expect(all).not.toContain(forbidden);
+      const stream = statements.filter((st) => st.Action.includes("dynamodb:GetRecords"));
+      expect(stream.flatMap((st) => st.Resource)).toEqual([`<${tableId}.StreamArn>`]);
+      expect(mapping?.FunctionName).toEqual({ Ref: fnId });
     });
   });
 

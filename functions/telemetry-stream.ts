@@ -1,0 +1,58 @@
+/**
+ * The telemetry consumer of the regional table's stream (docs/telemetry.md): its own event source
+ * mapping (filter: request-log INSERTs, ReportBatchItemFailures, bisect on error, bounded retries,
+ * an SQS on-failure queue); locally the stream poller (local/stream-poller.ts) calls it with the
+ * same event. Powertools' BatchProcessor decodes each record; the batch is then aggregated per
+ * client and proxy bucket and written part by part, each part once (lib/db/entities/telemetry.ts).
+ */
+import { processPartialResponse } from "@aws-lambda-powertools/batch";
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
+import { addTelemetryParts, splitIntoParts, type TelemetryRecordInput } from "#lib/db/entities/telemetry.ts";
+import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
+import type { CountryLookup } from "#lib/domain/telemetry/country.ts";
+import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
+import { describeError, log } from "#lib/log.ts";
+import { AggregatingBatchProcessor } from "#lib/streams/aggregating-batch-processor.ts";
+import { decodeRecord } from "#lib/streams/stream-batch.ts";
+
+/** No GeoIP database ships with the gateway yet (docs/telemetry.md, "Country"): header, else XX. */
+const countryLookup: CountryLookup | undefined = undefined;
+
+interface Decoded extends TelemetryRecordInput {
+  region: string;
+}
+
+/** Powertools' per-record step: a record that cannot be decoded fails (and what follows it waits). */
+const decode = async (record: DynamoDBRecord): Promise<Decoded> => {
+  const decoded = decodeRecord(record);
+  return {
+    eventId: decoded.eventId,
+    sequenceNumber: decoded.sequenceNumber,
+    region: decoded.region,
+    observation: decoded.eventName === "INSERT" ? observationOf(decoded.newImage, countryLookup) : undefined,
+  };
+};
+
+let deadline: () => boolean = () => true;
+
+const processor = new AggregatingBatchProcessor<Decoded>(async (records) => {
+  const region = (records[0] as Decoded).region;
+  const parts = splitIntoParts(records);
+  const result = await addTelemetryParts(region, parts, deadline);
+  if (result.alreadyApplied > 0)
+    log.info("Telemetry parts already applied by an earlier delivery", { parts: result.alreadyApplied });
+  if (result.failedAt !== undefined)
+    log.error("Telemetry part not written", {
+      position: result.failedAt,
+      eventId: records[result.failedAt]?.eventId,
+      ...describeError(result.error),
+    });
+  return result;
+});
+
+export const handler = (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
+  deadline = context
+    ? () => context.getRemainingTimeInMillis() > TELEMETRY_STREAM_FUNCTION.deadlineMarginMs
+    : () => true;
+  return processPartialResponse(event, decode, processor, { context });
+};
