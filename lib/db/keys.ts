@@ -32,6 +32,8 @@ export const REGIONAL_SK = {
   requestTransformPrefix: "TRANSFORM#REQUEST#",
   responseTransformPrefix: "TRANSFORM#RESPONSE#",
   aliasPrefix: "ALIAS#",
+  /** A proxy's filters and overrides (docs/filters.md): `POLICY#<proxyId>#FILTERS`, `...#OVERRIDES`. */
+  policyPrefix: "POLICY#",
 } as const;
 
 export const keys = {
@@ -104,6 +106,12 @@ export const keys = {
       `CLIENT#${clientId}`,
       `${kind === "request" ? REGIONAL_SK.requestTransformPrefix : REGIONAL_SK.responseTransformPrefix}${proxyId}#${transformId}`,
     ),
+  /** A proxy's filters (IP lists, header and payload filters), one item per proxy. */
+  proxyFilters: (clientId: string, proxyId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.policyPrefix}${proxyId}#FILTERS`),
+  /** A proxy's path-prefix overrides (timeout, additional headers), one item per proxy. */
+  proxyOverrides: (clientId: string, proxyId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.policyPrefix}${proxyId}#OVERRIDES`),
   /**
    * The data plane's entry point: proxy id -> client id (the proxy's own key needs the client id,
    * which the data-plane URL does not carry). Written with the proxy, deleted with it.
