@@ -113,7 +113,7 @@ describe("filters body", () => {
     [{ removeResponseFields: ["a..b"] }, "removeResponseFields.0"],
     [{ removeResponseFields: [""] }, "removeResponseFields.0"],
     [{ other: 1 }, "other"],
-  ])("refuses %j naming %s", (body, field) => {
+  ])("refuses a body naming $1", (body, field) => {
     expect(refusedFields(UpdateFiltersBody, body)).toEqual([field]);
   });
 });
@@ -150,7 +150,7 @@ describe("overrides body", () => {
       "pathOverrides",
     ],
     [{ pathOverrides: [{ pathPrefix: "/a", timeoutSeconds: 5, extra: 1 }] }, "pathOverrides.0.extra"],
-  ])("refuses %j naming %s", (body, field) => {
+  ])("refuses a body naming $1", (body, field) => {
     expect(refusedFields(UpdateOverridesBody, body)).toEqual([field]);
   });
 
