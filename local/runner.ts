@@ -26,6 +26,11 @@ export interface LocalStackOptions {
   port?: number;
   /** First data-plane port (one per region, consecutive); 0 picks free ones. */
   dataPlanePort?: number;
+  /**
+   * Where the data planes listen (default: `host`). `::` listens on IPv6 and IPv4 (dual stack), so
+   * tests can call a proxy from both families; its URL is then `http://[::1]:<port>`.
+   */
+  dataPlaneHost?: string;
   authorizerCacheTtlSeconds?: number;
   runSchedules?: boolean;
   /** Poll each region's table stream into each stream consumer, as their event source mappings do. */
@@ -60,7 +65,9 @@ async function listen(server: Server, port: number, host: string): Promise<strin
     if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || port === 0) throw error;
     await tryPort(0); // the preferred port is taken: any free one will do
   }
-  return `http://${host}:${(server.address() as AddressInfo).port}`;
+  // An IPv6 host goes in brackets; the unspecified address is reached on loopback.
+  const urlHost = host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  return `http://${urlHost}:${(server.address() as AddressInfo).port}`;
 }
 
 /**
@@ -194,7 +201,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const server = dataPlaneServer(region);
     servers.push(server);
     const port = options.dataPlanePort ? options.dataPlanePort + index : 0;
-    regions[region] = await listen(server, port, host);
+    regions[region] = await listen(server, port, options.dataPlaneHost ?? host);
   }
 
   // Proxies show their data-plane URL: tell the handlers (they run in this process) where each region is.

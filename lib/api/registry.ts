@@ -6,6 +6,7 @@ import type { Operation } from "./operation.ts";
 import { clientOperations } from "./operations/clients.ts";
 import { credentialOperations } from "./operations/credentials.ts";
 import { docsOperations } from "./operations/docs.ts";
+import { limitOverrideOperations, proxyPolicyOperations } from "./operations/filters.ts";
 import { inviteOperations } from "./operations/invites.ts";
 import { memberOperations } from "./operations/members.ts";
 import { meterOperations } from "./operations/meters.ts";
@@ -30,6 +31,8 @@ export const OPERATIONS: readonly Operation[] = [
   ...ruleOperations,
   ...meterOperations,
   ...transformOperations,
+  ...proxyPolicyOperations,
+  ...limitOverrideOperations,
   ...requestLogOperations,
   ...webhookOperations,
   ...docsOperations,

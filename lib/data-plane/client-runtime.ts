@@ -31,6 +31,8 @@ export interface ClientRuntimeSettings {
   planStatus?: string;
   /** `pendingDeletion` while a client waits for its purge: its proxies serve no traffic. */
   clientStatus?: string;
+  /** A system administrator's override of the plan's requests per minute; null removes it. */
+  rateLimitOverride?: number | null;
 }
 
 /** Copy billing and plan settings from the home region to every regional table (and bump versions). */

@@ -1,14 +1,17 @@
 /**
  * The data plane (spec 4.13) as ordered stages over one request context (docs/data-plane.md):
  *
- *   locate -> admit -> count -> forward (request transform inside) -> response transform
- *          -> [answer] -> settle -> log
+ *   locate -> [screen caller] -> admit -> [screen request] -> count
+ *     -> forward (request transform inside) -> [filter response] -> response transform
+ *     -> [answer] -> settle -> log
  *
  * - locate (stages/locate.ts): the proxy and its cached configuration;
  * - admit (stages/admit.ts): proxy active, billing, caller authentication, access rules;
  * - count (stages/count.ts): the rate window, the meters' limited windows and the configuration
  *   version in one transaction; 429 when a window refuses;
  * - forward (stages/forward.ts): the single-use claim, the target credential, the call;
+ * - filters (stages/filter.ts, docs/filters.md): the IP lists before admit, the required headers
+ *   after it, the payload filter right after the target's answer;
  * - the answer is handed back here; then, off the caller's wait,
  * - settle (meter-plan.ts settlementSteps): response values and unlimited windows;
  * - log (stages/log.ts): the request log, in one write with the settlement.
@@ -47,6 +50,7 @@ import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
 import { type CommitCounters, count } from "./stages/count.ts";
+import { filterResponse, screenCaller, screenRequest } from "./stages/filter.ts";
 import { forward } from "./stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
 import { requestLogItem, writeLogAndSettlement } from "./stages/log.ts";
@@ -138,7 +142,7 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
   for (let attempt = 1; ; attempt++) {
     const unlocated = await locate(ctx, deps.loadRuntime, { revalidate });
     if (unlocated) return unlocated;
-    const refused = await admit(ctx, deps.authenticate);
+    const refused = screenCaller(ctx) ?? (await admit(ctx, deps.authenticate)) ?? screenRequest(ctx);
     if (refused) {
       if (ctx.fresh) return refused;
       revalidate = true; // confirm a denial of a cached configuration on the current one
@@ -150,11 +154,12 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
       continue;
     }
     if (counted) return counted;
-    const answer = await forward(ctx, {
+    const answered = await forward(ctx, {
       ...deps,
       transformRequest: (c, outgoing) => requestTransformOf(c, outgoing, deps),
     });
-    return responseTransformOf(ctx, answer, deps);
+    // Payload filters, right after the target's answer and before response transforms (spec 1.5).
+    return responseTransformOf(ctx, await filterResponse(ctx, answered), deps);
   }
 }
 

@@ -4,8 +4,8 @@
  *
  * Cold (or after any change of the client's regional resources): GetItem of the proxy locator
  * (proxy id -> client id, cached for good: it never changes), then in parallel the client runtime
- * item (version, billing, plan) and the proxy; then one BatchGetItem of both credentials and the
- * target and one Query per rule parent; secrets are decrypted with cached data keys; the rules and
+ * item (version, billing, plan) and the proxy; then one BatchGetItem of both credentials, the
+ * target and the proxy's filters and overrides items (docs/filters.md) and one Query per rule parent; secrets are decrypted with cached data keys; the rules and
  * meters are compiled (patterns and order) once here, not per request (`compileRuntime`, which
  * loads re2js first when a pattern needs it: a cold start for a proxy without patterns never reads it).
  * The same BatchGetItem reads the proxy's two transform counts: only a proxy with transforms loads
@@ -38,6 +38,7 @@ import { decryptSecretCached } from "../vault/envelope.ts";
 import type { JwksDocument } from "./jwks-cache.ts";
 import { rememberCredentialHome } from "./jwks-homes.ts";
 import { type CompiledMeter, compileMeters } from "./meter-plan.ts";
+import { type CompiledPolicies, NO_POLICIES } from "./stages/filter.ts";
 import type { RuntimeTransforms } from "./transform-plan.ts";
 
 export interface LoadedCredential {
@@ -55,6 +56,8 @@ export interface ProxyRuntime {
   planTier: string;
   planStatus: string;
   clientStatus: string;
+  /** A system administrator's override of the plan's requests per minute (null: the plan's). */
+  rateLimitOverride: number | null;
   proxy: ProxyItem;
   target?: TargetItem;
   proxyCredential?: LoadedCredential;
@@ -66,6 +69,8 @@ export interface ProxyRuntime {
   meters: CompiledMeter[];
   /** The proxy's active transforms, compiled once per load (absent when it has none). */
   transforms?: RuntimeTransforms;
+  /** The proxy's filters and path overrides, compiled once per load (docs/filters.md). */
+  policies: CompiledPolicies;
 }
 
 const locators = new Map<string, string>();
@@ -163,6 +168,19 @@ export async function compileRuntime(
   };
 }
 
+/**
+ * The proxy's filters and overrides, compiled; their code (item schemas, BlockList, payload
+ * filter) is loaded on demand, only for a proxy that has such an item.
+ */
+async function loadPolicies(
+  filters: Record<string, unknown> | undefined,
+  overrides: Record<string, unknown> | undefined,
+): Promise<CompiledPolicies> {
+  if (!filters && !overrides) return NO_POLICIES;
+  const { compilePolicies } = await import("./policies.ts");
+  return compilePolicies(filters, overrides);
+}
+
 const rulesOf = (region: string, clientId: string, parentId: string): Promise<EvaluableRule[]> =>
   listRulesOfParent(region, clientId, parentId);
 
@@ -186,6 +204,8 @@ async function loadFull(
         targetKeys.item(clientId, targetId),
         keys.transformCount(clientId, "request", proxyId),
         keys.transformCount(clientId, "response", proxyId),
+        keys.proxyFilters(clientId, proxyId),
+        keys.proxyOverrides(clientId, proxyId),
       ],
       { region },
     ),
@@ -213,6 +233,8 @@ async function loadFull(
       : undefined,
   ]);
   const target = targets.find((item) => item.targetId === targetId);
+  const filters = linked.find((item) => item.entity === "proxyFilters");
+  const overrides = linked.find((item) => item.entity === "proxyOverrides");
   const rules = { credential: credentialRules, proxy: proxyRules, target: targetRules };
   return {
     proxyId,
@@ -223,6 +245,7 @@ async function loadFull(
     planTier: settings.planTier,
     planStatus: settings.planStatus,
     clientStatus: settings.clientStatus,
+    rateLimitOverride: settings.rateLimitOverride,
     proxy,
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,
@@ -230,6 +253,7 @@ async function loadFull(
     rules,
     ...(await compileRuntime(rules, meters)),
     ...(transforms ? { transforms } : {}),
+    policies: await loadPolicies(filters, overrides),
   };
 }
 

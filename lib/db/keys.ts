@@ -32,6 +32,8 @@ export const REGIONAL_SK = {
   requestTransformPrefix: "TRANSFORM#REQUEST#",
   responseTransformPrefix: "TRANSFORM#RESPONSE#",
   aliasPrefix: "ALIAS#",
+  /** A proxy's filters and overrides (docs/filters.md): `POLICY#<proxyId>#FILTERS`, `...#OVERRIDES`. */
+  policyPrefix: "POLICY#",
 } as const;
 
 export const keys = {
@@ -104,6 +106,12 @@ export const keys = {
       `CLIENT#${clientId}`,
       `${kind === "request" ? REGIONAL_SK.requestTransformPrefix : REGIONAL_SK.responseTransformPrefix}${proxyId}#${transformId}`,
     ),
+  /** A proxy's filters (IP lists, header and payload filters), one item per proxy. */
+  proxyFilters: (clientId: string, proxyId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.policyPrefix}${proxyId}#FILTERS`),
+  /** A proxy's path-prefix overrides (timeout, additional headers), one item per proxy. */
+  proxyOverrides: (clientId: string, proxyId: string) =>
+    key(`CLIENT#${clientId}`, `${REGIONAL_SK.policyPrefix}${proxyId}#OVERRIDES`),
   /**
    * The count of a proxy's transforms of one kind (lib/db/entities/transform.ts): here, beside the
    * transform key, because the data plane's cold start reads it (runtime-config.ts) without

@@ -1,7 +1,7 @@
 /**
  * Cascading deletes of region-bound resources (spec 1.10): a credential or target takes the
  * proxies that use it, a proxy takes its rules, its meters (with their shared window counters,
- * `METERUSE#<meterId>`) and its transforms.
+ * `METERUSE#<meterId>`), its transforms, and its filters and overrides.
  *
  * A cascade can touch more items than one transaction holds, so it is ordered and idempotent
  * instead: the parent is marked `deletingAt` first (from then on no proxy can attach to it: proxy
@@ -45,13 +45,14 @@ export async function markDeleting(region: string, key: { pKey: string; sKey: st
   await bumpConfigVersion(region, clientId);
 }
 
-/** The keys of every item that belongs to a proxy inside the client partition (rules, meters, transforms). */
+/** The keys of every item that belongs to a proxy inside the client partition (rules, meters, transforms, filters, overrides). */
 async function proxyChildKeys(region: string, clientId: string, proxyId: string) {
   const prefixes = [
     `${REGIONAL_SK.rulePrefix}${proxyId}#`,
     `${REGIONAL_SK.meterPrefix}${proxyId}#`,
     `${REGIONAL_SK.requestTransformPrefix}${proxyId}#`,
     `${REGIONAL_SK.responseTransformPrefix}${proxyId}#`,
+    `${REGIONAL_SK.policyPrefix}${proxyId}#`,
   ];
   const children = await Promise.all(
     prefixes.map((sKeyPrefix) =>

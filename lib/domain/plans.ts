@@ -45,9 +45,19 @@ export interface PlanSettings {
   planTier?: string;
   planStatus?: string;
   limits?: { requestsPerMinute?: number | null } | null;
+  /** Set by a system administrator (docs/filters.md "Plan limit overrides"): wins over the plan. */
+  limitOverrides?: { requestsPerMinute?: number | null } | null;
 }
 
+/**
+ * Requests per minute a client's plan grants (per user token on the Core API, per proxy credential
+ * on the data plane). An operator's override (`limitOverrides.requestsPerMinute`) wins over the
+ * plan, whatever the tier or status, capped at the platform maximum.
+ */
 export function rateLimitForPlan(settings: PlanSettings | undefined): number {
+  const override = settings?.limitOverrides?.requestsPerMinute;
+  if (typeof override === "number" && override > 0)
+    return Math.min(override, PLATFORM_MAX_REQUESTS_PER_MINUTE);
   const tier = (PLAN_TIERS as readonly string[]).includes(settings?.planTier ?? "")
     ? (settings?.planTier as PlanTier)
     : "basic";

@@ -665,6 +665,64 @@ const CONTRACT: Record<string, Entry> = {
     }),
   ),
 
+  // ---- Filters and overrides (issue 10), on the meters' proxy; plan limit overrides on a client of their own
+  "GET /api/clients/{clientId}/proxies/{proxyId}/filters": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId } }),
+  },
+  "PUT /api/clients/{clientId}/proxies/{proxyId}/filters": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, proxyId: fx.meterProxyId },
+      body: {
+        ipAllow: ["10.0.0.0/8", "2001:db8::/32"],
+        ipDeny: ["10.9.0.0/16"],
+        requiredHeaders: ["X-Tenant"],
+        stripHeaders: ["x-debug"],
+        removeResponseFields: ["secret", "items.*.internal"],
+      },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/proxies/{proxyId}/filters": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId } }),
+  },
+  "GET /api/clients/{clientId}/proxies/{proxyId}/overrides": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId } }),
+  },
+  "PUT /api/clients/{clientId}/proxies/{proxyId}/overrides": {
+    status: 200,
+    call: (fx) => ({
+      params: { clientId: fx.clientId, proxyId: fx.meterProxyId },
+      body: {
+        pathOverrides: [
+          { pathPrefix: "/slow", timeoutSeconds: 60 },
+          { pathPrefix: "/v2", additionalHeaders: { "X-Version": "2" } },
+        ],
+      },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/proxies/{proxyId}/overrides": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId } }),
+  },
+  "GET /api/clients/{clientId}/limit-overrides": {
+    status: 200,
+    call: async (fx) => ({ params: { clientId: await createClientFor(fx.owner, "Limits Co") } }),
+  },
+  "PUT /api/clients/{clientId}/limit-overrides": {
+    status: 200,
+    call: async (fx) => ({
+      params: { clientId: await createClientFor(fx.owner, "Limits Co") },
+      body: { requestsPerMinute: 250 },
+    }),
+  },
+  "DELETE /api/clients/{clientId}/limit-overrides": {
+    status: 200,
+    call: async (fx) => ({ params: { clientId: await createClientFor(fx.owner, "Limits Co") } }),
+  },
+
   // ---- 4.8 Rules, on each of the three parents
   ...Object.fromEntries(
     RULE_PARENTS.flatMap(([parent, parentParams]): [string, Entry][] => {

@@ -93,3 +93,29 @@ describe("coreApiRateLimit", () => {
     expect(coreApiRateLimit([{ planTier: "nonsense" }])).toBe(100);
   });
 });
+
+describe("an operator's limit override (docs/filters.md)", () => {
+  it("wins over every tier and status, capped at the platform maximum", () => {
+    expect(rateLimitForPlan({ planTier: "basic", limitOverrides: { requestsPerMinute: 7 } })).toBe(7);
+    expect(rateLimitForPlan({ planTier: "team", limitOverrides: { requestsPerMinute: 5_000 } })).toBe(5_000);
+    expect(
+      rateLimitForPlan({
+        planTier: "team",
+        planStatus: "expired",
+        limitOverrides: { requestsPerMinute: 40 },
+      }),
+    ).toBe(40);
+    expect(
+      rateLimitForPlan({
+        planTier: "enterprise_custom",
+        limits: { requestsPerMinute: 2_500 },
+        limitOverrides: { requestsPerMinute: PLATFORM_MAX_REQUESTS_PER_MINUTE * 2 },
+      }),
+    ).toBe(PLATFORM_MAX_REQUESTS_PER_MINUTE);
+  });
+
+  it("is ignored when null or absent", () => {
+    expect(rateLimitForPlan({ planTier: "team", limitOverrides: { requestsPerMinute: null } })).toBe(1_000);
+    expect(rateLimitForPlan({ planTier: "team", limitOverrides: null })).toBe(1_000);
+  });
+});

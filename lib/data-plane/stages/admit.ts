@@ -92,10 +92,11 @@ export async function admit(ctx: RequestContext, authenticate: Authenticate): Pr
     proxyCredential,
     targetCredential,
     credentialId: proxyCredential.item.credentialId,
-    // Data-plane rate limit (spec 8): per proxy credential, by the client's plan.
+    // Data-plane rate limit (spec 8) by the client's plan, or a system administrator's override.
     rateLimit: rateLimitForPlan({
       planTier: runtime.planTier as never,
       planStatus: runtime.planStatus as never,
+      limitOverrides: { requestsPerMinute: runtime.rateLimitOverride },
     }),
     ...(auth.claims ? { claims: auth.claims } : {}),
   };

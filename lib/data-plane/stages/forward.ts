@@ -28,6 +28,7 @@ import { type Answer, denied, notForwarded, type RequestContext, serviceAnswer }
 import type { ProxyRuntime } from "../runtime-config.ts";
 import { forwardedResponseHeaders } from "../target-response.ts";
 import type { SingleUseClaims } from "./claim.ts";
+import { isStrippedHeader, routeOverride } from "./filter.ts";
 
 /** Spec 8: responses above 6 MB are refused with 413 response-too-large. */
 export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
@@ -71,6 +72,7 @@ export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || callerSecretHeaders.has(lower) || lower === "authorization") continue;
     if (lower.startsWith("x-forwarded-") || lower === "forwarded") continue;
+    if (isStrippedHeader(ctx, lower)) continue; // the proxy's header filter (docs/filters.md)
     headers[lower] = value;
   }
   headers["x-forwarded-for"] = ctx.request.sourceIp;
@@ -83,10 +85,14 @@ export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
   }
   removeQueryPairs(url, credentialQueryParamNames(authType, proxyCredential.secret as never));
   const body = ctx.request.body;
+  // A path override's headers go over the proxy's own (later names win; names ignore case).
+  const overrideHeaders = routeOverride(ctx)?.additionalHeaders;
   return mergeProxyAdditions(
     { method: ctx.request.method, url, headers, ...(body && body.length > 0 ? { body } : {}) },
     {
-      headers: runtime.proxy.proxyAdditionalHeaders,
+      headers: overrideHeaders
+        ? { ...runtime.proxy.proxyAdditionalHeaders, ...overrideHeaders }
+        : runtime.proxy.proxyAdditionalHeaders,
       queryParams: runtime.proxy.proxyAdditionalQueryParams,
       data: runtime.proxy.proxyAdditionalData,
     },
@@ -134,7 +140,7 @@ export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<A
 
   const timeoutSeconds = Math.min(
     MAX_TIMEOUT_SECONDS,
-    runtime.proxy.proxyTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+    routeOverride(ctx)?.timeoutSeconds ?? runtime.proxy.proxyTimeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
   );
   const sentAt = deps.now();
   let response: OutboundResponse;

@@ -3,7 +3,8 @@
  * - the proxy locator (`keys.proxyRuntime`): proxy id -> client id, written and deleted with the
  *   proxy (lib/domain/proxies.ts), because the data-plane URL carries only the proxy id;
  * - the client runtime item (`keys.clientRuntime`): the client's `configVersion` in that region
- *   and the billing status and plan copied from the home region (lib/data-plane/client-runtime.ts).
+ *   and the billing status, plan and plan-limit override copied from the home region
+ *   (lib/data-plane/client-runtime.ts).
  */
 import * as z from "zod/mini";
 import { getInRegion } from "../../domain/regional.ts";
@@ -21,6 +22,8 @@ export const ClientRuntimeItem = z.object({
   planStatus: z._default(z.string(), "active"),
   /** `pendingDeletion` while the client waits for its purge: its proxies serve no traffic. */
   clientStatus: z._default(z.string(), "active"),
+  /** A system administrator's override of the plan's requests per minute (null: the plan's figure). */
+  rateLimitOverride: z._default(z.nullable(z.int()), null),
 });
 export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
 

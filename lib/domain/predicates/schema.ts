@@ -57,7 +57,7 @@ const HeaderName = Name.regex(HEADER_NAME, "must be a valid HTTP header name").t
   name.toLowerCase(),
 );
 
-const DotPath = Name.regex(DOT_PATH, "must be a dot path such as items.0.id").refine(
+export const DotPath = Name.regex(DOT_PATH, "must be a dot path such as items.0.id").refine(
   (path) => path.split(".").length <= MAX_BODY_PATH_SEGMENTS,
   `at most ${MAX_BODY_PATH_SEGMENTS} segments`,
 );

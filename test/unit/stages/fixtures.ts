@@ -7,6 +7,7 @@
 import { type DataPlaneRequest, newContext, type RequestContext } from "#lib/data-plane/context.ts";
 import { compileMeters } from "#lib/data-plane/meter-plan.ts";
 import type { LoadedCredential, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
+import { type CompiledPolicies, NO_POLICIES } from "#lib/data-plane/stages/filter.ts";
 import { type CredentialItem, credentialItemOf } from "#lib/db/entities/credential.ts";
 import { meterItemOf } from "#lib/db/entities/meter.ts";
 import { proxyItemOf } from "#lib/db/entities/proxy.ts";
@@ -103,6 +104,8 @@ export interface RuntimeOptions {
   billingStatus?: string;
   clientStatus?: string;
   planTier?: string;
+  rateLimitOverride?: number | null;
+  policies?: CompiledPolicies;
 }
 
 /** A proxy's configuration as runtime-config.ts would load it. */
@@ -160,6 +163,7 @@ export function runtime(options: RuntimeOptions = {}): ProxyRuntime {
     planTier: options.planTier ?? "team",
     planStatus: "active",
     clientStatus: options.clientStatus ?? "active",
+    rateLimitOverride: options.rateLimitOverride ?? null,
     proxy,
     target,
     proxyCredential:
@@ -173,6 +177,7 @@ export function runtime(options: RuntimeOptions = {}): ProxyRuntime {
       target: compileRules(rules.target),
     },
     meters: compileMeters(options.meters ?? []),
+    policies: options.policies ?? NO_POLICIES,
   };
 }
 
