@@ -20,7 +20,6 @@
  * - When a call fails in the host rather than in QuickJS (a wasm trap, the host stack exhausted
  *   inside wasm), the module is in an unknown state: it is dropped and the next call loads a new
  *   one and recompiles the transform there.
- *
  * - The emscripten module's own output (print, printErr: QuickJS's "Aborted(Assertion failed:
  *   list_empty(&rt->gc_obj_list)...)" when a runtime that still holds objects is freed, its
  *   issues 235 and 269) goes to our logger, never to raw stdout/stderr; each recycle of the module
@@ -160,16 +159,15 @@ function loadModule(): Promise<QuickJSWASMModule> {
     const loading = import("@jitl/quickjs-wasmfile-release-sync").then((imported) =>
       newQuickJSWASMModuleFromVariant(newVariant(defaultExport(imported), { emscriptenModule })),
     );
+    modulePromise = loading;
     loading.then(
       (module) => {
         if (modulePromise === loading) loadedModule = module;
       },
-      () => {},
+      () => {
+        if (modulePromise === loading) modulePromise = undefined;
+      },
     );
-    modulePromise = loading;
-    loading.catch(() => {
-      if (modulePromise === loading) modulePromise = undefined;
-    });
   }
   return modulePromise;
 }
