@@ -23,16 +23,20 @@ export interface CpuRow {
   proxyUs: number;
 }
 
-/** Process CPU per request of `amount` requests at `connections` connections, after a warm-up. */
+/**
+ * Process CPU per request of `amount` requests at `connections` connections, after a warm-up;
+ * GET unless `request` gives a method and a body.
+ */
 export async function cpuPerRequestUs(
   url: string,
   headers: Record<string, string>,
   amount: number,
   connections: number,
+  request: { method?: "GET" | "POST" | "PUT"; body?: string } = {},
 ): Promise<number> {
-  await autocannon({ url, headers, connections: 2, amount: 50 });
+  await autocannon({ url, headers, connections: 2, amount: 50, ...request });
   const before = process.cpuUsage();
-  const result = await autocannon({ url, headers, connections, amount });
+  const result = await autocannon({ url, headers, connections, amount, ...request });
   const used = process.cpuUsage(before);
   if (result.non2xx > 0) throw new Error(`${url}: ${result.non2xx} answers were not 2xx`);
   return (used.user + used.system) / result.requests.total;

@@ -10,7 +10,9 @@
  * CPU per proxied request of the gateway beside the minimal proxy's (bench/cpu.ts), the data-plane
  * bundle's size and median import time in fresh processes (bench/bundle-report.ts), and the CPU
  * per access-rule decision (bench/rule-cost.ts: a baseline beside the worst case the rule caps
- * allow). A benchmark, not a test: it asserts nothing.
+ * allow), and the transforms case (bench/transforms.ts: the sandbox's warm cost per call, the cold
+ * first call on a fresh instance, CPU per proxied request with and without a request and a
+ * response transform). A benchmark, not a test: it asserts nothing.
  */
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
@@ -28,6 +30,14 @@ import { buildDataPlaneBundle, importTimesMs, printBundleFigures } from "./bundl
 import { cpuRows, printCpuRows } from "./cpu.ts";
 import { benchMeters } from "./meters.ts";
 import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
+import { sandboxCost } from "./sandbox-cost.ts";
+import {
+  benchTransforms,
+  coldFirstCallMs,
+  ECHOED_HEADER,
+  printTransformFigures,
+  sandboxFileOf,
+} from "./transforms.ts";
 
 const REGION = "us-east-1";
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -45,13 +55,21 @@ function listen(server: Server): Promise<string> {
 /** The Core API's answers used here: wrapper arrays of items with ids. */
 type ApiBody = Record<string, Record<string, string>[]>;
 
-/** The target: a small JSON answer, like a typical API. */
+/**
+ * The target: a small JSON answer, like a typical API. It echoes the request transform's header
+ * as `x-bench-saw` (bench/transforms.ts detects with it whether request transforms run).
+ */
 function targetServer(): Server {
   const body = JSON.stringify({ ok: true, items: [1, 2, 3], note: "benchmark target" });
   return createServer((req, res) => {
     req.resume();
     req.on("end", () => {
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      const echoed = req.headers[ECHOED_HEADER];
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        ...(typeof echoed === "string" ? { "x-bench-saw": echoed } : {}),
+      });
       res.end(body);
     });
   });
@@ -323,8 +341,21 @@ async function main() {
       REQUESTS,
       CONNECTIONS,
     );
+    // Transforms: the sandbox in process, then the gateway case through the real data plane.
+    const sandbox = await sandboxCost();
+    const transforms = await benchTransforms({
+      call,
+      api,
+      region: REGION,
+      dataPlane,
+      targetId,
+      targetCredentialId,
+      requests: REQUESTS,
+      connections: CONNECTIONS,
+    });
     const bundle = await buildDataPlaneBundle();
     const importMs = importTimesMs(bundle.entryFile, 15);
+    const coldSandbox = coldFirstCallMs(sandboxFileOf(bundle.outdir));
     rmSync(bundle.outdir, { recursive: true, force: true });
 
     const pad = (value: string, width: number) => value.padEnd(width);
@@ -356,6 +387,7 @@ async function main() {
       "  (the emulator closes every connection, so each store call also pays a TCP connect here; see docs/performance.md)\n",
     );
     printBundleFigures(bundle, importMs, 6);
+    printTransformFigures(sandbox, coldSandbox, transforms, REQUESTS, CONNECTIONS);
     // In-process, after the load runs (the stack is idle): CPU per access-rule decision.
     printRuleCost(ruleCostRows());
     console.log(

@@ -8,9 +8,11 @@
  * default credential chain replaced by the environment (lib/aws/env-credentials.ts).
  * No aws-cdk-lib import here: the bench and tests load this module cheaply.
  */
-import { dirname, join } from "node:path";
+import { copyFileSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { BuildOptions } from "esbuild";
+import { type BuildOptions, buildSync, type Metafile } from "esbuild";
 
 /** Repository root (cdk/ is one level below it). */
 export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -32,12 +34,39 @@ export const DATA_PLANE_ALIASES: Record<string, string> = {
 export const DATA_PLANE_ENTRY = join(PROJECT_ROOT, "functions", "data-plane.ts");
 
 /**
+ * The transform sandbox (lib/data-plane/sandbox.ts), built as a second entry point of the split
+ * bundle: `<outdir>/sandbox.mjs`, never imported statically by `index.mjs` (an `import()` of
+ * sandbox.ts anywhere in the data plane resolves to that same file), so the asset always carries
+ * it and a cold start never reads it.
+ */
+export const SANDBOX_ENTRY = join(PROJECT_ROOT, "lib", "data-plane", "sandbox.ts");
+
+/**
+ * Files that bundled code reads beside itself at run time, by the input module that reads them:
+ * QuickJS's emscripten loader fetches `new URL("emscripten-module.wasm", import.meta.url)`, which
+ * esbuild leaves as it is, so the 519 KB wasm must sit next to the output chunk holding that code.
+ */
+export const RUNTIME_FILES: { module: string; file: string; name: string }[] = [
+  {
+    module: "@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.mjs",
+    file: "@jitl/quickjs-wasmfile-release-sync/wasm",
+    name: "emscripten-module.wasm",
+  },
+];
+
+const requireFromRoot = createRequire(join(PROJECT_ROOT, "package.json"));
+
+/**
  * Options of a split ESM bundle: `<outdir>/index.mjs` (handler `index.handler`), its source map,
  * and `<outdir>/chunks/*.mjs` loaded on demand.
  */
-export function splitBundleOptions(entry: string, outdir: string): BuildOptions {
+export function splitBundleOptions(
+  entry: string,
+  outdir: string,
+  lazyEntries: Record<string, string> = { sandbox: SANDBOX_ENTRY },
+): BuildOptions {
   return {
-    entryPoints: { index: entry },
+    entryPoints: { index: entry, ...lazyEntries },
     outdir,
     bundle: true,
     splitting: true,
@@ -56,4 +85,40 @@ export function splitBundleOptions(entry: string, outdir: string): BuildOptions 
     logLevel: "warning",
     metafile: true,
   };
+}
+
+/**
+ * Copies each RUNTIME_FILES file next to every output that bundles its module (from the build's
+ * metafile). Returns the files written, absolute. Fails when a module is bundled but its file is
+ * missing from node_modules.
+ */
+export function copyRuntimeFiles(metafile: Metafile): string[] {
+  const written: string[] = [];
+  for (const [output, { inputs }] of Object.entries(metafile.outputs)) {
+    if (!output.endsWith(".mjs")) continue;
+    for (const runtime of RUNTIME_FILES) {
+      if (!Object.keys(inputs).some((input) => input.endsWith(`node_modules/${runtime.module}`))) continue;
+      const target = join(dirname(resolve(PROJECT_ROOT, output)), runtime.name);
+      copyFileSync(requireFromRoot.resolve(runtime.file), target);
+      written.push(target);
+    }
+  }
+  return written;
+}
+
+/**
+ * The data plane's Lambda asset, exactly as `cdk synth` builds it (constructs/gateway-function.ts
+ * calls this): the split bundle into `outdir`, then the runtime files beside their chunks.
+ */
+export function buildSplitBundle(
+  entry: string,
+  outdir: string,
+): { metafile: Metafile; runtimeFiles: string[] } {
+  const metafile = buildSync(splitBundleOptions(entry, outdir)).metafile!;
+  return { metafile, runtimeFiles: copyRuntimeFiles(metafile) };
+}
+
+/** Reads a file of an installed package (tests compare the asset's copy with it). */
+export function packageFile(specifier: string): Buffer {
+  return readFileSync(requireFromRoot.resolve(specifier));
 }

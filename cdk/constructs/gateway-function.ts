@@ -15,14 +15,13 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { buildSync } from "esbuild";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import {
+  buildSplitBundle,
   ESBUILD_TARGET,
   ESM_REQUIRE_BANNER,
   MAIN_FIELDS,
   PROJECT_ROOT,
-  splitBundleOptions,
 } from "../bundle.ts";
 import { wildcardResourceFinding } from "../nag.ts";
 
@@ -106,7 +105,11 @@ export interface GatewayFunctionProps {
   readonly splitting?: boolean;
 }
 
-/** Code of a split bundle: esbuild runs locally at synth (never Docker), handler `index.handler`. */
+/**
+ * Code of a split bundle (cdk/bundle.ts buildSplitBundle: the chunks, the sandbox entry and the
+ * QuickJS wasm beside its loader): esbuild runs locally at synth (never Docker), handler
+ * `index.handler`.
+ */
 function splitBundleCode(entry: string): lambda.Code {
   return lambda.Code.fromAsset(PROJECT_ROOT, {
     assetHashType: AssetHashType.OUTPUT,
@@ -115,7 +118,7 @@ function splitBundleCode(entry: string): lambda.Code {
       image: DockerImage.fromRegistry("dummy"),
       local: {
         tryBundle(outputDir: string) {
-          buildSync({ ...splitBundleOptions(entry, outputDir), metafile: false });
+          buildSplitBundle(entry, outputDir);
           return true;
         },
       },

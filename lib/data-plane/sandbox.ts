@@ -20,18 +20,28 @@
  * - When a call fails in the host rather than in QuickJS (a wasm trap, the host stack exhausted
  *   inside wasm), the module is in an unknown state: it is dropped and the next call loads a new
  *   one and recompiles the transform there.
+ * - The emscripten module's own output (print, printErr: QuickJS's "Aborted(Assertion failed:
+ *   list_empty(&rt->gc_obj_list)...)" when a runtime that still holds objects is freed, its
+ *   issues 235 and 269) goes to our logger, never to raw stdout/stderr; each recycle of the module
+ *   is counted (`sandboxStats()`) and logged with a CloudWatch metric (`SandboxModuleRecycles`).
  *
  * Nothing in the data plane imports this file at start: it is loaded with import() when a proxy
- * has a transform, so the cold start of a proxy without transforms never reads QuickJS.
+ * has a transform, so the cold start of a proxy without transforms never reads QuickJS. In the
+ * Lambda asset it is its own entry, `sandbox.mjs`, with the wasm beside its loader chunk
+ * (cdk/bundle.ts).
  */
 import {
   DefaultIntrinsics,
+  type EmscriptenModuleLoaderOptions,
   newQuickJSWASMModuleFromVariant,
+  newVariant,
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
+  type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
+import { log, metricFields } from "../log.ts";
 
 export const DEFAULT_MEMORY_LIMIT_MB = 16;
 export const DEFAULT_DEADLINE_MS = 50;
@@ -116,29 +126,85 @@ class Failure extends Error {
 
 // ---- The module: one per warm instance -------------------------------------------------------
 
+/** The CloudWatch metric counting module recycles (EMF on the log line, lib/log.ts). */
+export const SANDBOX_RECYCLE_METRIC = "SandboxModuleRecycles";
+const OUTPUT_LIMIT = 1000;
+
 let modulePromise: Promise<QuickJSWASMModule> | undefined;
-let moduleLoads = 0;
+/** The loaded module, once modulePromise has resolved. */
+let loadedModule: QuickJSWASMModule | undefined;
+const stats = { loads: 0, recycles: 0, outputLines: 0 };
+
+/** The emscripten module's print/printErr: one log line each, never raw process output. */
+function moduleOutput(stream: "stdout" | "stderr") {
+  return (text: string) => {
+    stats.outputLines += 1;
+    log.warn("sandbox: QuickJS module output", { stream, output: text.slice(0, OUTPUT_LIMIT) });
+  };
+}
+
+/**
+ * The variant of `import()`: its `default`, or `default.default` when the import sees the
+ * CommonJS build (TypeScript types it so; Node and esbuild load the ESM one).
+ */
+function defaultExport(imported: object): QuickJSSyncVariant {
+  let value: unknown = imported;
+  while (value !== null && typeof value === "object" && "default" in value && !("type" in value))
+    value = value.default;
+  return value as QuickJSSyncVariant;
+}
 
 function loadModule(): Promise<QuickJSWASMModule> {
   if (!modulePromise) {
-    moduleLoads += 1;
-    const loading = newQuickJSWASMModuleFromVariant(import("@jitl/quickjs-wasmfile-release-sync"));
+    stats.loads += 1;
+    // Emscripten reads print and printErr from the options it is given (the type omits them).
+    const emscriptenModule: EmscriptenModuleLoaderOptions & Record<string, (text: string) => void> = {
+      print: moduleOutput("stdout"),
+      printErr: moduleOutput("stderr"),
+    };
+    const loading = import("@jitl/quickjs-wasmfile-release-sync").then((imported) =>
+      newQuickJSWASMModuleFromVariant(newVariant(defaultExport(imported), { emscriptenModule })),
+    );
     modulePromise = loading;
-    loading.catch(() => {
-      if (modulePromise === loading) modulePromise = undefined;
-    });
+    loading.then(
+      (module) => {
+        if (modulePromise === loading) loadedModule = module;
+      },
+      () => {
+        if (modulePromise === loading) modulePromise = undefined;
+      },
+    );
   }
   return modulePromise;
 }
 
-/** Drops the module: the next call loads a new one. Contexts of the old one are not touched. */
-export function discardSandboxModule(): void {
+/**
+ * Drops the module (`reason` says why, for the log): the next call loads a new one. Contexts of
+ * the old one are not touched.
+ */
+export function discardSandboxModule(reason: string): void {
+  if (!modulePromise) return;
   modulePromise = undefined;
+  loadedModule = undefined;
+  stats.recycles += 1;
+  log.warn("sandbox: QuickJS module recycled", {
+    reason: reason.slice(0, OUTPUT_LIMIT),
+    recycles: stats.recycles,
+    ...metricFields(SANDBOX_RECYCLE_METRIC, "data-plane"),
+  });
+}
+
+/**
+ * This process's module figures: loads (1 while nothing went wrong), recycles (modules dropped
+ * after a host-level failure), and lines of emscripten output routed to the log.
+ */
+export function sandboxStats(): Readonly<typeof stats> {
+  return { ...stats };
 }
 
 /** How many times this process loaded the module (1 while nothing went wrong). */
 export function sandboxModuleLoads(): number {
-  return moduleLoads;
+  return stats.loads;
 }
 
 // ---- Inside the context ----------------------------------------------------------------------
@@ -260,16 +326,15 @@ function createInstance(module: QuickJSWASMModule, compiled: CompiledTransform):
       evaluated.error.dispose();
       throw failure;
     }
-    let exports: QuickJSHandle;
+    let fn: QuickJSHandle;
+    let exports: QuickJSHandle | undefined;
     try {
       exports = settle(instance, evaluated.value, "the module");
-    } catch (error) {
+      fn = context.getProp(exports, "default");
+    } finally {
+      if (exports && exports !== evaluated.value && exports.alive) exports.dispose();
       if (evaluated.value.alive) evaluated.value.dispose();
-      throw error;
     }
-    const fn = context.getProp(exports, "default");
-    if (exports !== evaluated.value) exports.dispose();
-    evaluated.value.dispose();
     if (context.typeof(fn) !== "function") {
       fn.dispose();
       throw new Failure("invalid", "the code has no default export function");
@@ -288,8 +353,8 @@ function disposeQuietly(instance: Instance): void {
     for (const item of [instance.fn, instance.runner, instance.context, instance.runtime]) {
       if (item?.alive) item.dispose();
     }
-  } catch {
-    discardSandboxModule();
+  } catch (error) {
+    if (instance.module === loadedModule) discardSandboxModule(`dispose failed: ${errorText(error)}`);
   }
 }
 
@@ -343,12 +408,15 @@ function readResult(instance: Instance, handle: QuickJSHandle): unknown {
 
 // ---- The API ---------------------------------------------------------------------------------
 
+const errorText = (error: unknown) =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+
 function failureOf(error: unknown): TransformResult & { ok: false } {
   if (error instanceof Failure) return { ok: false, reason: error.reason, message: error.message };
   // A failure of the host side (a wasm trap, the host stack exhausted inside wasm, a handle
   // misuse): the module may be corrupt, so it is dropped.
-  discardSandboxModule();
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const text = errorText(error);
+  discardSandboxModule(`host failure: ${text}`);
   return {
     ok: false,
     reason: "error",
@@ -405,20 +473,15 @@ async function callTransform(compiled: CompiledTransform, args: unknown[]): Prom
       called.error.dispose();
       throw failure;
     }
-    let settled: QuickJSHandle;
+    // Every handle is disposed on every path: a handle left alive when the runtime is freed makes
+    // QuickJS abort (list_empty(&rt->gc_obj_list)), which costs the whole module.
+    let settled: QuickJSHandle | undefined;
     try {
       settled = settle(instance, called.value, "the transform");
-    } catch (error) {
-      // A rejected promise: its handle must go before the runtime is freed (QuickJS asserts that
-      // no object is left, and aborts the module otherwise).
-      if (called.value.alive) called.value.dispose();
-      throw error;
-    }
-    try {
       return { ok: true, value: readResult(instance, settled) };
     } finally {
-      if (settled !== called.value && settled.alive) settled.dispose();
-      called.value.dispose();
+      if (settled && settled !== called.value && settled.alive) settled.dispose();
+      if (called.value.alive) called.value.dispose();
     }
   } catch (error) {
     const failure = failureOf(error);

@@ -1,22 +1,68 @@
 /**
- * The data-plane bundle as Lambda gets it (cdk/bundle.ts): what a cold start loads stays within
- * issue 9's 300 KiB, the modules loaded on demand stay out of it, and the bundle imports in a fresh
- * Node process (handler exported) with only environment credentials.
+ * The data-plane bundle as Lambda gets it (cdk/bundle.ts buildSplitBundle, what `cdk synth` runs):
+ * what a cold start loads stays within issue 9's 300 KiB, the modules loaded on demand stay out of
+ * it, the bundle imports in a fresh Node process (handler exported) with only environment
+ * credentials, and the transform sandbox runs from a copy of the asset with no node_modules.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUNDLE_LIMIT_BYTES, type BundleFigures, buildDataPlaneBundle } from "../../bench/bundle-report.ts";
+import { BENCH_TRANSFORM } from "../../bench/sandbox-cost.ts";
+import { PROJECT_ROOT, packageFile } from "../../cdk/bundle.ts";
 
 let figures: BundleFigures;
+const copies: string[] = [];
 beforeAll(async () => {
   figures = await buildDataPlaneBundle();
 });
 afterAll(() => {
   if (figures) rmSync(figures.outdir, { recursive: true, force: true });
+  for (const copy of copies) rmSync(copy, { recursive: true, force: true });
 });
+
+/** A copy of the asset in a new temporary directory, outside the repository (as /var/task is). */
+function copyOfAsset(): string {
+  const copy = mkdtempSync(join(tmpdir(), "data-plane-asset-"));
+  copies.push(copy);
+  cpSync(figures.outdir, copy, { recursive: true });
+  expect(relative(PROJECT_ROOT, copy).startsWith("..")).toBe(true);
+  // No node_modules anywhere above it: every import must be served by the asset itself.
+  for (let dir = copy; dir !== dirname(dir); dir = dirname(dir))
+    expect(existsSync(join(dir, "node_modules")), dir).toBe(false);
+  return copy;
+}
+
+/**
+ * Runs `script` (ESM) in a child node process whose working directory is the system temp
+ * directory, with a minimal environment; `asset` is bound to the copy's file URL.
+ */
+function runInChild(copy: string, script: string) {
+  const child = spawnSync(
+    process.execPath,
+    ["--input-type=module", "-e", `const asset = ${JSON.stringify(pathToFileURL(copy).href)};\n${script}`],
+    {
+      cwd: tmpdir(),
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { PATH: process.env.PATH, LOG_LEVEL: "info" },
+    },
+  );
+  return { status: child.status, stdout: child.stdout, stderr: child.stderr };
+}
+
+const SANDBOX_RUN = `
+const sandbox = await import(asset + "/sandbox.mjs");
+const compiled = await sandbox.compileTransform("bench", ${JSON.stringify(BENCH_TRANSFORM)});
+const result = await sandbox.runTransform(compiled, [
+  { clientId: "c1" },
+  { method: "POST", path: "/users", query: {}, headers: {}, body: { user_name: "ada" } },
+]);
+process.stdout.write(JSON.stringify({ result, stats: sandbox.sandboxStats() }) + "\\n");
+`;
 
 describe("data-plane bundle", () => {
   it(`loads at most ${BUNDLE_LIMIT_BYTES / 1024} KiB at a cold start`, () => {
@@ -56,5 +102,87 @@ describe("data-plane bundle", () => {
       },
     );
     expect(out).toBe("function");
+  });
+});
+
+describe("data-plane asset: the transform sandbox", () => {
+  it("keeps QuickJS out of the cold start, in the sandbox.mjs entry loaded on demand", () => {
+    const atStart = figures.startupModules.map(([name]) => name);
+    const lazy = figures.lazyModules.map(([name]) => name);
+    for (const name of ["quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"]) {
+      expect(atStart).not.toContain(name);
+      expect(lazy).toContain(name);
+    }
+    expect(atStart).not.toContain("lib/data-plane/sandbox.ts");
+    expect(existsSync(join(figures.outdir, "sandbox.mjs"))).toBe(true);
+    expect(readFileSync(figures.entryFile, "utf8")).not.toMatch(/^import[^;]*sandbox\.mjs/m);
+  });
+
+  it("carries the QuickJS wasm, byte for byte, beside the chunk that loads it", () => {
+    expect(figures.runtimeFiles).toHaveLength(1);
+    const wasm = figures.runtimeFiles[0]!;
+    expect(basename(wasm)).toBe("emscripten-module.wasm");
+    expect(readFileSync(wasm).equals(packageFile("@jitl/quickjs-wasmfile-release-sync/wasm"))).toBe(true);
+    expect(figures.runtimeBytes).toBeGreaterThan(400 * 1024);
+    const loaders = readdirSync(dirname(wasm)).filter(
+      (file) =>
+        file.endsWith(".mjs") &&
+        readFileSync(join(dirname(wasm), file), "utf8").includes(
+          'new URL("emscripten-module.wasm",import.meta.url)',
+        ),
+    );
+    expect(loaders).toHaveLength(1);
+  });
+
+  it("runs a transform from a copy of the asset with no node_modules reachable", () => {
+    const copy = copyOfAsset();
+    const child = runInChild(copy, SANDBOX_RUN);
+    expect(child.stderr).toBe("");
+    expect(child.status).toBe(0);
+    expect(JSON.parse(child.stdout)).toEqual({
+      result: {
+        ok: true,
+        value: {
+          method: "POST",
+          path: "/users",
+          query: {},
+          headers: { "x-client": "c1" },
+          body: { userName: "ada" },
+        },
+      },
+      stats: { loads: 1, recycles: 0, outputLines: 0 },
+    });
+  });
+
+  it("routes QuickJS's abort output through the logger in the bundled sandbox", () => {
+    const copy = copyOfAsset();
+    const child = runInChild(
+      copy,
+      `${SANDBOX_RUN}
+compiled.instance.context.newObject(); // left alive: freeing the runtime aborts
+sandbox.disposeTransform(compiled);
+const again = await sandbox.runTransform(await sandbox.compileTransform("next", "export default () => 2"), []);
+process.stdout.write(JSON.stringify({ again, stats: sandbox.sandboxStats() }) + "\\n");`,
+    );
+    expect(child.status).toBe(0);
+    const stderr = child.stderr.trim().split("\n");
+    const logged = stderr.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logged.map((line) => line.message)).toEqual([
+      "sandbox: QuickJS module output",
+      "sandbox: QuickJS module recycled",
+    ]);
+    expect(logged[0]!.output).toMatch(/^Aborted\(Assertion failed: list_empty/);
+    expect(JSON.parse(child.stdout.trim().split("\n")[1]!)).toEqual({
+      again: { ok: true, value: 2 },
+      stats: { loads: 2, recycles: 1, outputLines: 1 },
+    });
+  });
+
+  it("cannot run a transform without the wasm file (the copy step is what ships it)", () => {
+    const copy = copyOfAsset();
+    rmSync(join(copy, relative(figures.outdir, figures.runtimeFiles[0]!)));
+    const child = runInChild(copy, SANDBOX_RUN);
+    expect(`${child.stdout}${child.stderr}`).toMatch(/ENOENT[^\n]*emscripten-module\.wasm/);
+    expect(child.stdout).not.toContain('"ok":true');
   });
 });

@@ -2,15 +2,17 @@
  * The transform sandbox with real QuickJS: a normal request transform, async code, and every
  * hostile case of issue 10, each followed by a normal call of another transform.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   compileTransform,
   disposeTransform,
   jsonDepth,
   RESULT_LIMIT_CHARS,
   runTransform,
+  SANDBOX_RECYCLE_METRIC,
   sandboxLimits,
   sandboxModuleLoads,
+  sandboxStats,
   type TransformResult,
 } from "../../lib/data-plane/sandbox.ts";
 
@@ -104,6 +106,7 @@ describe("sandbox: normal transforms", () => {
   });
 
   it("answers invalid results and code without a default export", async () => {
+    const { recycles } = sandboxStats();
     expectFailure(await runOnce("export default () => undefined"), "invalid", /undefined/);
     expectFailure(
       await runOnce("export default () => { const a = {}; a.a = a; return a }"),
@@ -119,6 +122,8 @@ describe("sandbox: normal transforms", () => {
       /RangeError: late/,
     );
     await expectNormalCall();
+    // Failures of user code free every handle: no QuickJS abort, the module is kept.
+    expect(sandboxStats().recycles).toBe(recycles);
   });
 
   it("reads its limits from the environment and refuses bad values", () => {
@@ -139,6 +144,7 @@ describe("sandbox: normal transforms", () => {
 
 describe("sandbox: hostile code", () => {
   it("stops an infinite loop at the deadline", async () => {
+    const { recycles } = sandboxStats();
     const started = performance.now();
     expectFailure(await runOnce("export default () => { while (true) {} }"), "timeout", /deadline/);
     expect(performance.now() - started).toBeLessThan(1000);
@@ -149,6 +155,7 @@ describe("sandbox: hostile code", () => {
     );
     expectFailure(await runOnce("while (true) {} export default () => 1"), "timeout", /deadline/);
     await expectNormalCall();
+    expect(sandboxStats().recycles).toBe(recycles);
   });
 
   it("cannot catch the deadline", async () => {
@@ -278,5 +285,54 @@ describe("sandbox: hostile code", () => {
     // The transform compiled on the old module is compiled again on the new one.
     const counter = await compileTransform("survivor", "export default (x) => x * 2");
     expect(await runTransform(counter, [21])).toEqual({ ok: true, value: 42 });
+  });
+});
+
+describe("sandbox: QuickJS's own output", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+    vi.unstubAllEnvs();
+  });
+
+  it("goes to the log, and the module recycle is counted, never raw stderr", async () => {
+    vi.stubEnv("LOG_LEVEL", "info");
+    const written: string[] = [];
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
+      written.push(`console.error ${args.join(" ")}`);
+    });
+    const before = sandboxStats();
+    const compiled = await compileTransform("leaky", "export default () => 1");
+    expect(await runTransform(compiled, [])).toEqual({ ok: true, value: 1 });
+    // A handle left alive when the runtime is freed: QuickJS asserts and emscripten aborts
+    // (quickjs-emscripten issues 235 and 269), as a QuickJS leak after a failure would.
+    compiled.instance!.context.newObject();
+    disposeTransform(compiled);
+    vi.restoreAllMocks();
+
+    const lines = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.message)).toEqual([
+      "sandbox: QuickJS module output",
+      "sandbox: QuickJS module recycled",
+    ]);
+    expect(lines[0]).toMatchObject({ level: "warn", stream: "stderr" });
+    expect(lines[0]!.output).toMatch(/^Aborted\(Assertion failed: list_empty\(&rt->gc_obj_list\)/);
+    expect(lines[1]).toMatchObject({
+      level: "warn",
+      reason: expect.stringMatching(/^dispose failed: RuntimeError: Aborted/),
+    });
+    expect(lines[1]![SANDBOX_RECYCLE_METRIC]).toBe(1);
+    expect(JSON.stringify(lines[1]!._aws)).toContain(SANDBOX_RECYCLE_METRIC);
+    expect(sandboxStats()).toEqual({
+      loads: before.loads,
+      recycles: before.recycles + 1,
+      outputLines: before.outputLines + 1,
+    });
+    // The next call loads a new module and works.
+    await expectNormalCall();
+    expect(sandboxStats().loads).toBe(before.loads + 1);
   });
 });
