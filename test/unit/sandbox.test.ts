@@ -3,6 +3,7 @@
  * hostile case of issue 10, each followed by a normal call of another transform.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { logReady } from "#lib/log.ts";
 import {
   compileTransform,
   disposeTransform,
@@ -295,6 +296,7 @@ describe("sandbox: QuickJS's own output", () => {
   });
 
   it("goes to the log, and the module recycle is counted, never raw stderr", async () => {
+    await logReady(); // the writer is loaded on demand (lib/log.ts): lines are then written at once
     vi.stubEnv("LOG_LEVEL", "info");
     const written: string[] = [];
     vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
