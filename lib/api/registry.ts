@@ -15,6 +15,7 @@ import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
 import { ruleOperations } from "./operations/rules.ts";
 import { targetOperations } from "./operations/targets.ts";
+import { telemetryOperations } from "./operations/telemetry.ts";
 import { transformOperations } from "./operations/transforms.ts";
 import { userOperations } from "./operations/users.ts";
 import { webhookOperations } from "./operations/webhooks.ts";
@@ -34,6 +35,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...proxyPolicyOperations,
   ...limitOverrideOperations,
   ...requestLogOperations,
+  ...telemetryOperations,
   ...webhookOperations,
   ...docsOperations,
 ];

@@ -51,6 +51,7 @@ export const FUNCTION_GROUPS = {
   meters: { name: "meters", tables: "all-regions-write" },
   transforms: { name: "transforms", tables: "all-regions-write" },
   requests: { name: "requests", tables: "all-regions-read" },
+  telemetry: { name: "telemetry", tables: "all-regions-read" },
   webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
   /** The OpenAPI document and the API reference page, derived from the registry; no table. */
   docs: { name: "docs", tables: "none", packageFiles: [REFERENCE_PAGE_BUNDLE] },

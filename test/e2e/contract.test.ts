@@ -597,6 +597,16 @@ const CONTRACT: Record<string, Entry> = {
     call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId, requestId: fx.requestId } }),
   },
 
+  // ---- 4.1 / 4.7 Telemetry (the records' content: test/e2e/telemetry.test.ts)
+  "GET /api/clients/{clientId}/telemetry": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId }, query: { interval: "day", limit: "5" } }),
+  },
+  "GET /api/clients/{clientId}/proxies/{proxyId}/telemetry": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.proxyId } }),
+  },
+
   // ---- 4.9 Meters, on their own proxy
   "GET /api/clients/{clientId}/proxies/{proxyId}/meters": {
     status: 200,

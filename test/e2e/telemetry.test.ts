@@ -9,6 +9,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TelemetryRecordSchema } from "#lib/api/operations/telemetry.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
 import { listTelemetryBuckets } from "#lib/db/entities/telemetry.ts";
 import { mergeCounts, type TelemetryCounts } from "#lib/domain/telemetry/aggregate.ts";
@@ -231,4 +232,132 @@ describe("telemetry of a mixed run, over real HTTP", () => {
     expect(record.successRateMap.proxy).toBeCloseTo(13 / plan.length, 12);
     expect(record.ewmaResponseTime).toBeGreaterThan(0);
   }, 120_000);
+});
+
+describe("telemetry routes (4.1, 4.7), over real HTTP", () => {
+  const US = "us-east-1";
+  const telemetryPath = (client: string, query = "", proxyId?: string) =>
+    `/api/clients/${client}${proxyId ? `/proxies/${proxyId}` : ""}/telemetry${query}`;
+
+  it("answers the client's buckets merged across regions, and each proxy's own, in every interval", async () => {
+    const client = await createClientFor(owner, "Two regions");
+    const proxyIn = async (region: string) => {
+      const parts = await createProxyParts(owner, client, {
+        region,
+        key: KEY,
+        targetBaseURL: `http://127.0.0.1:${(target.address() as AddressInfo).port}`,
+      });
+      const proxy = await created(
+        owner.api.post(`/api/clients/${client}/proxies`, {
+          proxyName: `telemetry-${region}`,
+          proxyRegion: region,
+          proxyProxyCredentialId: parts.proxyCredentialId,
+          proxyTargetId: parts.targetId,
+          proxyTargetCredentialId: parts.targetCredentialId,
+        }),
+        "proxies",
+      );
+      return proxy.proxyId as string;
+    };
+    const [eu, us] = [await proxyIn(REGION), await proxyIn(US)];
+    const started = Date.now();
+    const send = async (region: string, proxyId: string, path: string) =>
+      callDataPlane(`${stack.regions[region]}/api/${proxyId}${path}`, { headers: { "x-api-key": KEY } });
+    for (const path of ["/ok", "/fail"]) expect((await send(REGION, eu, path)).status).toBeGreaterThan(0);
+    for (const path of ["/ok", "/ok", "/fail"]) expect((await send(US, us, path)).status).toBeGreaterThan(0);
+
+    // Both regions' consumers write their own buckets; the route merges them.
+    let answer: { status: number; body: Record<string, any> } | undefined;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      answer = await owner.api.get(telemetryPath(client, "?interval=month"));
+      const months = (answer.body?.telemetry ?? []) as { countMap: Record<string, number> }[];
+      if (months.reduce((sum, record) => sum + (record.countMap.proxy ?? 0), 0) >= 5) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(answer?.status).toBe(200);
+    expect(answer?.body).toMatchObject({ message: "Telemetry retrieved", interval: "month" });
+    const months = answer?.body.telemetry as Record<string, any>[];
+    expect(months).toHaveLength(1); // one bucket, both regions summed (the run does not span a month end)
+    expect(months[0]).toMatchObject({
+      pKey: client,
+      sKey: bucketKey("month", started),
+      countMap: { proxy: 5, target: 5 },
+      successCountMap: { proxy: 3, target: 3 },
+      errorCountMap: { proxy: 2, target: 2 },
+      codeCountMap: { "200:proxy": 3, "500:proxy": 2, "200:target": 3, "500:target": 2 },
+      countryCountMap: { "XX:proxy": 5, "XX:target": 5 },
+      successRateMap: { proxy: 0.6, target: 0.6 },
+      errorRateMap: { proxy: 0.4, target: 0.4 },
+    });
+    expect(months[0]!.p50ResponseTimeMap.proxy).toBeGreaterThanOrEqual(0);
+    // Exactly the declared fields: no stored attribute (TTL, the raw counters) reaches the caller.
+    expect(() => TelemetryRecordSchema.strict().parse(months[0])).not.toThrow();
+    expect(months[0]!.averageResponseTimeMap.proxy).toBeCloseTo(months[0]!.totalResponseTimeMap.proxy / 5, 9);
+    await stack.streams?.drain();
+
+    // Every interval: the sum over the listed buckets is the run.
+    for (const interval of TELEMETRY_INTERVALS) {
+      const listed = await owner.api.get(
+        telemetryPath(client, `?interval=${interval}&startDate=${new Date(started - 1000).toISOString()}`),
+      );
+      expect(listed.status, interval).toBe(200);
+      const total = (listed.body.telemetry as { countMap: Record<string, number> }[]).reduce(
+        (sum, record) => sum + (record.countMap.proxy ?? 0),
+        0,
+      );
+      expect(total, interval).toBe(5);
+    }
+    // A proxy's route: its own requests only, from its region.
+    for (const [proxyId, count] of [
+      [eu, 2],
+      [us, 3],
+    ] as const) {
+      const own = await owner.api.get(telemetryPath(client, "?interval=day", proxyId));
+      expect(own.status).toBe(200);
+      expect(own.body.telemetry).toHaveLength(1);
+      expect(own.body.telemetry[0]).toMatchObject({ pKey: client, proxyId, countMap: { proxy: count } });
+    }
+    // The default interval is hour; limit keeps the most recent buckets, oldest first.
+    const hours = await owner.api.get(telemetryPath(client));
+    expect(hours.body.interval).toBe("hour");
+    expect(hours.body.telemetry.at(-1).sKey).toBe(bucketKey("hour", Date.now()));
+    const minutes = await owner.api.get(telemetryPath(client, "?interval=minute&limit=1"));
+    expect(minutes.body.telemetry).toHaveLength(1);
+    const allMinutes = await owner.api.get(telemetryPath(client, "?interval=minute"));
+    expect(minutes.body.telemetry[0].sKey).toBe(allMinutes.body.telemetry.at(-1).sKey);
+    const keys = (allMinutes.body.telemetry as { sKey: string }[]).map((record) => record.sKey);
+    expect(keys).toEqual([...keys].sort());
+    // A range that ends before the run holds nothing.
+    const before = await owner.api.get(
+      telemetryPath(client, `?interval=day&endDate=${new Date(started - 3 * 86_400_000).toISOString()}`),
+    );
+    expect(before.body.telemetry).toEqual([]);
+  }, 120_000);
+
+  it("refuses a bad interval, limit or date with 400 naming the field, and other organisations' ids", async () => {
+    for (const [query, field] of [
+      ["?interval=week", "interval"],
+      ["?limit=0", "limit"],
+      ["?limit=1001", "limit"],
+      ["?limit=ten", "limit"],
+      ["?startDate=yesterday", "startDate"],
+      ["?endDate=2025-13-01T00:00:00Z", "endDate"],
+      ["?startDate=2025-02-01T00:00:00Z&endDate=2025-01-01T00:00:00Z", "startDate"],
+    ] as const) {
+      for (const path of [telemetryPath(clientId, query), telemetryPath(clientId, query, proxies[0])]) {
+        const answer = await owner.api.get(path);
+        expect(answer.status, path).toBe(400);
+        expect(JSON.stringify(answer.body), path).toContain(field);
+      }
+    }
+    expect((await owner.api.get(telemetryPath(clientId, "?limit=1000&interval=minute"))).status).toBe(200);
+    const intruder = await stack.newUser();
+    const intruderClient = await createClientFor(intruder, "Intruder");
+    expect([403, 404]).toContain((await intruder.api.get(telemetryPath(clientId))).status);
+    expect([403, 404]).toContain((await intruder.api.get(telemetryPath(clientId, "", proxies[0]))).status);
+    // Its own client with the victim's proxy id.
+    expect((await intruder.api.get(telemetryPath(intruderClient, "", proxies[0]))).status).toBe(404);
+    expect((await stack.anonymous.get(telemetryPath(clientId))).status).toBe(401);
+  });
 });
