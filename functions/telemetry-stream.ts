@@ -13,10 +13,11 @@ import type { CountryLookup } from "#lib/domain/telemetry/country.ts";
 import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
 import { describeError, log } from "#lib/log.ts";
 import { AggregatingBatchProcessor } from "#lib/streams/aggregating-batch-processor.ts";
+import { geoipCountry } from "#lib/streams/geoip.ts";
 import { decodeRecord } from "#lib/streams/stream-batch.ts";
 
-/** No GeoIP database ships with the gateway yet (docs/telemetry.md, "Country"): header, else XX. */
-const countryLookup: CountryLookup | undefined = undefined;
+/** CloudFront-Viewer-Country, else the GeoIP database (lib/streams/geoip.ts), else XX. */
+const countryLookup: CountryLookup = geoipCountry;
 
 interface Decoded extends TelemetryRecordInput {
   region: string;

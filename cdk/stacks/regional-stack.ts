@@ -14,6 +14,7 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
 import {
+  GEOIP_DATABASE_FILE,
   MAX_FILTER_PATTERNS,
   REGION_STREAM_FUNCTION,
   REGION_STREAM_SETTINGS,
@@ -321,6 +322,8 @@ export class RegionalStack extends Stack {
   private addTelemetryConsumer(settings: AppSettings, functionsDir: string | undefined): GatewayFunction {
     const consumer = new GatewayFunction(this, "TelemetryConsumer", {
       name: TELEMETRY_STREAM_FUNCTION.name,
+      // The GeoIP database the consumer reads (lib/streams/geoip.ts), beside its bundle.
+      packageFiles: [GEOIP_DATABASE_FILE],
       settings,
       functionsDir,
       description: `${settings.appName} telemetry stream consumer (${this.region})`,

@@ -102,6 +102,11 @@ export interface RequestLogInput {
   status: number;
   message: string;
   arnBase: string;
+  /**
+   * The caller's address as the function URL saw it. Stored for the telemetry consumer's country
+   * lookup (docs/telemetry.md "Country"); never answered by the API; expires with the record.
+   */
+  sourceIp?: string;
   /** Null when the request did not reach the target. */
   target: null | {
     sentAt: number;
@@ -376,6 +381,7 @@ export function buildRequestLogItem(input: RequestLogInput): Record<string, unkn
     processed: input.processed === true,
     processedAt: receivedAt,
     TTL: Math.floor(receivedAt / 1000) + retentionDays * 86_400,
+    ...(input.sourceIp ? { sourceIp: cappedText(input.sourceIp, 64) } : {}),
     proxyData: {
       stage: cappedText(input.stage, 128),
       method: cappedText(input.method, 16),

@@ -111,3 +111,9 @@ export const STREAM_CONSUMERS = [
     patterns: (): FilterPattern[] => [...TELEMETRY_STREAM_FILTERS],
   },
 ] as const;
+
+/**
+ * `<package>/<path>` of the telemetry consumer's GeoIP database (lib/streams/geoip.ts), copied
+ * beside its bundle when deployed.
+ */
+export const GEOIP_DATABASE_FILE = "@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb";

@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TelemetryRecordSchema } from "#lib/api/operations/telemetry.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
+import { keys as tableKeys } from "#lib/db/keys.ts";
 import { listTelemetryBuckets } from "#lib/db/entities/telemetry.ts";
 import { mergeCounts, type TelemetryCounts } from "#lib/domain/telemetry/aggregate.ts";
 import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "#lib/domain/telemetry/buckets.ts";
@@ -22,6 +23,7 @@ import {
   created,
   createProxyParts,
   startTestStack,
+  storedItem,
   type TestStack,
   type TestUser,
 } from "#test/support/stack.ts";
@@ -328,6 +330,13 @@ describe("telemetry routes (4.1, 4.7), over real HTTP", () => {
     expect(minutes.body.telemetry[0].sKey).toBe(allMinutes.body.telemetry.at(-1).sKey);
     const keys = (allMinutes.body.telemetry as { sKey: string }[]).map((record) => record.sKey);
     expect(keys).toEqual([...keys].sort());
+    // The caller's address is stored on the log for the country lookup, and never answered.
+    const listed = await owner.api.get(`/api/clients/${client}/proxies/${eu}/requests`);
+    const requestId = listed.body.requests[0].requestId as string;
+    const detail = await owner.api.get(`/api/clients/${client}/proxies/${eu}/requests/${requestId}`);
+    expect(JSON.stringify([listed.body, detail.body])).not.toContain("sourceIp");
+    expect((await storedItem(tableKeys.requestLog(eu, requestId), REGION))?.sourceIp).toMatch(/127\.0\.0\.1$/);
+
     // A range that ends before the run holds nothing.
     const before = await owner.api.get(
       telemetryPath(client, `?interval=day&endDate=${new Date(started - 3 * 86_400_000).toISOString()}`),

@@ -30,6 +30,7 @@ import {
   mergeHistograms,
 } from "#lib/domain/telemetry/histogram.ts";
 import { histogramsOf, mergeBuckets, telemetryRecordOf } from "#lib/domain/telemetry/read.ts";
+import { geoipCountry } from "#lib/streams/geoip.ts";
 
 const AT = Date.UTC(2026, 2, 7, 9, 5, 30, 250); // 2026-03-07 09:05:30.250 UTC
 
@@ -169,6 +170,30 @@ describe("country", () => {
       }),
     ).toBe("XX");
     expect(countryOf(undefined)).toBe("XX");
+  });
+});
+
+describe("the GeoIP database (lib/streams/geoip.ts, the telemetry consumer's lookup)", () => {
+  it("maps public IPv4, IPv6 and IPv4-mapped addresses to their country; private and bad addresses to none", () => {
+    expect(geoipCountry("8.8.8.8")).toBe("US");
+    expect(geoipCountry("81.2.69.160")).toBe("GB");
+    expect(geoipCountry("::ffff:193.0.6.139")).toBe("NL");
+    expect(geoipCountry("2001:67c:2e8::1")).toBe("NL"); // RIPE NCC's own range
+    expect(geoipCountry("127.0.0.1")).toBeUndefined();
+    expect(geoipCountry("10.1.2.3")).toBeUndefined();
+    expect(geoipCountry("not-an-address")).toBeUndefined();
+    expect(countryOf({}, "not-an-address", geoipCountry)).toBe("XX");
+  });
+
+  it("gives a request log's stored caller address its country, the header still first", () => {
+    const viaIp = observationOf(logItem({ sourceIp: "81.2.69.160" }), geoipCountry);
+    expect(viaIp?.country).toBe("GB");
+    const viaHeader = observationOf(
+      logItem({ sourceIp: "81.2.69.160", requestHeaders: { "cloudfront-viewer-country": "fr" } }),
+      geoipCountry,
+    );
+    expect(viaHeader?.country).toBe("FR");
+    expect(observationOf(logItem({ sourceIp: "127.0.0.1" }), geoipCountry)?.country).toBe("XX");
   });
 });
 

@@ -50,6 +50,7 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
     status: answer.response.status,
     message: answer.outcome.message,
     arnBase: ctx.request.arnBase,
+    sourceIp: ctx.request.sourceIp,
     target: ctx.target
       ? {
           sentAt: ctx.target.sentAt,

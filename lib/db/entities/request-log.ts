@@ -92,6 +92,8 @@ export const RequestLogItem = z.object({
   ...listFields,
   pKey: z.string(),
   entity: z.literal("requestLog"),
+  /** The caller's address, for telemetry's country (never answered by the API). */
+  sourceIp: z.string().optional(),
   requestHeaders: HeaderMap.nullable(),
   requestHeadersTruncated: z.boolean().nullable(),
   requestBody: z.string().nullable(),

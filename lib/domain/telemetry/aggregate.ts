@@ -107,7 +107,7 @@ const RequestLogImage = z.object({
     apiHeaders: HeaderMap.optional(),
   }),
   targetData: z.object({ sentAt: z.number(), receivedAt: z.number(), status: z.number().int() }).nullish(),
-  /** Not stored by today's data plane; a GeoIP lookup uses it when present. */
+  /** The caller's address (the data plane stores it for this lookup). */
   sourceIp: z.string().optional(),
 });
 
