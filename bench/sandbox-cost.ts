@@ -5,7 +5,8 @@
  *
  * `npx tsx bench/sandbox-cost.ts` prints both; `sandboxCost()` is what the main bench calls. The
  * cold figure is only cold when nothing loaded the sandbox module before in the process
- * (`coldIsCold` says whether it was).
+ * (`coldIsCold` says whether it was); from the TypeScript sources it includes starting tsx's
+ * loader in the worker thread (bench/transforms.ts measures the bundled cold call).
  */
 import { pathToFileURL } from "node:url";
 import {

@@ -42,6 +42,20 @@ export const DATA_PLANE_ENTRY = join(PROJECT_ROOT, "functions", "data-plane.ts")
 export const SANDBOX_ENTRY = join(PROJECT_ROOT, "lib", "data-plane", "sandbox.ts");
 
 /**
+ * The sandbox's worker thread (lib/data-plane/sandbox-worker.ts: QuickJS itself), a third entry:
+ * `<outdir>/sandbox-worker.mjs`, which `sandbox.mjs` starts as
+ * `new Worker(new URL("./sandbox-worker.mjs", import.meta.url))`, so both must sit at the root of
+ * the output. Only the worker imports QuickJS.
+ */
+export const SANDBOX_WORKER_ENTRY = join(PROJECT_ROOT, "lib", "data-plane", "sandbox-worker.ts");
+
+/** The entries beside `index`: each is loaded on demand, never by a cold start. */
+export const LAZY_ENTRIES: Record<string, string> = {
+  sandbox: SANDBOX_ENTRY,
+  "sandbox-worker": SANDBOX_WORKER_ENTRY,
+};
+
+/**
  * Files that bundled code reads beside itself at run time, by the input module that reads them:
  * QuickJS's emscripten loader fetches `new URL("emscripten-module.wasm", import.meta.url)`, which
  * esbuild leaves as it is, so the 519 KB wasm must sit next to the output chunk holding that code.
@@ -63,7 +77,7 @@ const requireFromRoot = createRequire(join(PROJECT_ROOT, "package.json"));
 export function splitBundleOptions(
   entry: string,
   outdir: string,
-  lazyEntries: Record<string, string> = { sandbox: SANDBOX_ENTRY },
+  lazyEntries: Record<string, string> = LAZY_ENTRIES,
 ): BuildOptions {
   return {
     entryPoints: { index: entry, ...lazyEntries },

@@ -1,65 +1,97 @@
 /**
  * The transform sandbox (issue 10, "Running code"): user JavaScript in QuickJS compiled to
  * WebAssembly (quickjs-emscripten, sync release build 0.31.0; 0.32.0 aborts when a context is
- * disposed after running out of memory, its issue 257).
+ * disposed after running out of memory, its issue 257), in a worker thread that can be killed.
  *
- * - One WebAssembly module per warm instance, loaded on the first compile (~30 ms).
+ * - QuickJS runs in one `node:worker_threads` Worker per warm instance (sandbox-worker.ts), with
+ *   one WebAssembly module in it, started on the first compile. This file is its main-thread
+ *   side and keeps the API: compileTransform / runTransform / disposeTransform.
+ * - Handoff: a MessageChannel carries the request and the answer; a SharedArrayBuffer of two
+ *   Int32 words signals them. The main thread posts, bumps the request word and `Atomics.wait`s on
+ *   the answer word with a timeout; the worker `Atomics.wait`s for work and reads the request with
+ *   `receiveMessageOnPort`. Calls are therefore synchronous and serialised, as QuickJS in process
+ *   was.
+ * - Two bounds per call, both enforced twice: inside QuickJS by the interrupt handler (a
+ *   `timeout` failure, the context is thrown away, the worker lives) and outside by the main
+ *   thread's wait (`deadline + killGraceMs`): when the worker has not answered by then (a builtin
+ *   such as `new Array(1e6).fill(7)` never polls the interrupt handler), the call is answered
+ *   `timeout` at once, the worker is `terminate()`d (V8 stops it even inside wasm) and a new one
+ *   is started. Every transform's context is compiled again on the new worker before its next
+ *   call (this side keeps each transform's JavaScript).
+ *   - The call: `deadlineMs` (`TRANSFORM_DEADLINE_MS`, default 50), the user's function and its
+ *     promise jobs only.
+ *   - The module's top-level evaluation: `loadDeadlineMs` (`TRANSFORM_LOAD_DEADLINE_MS`, default
+ *     500), so that a compile on a cold or loaded instance is not a false timeout. A top-level
+ *     timeout is remembered for that compiled transform (every call answers it at once) until the
+ *     configuration is loaded again: a top-level infinite loop costs the load bound once, not on
+ *     every request.
  * - Each transform gets its own QuickJS runtime and context: its own heap with a memory limit
- *   (`TRANSFORM_MEMORY_LIMIT_MB`, default 16), a stack limit (256 KiB) and a deadline per call
- *   (`TRANSFORM_DEADLINE_MS`, default 50) enforced by the interrupt handler.
+ *   (`TRANSFORM_MEMORY_LIMIT_MB`, default 16) and a stack limit (256 KiB).
  * - No host API: nothing of the host is put in the context (no timers, console, fetch, process,
  *   filesystem), and `Date` cannot read the clock (`Date.now()`, `new Date()` and `Date()` throw;
  *   `new Date(ms)` and `Date.parse` work).
- * - Arguments go in as one JSON string and the result comes out as one JSON string, capped at
- *   `RESULT_LIMIT_CHARS` and `RESULT_DEPTH_LIMIT`: no handle to a host object ever exists inside.
+ * - Arguments go in as one JSON string (at most `ARGS_LIMIT_CHARS`) and the result comes out as one
+ *   JSON string, capped at `RESULT_LIMIT_CHARS` and `RESULT_DEPTH_LIMIT`: no handle to a host object
+ *   ever exists inside.
  * - Reuse: the context is compiled once per `compileTransform` (once per configuration load) and
  *   reused by every call of that transform, as Workers reuse isolates. Module-level state of a
  *   transform therefore survives from one request to the next of the same transform on the same
- *   instance (never across transforms: each has its own runtime). After any failure the context
- *   is thrown away and the next call evaluates the code again in a new one.
+ *   instance (never across transforms: each has its own runtime). After any failure, and after a
+ *   worker restart, the context is made again and the code evaluated again.
  * - When a call fails in the host rather than in QuickJS (a wasm trap, the host stack exhausted
- *   inside wasm), the module is in an unknown state: it is dropped and the next call loads a new
- *   one and recompiles the transform there.
- * - The emscripten module's own output (print, printErr: QuickJS's "Aborted(Assertion failed:
- *   list_empty(&rt->gc_obj_list)...)" when a runtime that still holds objects is freed, its
- *   issues 235 and 269) goes to our logger, never to raw stdout/stderr; each recycle of the module
- *   is counted (`sandboxStats()`) and logged with a CloudWatch metric (`SandboxModuleRecycles`).
+ *   inside wasm, QuickJS's abort when a runtime that still holds objects is freed, its issues 235
+ *   and 269), the worker answers `broken`: it is dropped and a new one started (a "recycle").
+ * - The emscripten module's own output (print, printErr) comes back with the worker's answers and
+ *   goes to our logger, never to raw stdout/stderr; recycles and kills are counted
+ *   (`sandboxStats()`) and logged with CloudWatch metrics (`SandboxModuleRecycles`,
+ *   `SandboxWorkerKills`).
  *
  * Nothing in the data plane imports this file at start: it is loaded with import() when a proxy
  * has a transform, so the cold start of a proxy without transforms never reads QuickJS. In the
- * Lambda asset it is its own entry, `sandbox.mjs`, with the wasm beside its loader chunk
- * (cdk/bundle.ts).
+ * Lambda asset it is its own entry, `sandbox.mjs`, with the worker entry `sandbox-worker.mjs`
+ * beside it and the wasm beside its loader chunk (cdk/bundle.ts).
  */
-import {
-  DefaultIntrinsics,
-  type EmscriptenModuleLoaderOptions,
-  newQuickJSWASMModuleFromVariant,
-  newVariant,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-  type QuickJSSyncVariant,
-  type QuickJSWASMModule,
-} from "quickjs-emscripten-core";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { log, metricFields } from "../log.ts";
 
 export const DEFAULT_MEMORY_LIMIT_MB = 16;
 export const DEFAULT_DEADLINE_MS = 50;
+export const DEFAULT_LOAD_DEADLINE_MS = 500;
+/**
+ * After the deadline, how long the main thread waits for the worker's own answer before it kills
+ * the worker. Covers the interrupt handler's polling interval, freeing the failed context and a
+ * descheduled thread.
+ */
+export const KILL_GRACE_MS = 100;
+/** How long a new worker may take to load QuickJS and answer ready. */
+export const WORKER_START_LIMIT_MS = 10_000;
 /**
  * QuickJS's stack limit. Wasm frames run on the host's own stack: at 512 KiB a deep recursion
- * exhausts Node's stack before QuickJS notices (then the module is recreated); 256 KiB stops it
- * inside QuickJS at a depth of about 1,300 plain calls.
+ * exhausts the thread's stack before QuickJS notices (then the worker is replaced); 256 KiB stops
+ * it inside QuickJS at a depth of about 1,300 plain calls.
  */
 export const MAX_STACK_BYTES = 256 * 1024;
 /** The result's JSON, in characters. */
 export const RESULT_LIMIT_CHARS = 6 * 1024 * 1024;
+/** The arguments' JSON, in characters (a request and a response, each up to Lambda's 6 MB). */
+export const ARGS_LIMIT_CHARS = 2 * RESULT_LIMIT_CHARS + 1024 * 1024;
 /** Nesting of arrays and objects in the result. */
 export const RESULT_DEPTH_LIMIT = 64;
 const MESSAGE_LIMIT = 500;
 
 export interface SandboxLimits {
   memoryBytes: number;
+  /** The user's call. */
   deadlineMs: number;
+  /** The module's top-level evaluation (compile). */
+  loadDeadlineMs: number;
+  /** Past a deadline, the wait for the worker's answer before it is killed; only tests change it. */
+  killGraceMs: number;
   /** QuickJS's stack limit; only tests change it. */
   maxStackBytes: number;
 }
@@ -80,6 +112,8 @@ export function sandboxLimits(env: NodeJS.ProcessEnv = process.env): SandboxLimi
     memoryBytes:
       positiveInteger(env, "TRANSFORM_MEMORY_LIMIT_MB", DEFAULT_MEMORY_LIMIT_MB, 512) * 1024 * 1024,
     deadlineMs: positiveInteger(env, "TRANSFORM_DEADLINE_MS", DEFAULT_DEADLINE_MS, 10_000),
+    loadDeadlineMs: positiveInteger(env, "TRANSFORM_LOAD_DEADLINE_MS", DEFAULT_LOAD_DEADLINE_MS, 10_000),
+    killGraceMs: KILL_GRACE_MS,
     maxStackBytes: MAX_STACK_BYTES,
   };
 }
@@ -88,25 +122,18 @@ export type FailureReason = "timeout" | "memory" | "error" | "invalid";
 export type TransformResult =
   | { ok: true; value: unknown }
   | { ok: false; reason: FailureReason; message: string };
-
-interface Instance {
-  module: QuickJSWASMModule;
-  runtime: QuickJSRuntime;
-  context: QuickJSContext;
-  /** The prelude's runner: (fn, argsJson) => resultJson | Promise<resultJson>. */
-  runner: QuickJSHandle;
-  /** The default export. */
-  fn: QuickJSHandle;
-  /** performance.now() after which the interrupt handler stops the code. */
-  deadline: number;
-}
+type Failed = TransformResult & { ok: false };
 
 export interface CompiledTransform {
   readonly id: string;
   readonly javascript: string;
   readonly limits: SandboxLimits;
-  /** Its live context, or none after a failure (made again on the next call). */
-  instance?: Instance;
+  /** Its key in the worker. */
+  readonly key: number;
+  /** The worker holding its live context, if any (none after a failure or a worker restart). */
+  worker?: SandboxWorker;
+  /** A timeout of the module's top level: answered by every call without running it again. */
+  loadTimeout?: Failed;
   /**
    * Set by disposeTransform: its configuration was replaced. A request still holding it (one that
    * began before the replacement) may call it again; the context made for that call is disposed
@@ -115,91 +142,236 @@ export interface CompiledTransform {
   retired?: boolean;
 }
 
-class Failure extends Error {
-  constructor(
-    readonly reason: FailureReason,
-    message: string,
-  ) {
-    super(message);
-  }
+// ---- The protocol with sandbox-worker.ts -----------------------------------------------------
+
+/** workerData of a new worker. */
+export interface WorkerSetup {
+  /** Two Int32 words: [0] the last request's seq (main writes), [1] the last answer's (worker). */
+  control: SharedArrayBuffer;
+  port: MessagePort;
 }
 
-// ---- The module: one per warm instance -------------------------------------------------------
+export type WorkerRequest =
+  | {
+      op: "compile";
+      key: number;
+      id: string;
+      javascript: string;
+      memoryBytes: number;
+      maxStackBytes: number;
+      loadDeadlineMs: number;
+    }
+  | { op: "call"; key: number; argsJson: string; deadlineMs: number; resultLimitChars: number }
+  | { op: "dispose"; key: number }
+  | { op: "leak"; key: number };
+
+export type WorkerResult = { ok: true; json: string } | Failed;
+export interface WorkerOutput {
+  stream: "stdout" | "stderr";
+  text: string;
+}
+export interface WorkerReply {
+  seq: number;
+  result?: WorkerResult;
+  /** Whether the transform's context is alive in the worker after this request. */
+  alive: boolean;
+  /** The emscripten module's print/printErr lines since the last answer. */
+  output: WorkerOutput[];
+  /** A host-level failure: the worker must be dropped. */
+  broken?: string;
+}
+
+// ---- The worker: one per warm instance -------------------------------------------------------
 
 /** The CloudWatch metric counting module recycles (EMF on the log line, lib/log.ts). */
 export const SANDBOX_RECYCLE_METRIC = "SandboxModuleRecycles";
+/** The CloudWatch metric counting workers killed at the hard deadline. */
+export const SANDBOX_KILL_METRIC = "SandboxWorkerKills";
 const OUTPUT_LIMIT = 1000;
 
-let modulePromise: Promise<QuickJSWASMModule> | undefined;
-/** The loaded module, once modulePromise has resolved. */
-let loadedModule: QuickJSWASMModule | undefined;
-const stats = { loads: 0, recycles: 0, outputLines: 0 };
+export interface SandboxWorker {
+  worker: Worker;
+  port: MessagePort;
+  control: Int32Array;
+  seq: number;
+  state: "starting" | "ready" | "dead";
+  ready: Promise<void>;
+}
 
-/** The emscripten module's print/printErr: one log line each, never raw process output. */
-function moduleOutput(stream: "stdout" | "stderr") {
-  return (text: string) => {
+let current: SandboxWorker | undefined;
+/**
+ * Before sleeping in `Atomics.wait`, the main thread polls the answer word this long: a warm call
+ * answers in tens of µs, and a futex sleep and wake-up adds 30-50 µs. Only with two CPUs or more
+ * (Lambda from 1,769 MB): on one, spinning would only delay the worker it waits for.
+ */
+export const SPIN_MS = availableParallelism() > 1 ? 0.1 : 0;
+let nextKey = 1;
+const stats = { loads: 0, recycles: 0, kills: 0, outputLines: 0, lastKillMs: 0 };
+
+/**
+ * The worker's entry: `sandbox-worker.mjs` beside this file in the bundle; from the TypeScript
+ * sources (tests, tsx), `sandbox-worker.ts` loaded through tsx's loader registered in the worker.
+ */
+function newWorker(setup: WorkerSetup): Worker {
+  // The process's Node options, less --input-type (a child started with `-e` has it; a worker
+  // loaded from a file refuses it).
+  const execArgv = process.execArgv.filter((arg) => !arg.startsWith("--input-type"));
+  const options = { workerData: setup, transferList: [setup.port], execArgv };
+  if (!import.meta.url.endsWith(".ts")) {
+    return new Worker(new URL("./sandbox-worker.mjs", import.meta.url), options);
+  }
+  // tsx, a development dependency, is never bundled: its ESM API's file, from its package.json.
+  const manifest = createRequire(import.meta.url).resolve(["tsx", "package.json"].join("/"));
+  const { exports } = JSON.parse(readFileSync(manifest, "utf8")) as {
+    exports: Record<string, { import: { default: string } }>;
+  };
+  const loader = pathToFileURL(join(dirname(manifest), exports["./esm/api"]!.import.default)).href;
+  const entry = new URL("./sandbox-worker.ts", import.meta.url).href;
+  const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`;
+  return new Worker(bootstrap, { ...options, eval: true });
+}
+
+function startWorker(): SandboxWorker {
+  const control = new SharedArrayBuffer(8);
+  const { port1, port2 } = new MessageChannel();
+  const worker = newWorker({ control, port: port2 });
+  const handle = {
+    worker,
+    port: port1,
+    control: new Int32Array(control),
+    seq: 0,
+    state: "starting",
+  } as SandboxWorker;
+  handle.ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      fail(new Error(`the sandbox worker did not start within ${WORKER_START_LIMIT_MS} ms`));
+    }, WORKER_START_LIMIT_MS);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      if (handle.state === "starting") stop(handle);
+      reject(error);
+    };
+    const onMessage = (message: unknown) => {
+      // Only the worker's own ready message (a loader in development may post others).
+      if ((message as { ready?: unknown } | null)?.ready !== true) return;
+      worker.off("message", onMessage);
+      clearTimeout(timer);
+      if (handle.state !== "starting") return;
+      handle.state = "ready";
+      stats.loads += 1;
+      // Ref'd while starting (a top-level await on a compile keeps the process up); then the
+      // worker never keeps the process alive.
+      worker.unref();
+      resolve();
+    };
+    worker.on("message", onMessage);
+    worker.once("error", fail);
+    worker.once("exit", (code) => fail(new Error(`the sandbox worker exited with code ${code}`)));
+  });
+  handle.ready.catch(() => {}); // answered by the caller that awaits it
+  current = handle;
+  return handle;
+}
+
+/** Drops a worker (never awaited: terminate() stops it even inside wasm). */
+function stop(handle: SandboxWorker): void {
+  handle.state = "dead";
+  if (current === handle) current = undefined;
+  handle.port.close();
+  handle.worker.terminate().catch(() => {});
+}
+
+/**
+ * Runs `use` with the current worker once it is ready (started if there is none), in the same
+ * microtask as the check: another call may kill the worker while this one waits, and nothing may
+ * run between the check and the use. Rejects when the worker cannot start.
+ */
+async function withWorker<T>(use: (handle: SandboxWorker) => T): Promise<T> {
+  for (;;) {
+    const handle = current ?? startWorker();
+    await handle.ready;
+    if (handle === current && handle.state === "ready") return use(handle);
+  }
+}
+
+/** Logs the worker's output lines (never raw process output). */
+function logOutput(output: WorkerOutput[]): void {
+  for (const { stream, text } of output) {
     stats.outputLines += 1;
     log.warn("sandbox: QuickJS module output", { stream, output: text.slice(0, OUTPUT_LIMIT) });
-  };
-}
-
-/**
- * The variant of `import()`: its `default`, or `default.default` when the import sees the
- * CommonJS build (TypeScript types it so; Node and esbuild load the ESM one).
- */
-function defaultExport(imported: object): QuickJSSyncVariant {
-  let value: unknown = imported;
-  while (value !== null && typeof value === "object" && "default" in value && !("type" in value))
-    value = value.default;
-  return value as QuickJSSyncVariant;
-}
-
-function loadModule(): Promise<QuickJSWASMModule> {
-  if (!modulePromise) {
-    stats.loads += 1;
-    // Emscripten reads print and printErr from the options it is given (the type omits them).
-    const emscriptenModule: EmscriptenModuleLoaderOptions & Record<string, (text: string) => void> = {
-      print: moduleOutput("stdout"),
-      printErr: moduleOutput("stderr"),
-    };
-    const loading = import("@jitl/quickjs-wasmfile-release-sync").then((imported) =>
-      newQuickJSWASMModuleFromVariant(newVariant(defaultExport(imported), { emscriptenModule })),
-    );
-    modulePromise = loading;
-    loading.then(
-      (module) => {
-        if (modulePromise === loading) loadedModule = module;
-      },
-      () => {
-        if (modulePromise === loading) modulePromise = undefined;
-      },
-    );
   }
-  return modulePromise;
 }
 
-/**
- * Drops the module (`reason` says why, for the log): the next call loads a new one. Contexts of
- * the old one are not touched.
- */
-export function discardSandboxModule(reason: string): void {
-  if (!modulePromise) return;
-  modulePromise = undefined;
-  loadedModule = undefined;
+/** Drops a worker whose module may be corrupt and starts a new one. */
+function recycle(handle: SandboxWorker, reason: string): void {
+  stop(handle);
   stats.recycles += 1;
   log.warn("sandbox: QuickJS module recycled", {
     reason: reason.slice(0, OUTPUT_LIMIT),
     recycles: stats.recycles,
     ...metricFields(SANDBOX_RECYCLE_METRIC, "data-plane"),
   });
+  if (!current) startWorker();
 }
 
 /**
- * This process's module figures: loads (1 while nothing went wrong), recycles (modules dropped
- * after a host-level failure), and lines of emscripten output routed to the log.
+ * One request to the worker, answered synchronously; undefined when no answer came within
+ * `timeoutMs` (the worker is then killed and a new one started).
  */
-export function sandboxStats(): Readonly<typeof stats> {
-  return { ...stats };
+function exchange(
+  handle: SandboxWorker,
+  request: WorkerRequest,
+  timeoutMs: number,
+  transformId: string,
+): WorkerReply | undefined {
+  if (handle !== current || handle.state !== "ready") throw new Error("the sandbox worker is not ready");
+  const seq = ++handle.seq;
+  const started = performance.now();
+  handle.port.postMessage({ ...request, seq });
+  Atomics.store(handle.control, 0, seq);
+  Atomics.notify(handle.control, 0);
+  const end = started + timeoutMs;
+  const spinUntil = started + SPIN_MS;
+  while (Atomics.load(handle.control, 1) !== seq && performance.now() < spinUntil);
+  while (Atomics.load(handle.control, 1) !== seq) {
+    const left = end - performance.now();
+    if (left <= 0) {
+      const killStarted = performance.now();
+      stop(handle);
+      stats.kills += 1;
+      stats.lastKillMs = killStarted - started;
+      log.warn("sandbox: worker killed at the hard deadline", {
+        transformId,
+        op: request.op,
+        waitedMs: Math.round(killStarted - started),
+        kills: stats.kills,
+        ...metricFields(SANDBOX_KILL_METRIC, "data-plane"),
+      });
+      if (!current) startWorker();
+      return undefined;
+    }
+    Atomics.wait(handle.control, 1, seq - 1, left);
+  }
+  for (;;) {
+    const received = receiveMessageOnPort(handle.port);
+    if (!received) throw new Error(`the sandbox worker answered ${seq} without a message`);
+    const reply = received.message as WorkerReply;
+    if (reply.seq !== seq) continue;
+    logOutput(reply.output);
+    if (reply.broken)
+      recycle(handle, `${request.op === "dispose" ? "dispose failed" : "host failure"}: ${reply.broken}`);
+    return reply;
+  }
+}
+
+/**
+ * This process's sandbox figures: loads (workers that loaded a module: 1 while nothing went
+ * wrong), recycles (workers dropped after a host-level failure), kills (workers terminated at the
+ * hard deadline), lines of emscripten output routed to the log.
+ */
+export function sandboxStats(): { loads: number; recycles: number; kills: number; outputLines: number } {
+  const { loads, recycles, kills, outputLines } = stats;
+  return { loads, recycles, kills, outputLines };
 }
 
 /** How many times this process loaded the module (1 while nothing went wrong). */
@@ -207,156 +379,25 @@ export function sandboxModuleLoads(): number {
   return stats.loads;
 }
 
-// ---- Inside the context ----------------------------------------------------------------------
+// ---- The API ---------------------------------------------------------------------------------
 
-/**
- * Evaluated in each new context before the user's module: takes what the runner needs before user
- * code can replace it, makes Date unable to read the clock, and returns the runner.
- */
-const PRELUDE = `(() => {
-  const parse = JSON.parse, stringify = JSON.stringify, apply = Reflect.apply;
-  const construct = Reflect.construct, InternalErrorType = InternalError;
-  const RealDate = Date;
-  const noClock = (what) => { throw new TypeError(what + " reads the clock, which a transform cannot: use context.receivedAt"); };
-  function SandboxDate(...args) {
-    if (new.target === undefined) noClock("Date()");
-    if (args.length === 0) noClock("new Date()");
-    return construct(RealDate, args, new.target);
-  }
-  SandboxDate.prototype = RealDate.prototype;
-  Object.defineProperty(RealDate.prototype, "constructor", { value: SandboxDate, writable: true, configurable: true });
-  SandboxDate.UTC = RealDate.UTC;
-  SandboxDate.parse = RealDate.parse;
-  SandboxDate.now = () => noClock("Date.now()");
-  globalThis.Date = SandboxDate;
-  const out = (value) => {
-    try {
-      return stringify(value);
-    } catch (error) {
-      if (error instanceof InternalErrorType) throw error;
-      return { invalid: "the result is not JSON: " + String(error) };
-    }
-  };
-  return (fn, json) => {
-    const result = apply(fn, undefined, parse(json));
-    if (result !== null && typeof result === "object" && typeof result.then === "function") {
-      return result.then(out);
-    }
-    return out(result);
-  };
-})()`;
+const errorText = (error: unknown) =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
-function describeError(context: QuickJSContext, error: QuickJSHandle): Failure {
-  let name = "";
-  let message = "";
-  try {
-    if (context.typeof(error) === "object") {
-      const nameHandle = context.getProp(error, "name");
-      const messageHandle = context.getProp(error, "message");
-      if (context.typeof(nameHandle) === "string") name = context.getString(nameHandle);
-      if (context.typeof(messageHandle) === "string") message = context.getString(messageHandle);
-      nameHandle.dispose();
-      messageHandle.dispose();
-    } else if (context.typeof(error) === "string") {
-      message = context.getString(error);
-    } else {
-      message = `a ${context.typeof(error)} was thrown`;
-    }
-  } catch {
-    // Reading the error failed (typically no memory left): the limit is the likely cause.
-    return new Failure("memory", "the transform ran out of memory");
-  }
-  if (name === "InternalError" && message === "interrupted") {
-    return new Failure("timeout", "the transform ran past its deadline");
-  }
-  if (message === "out of memory") return new Failure("memory", "the transform ran out of memory");
-  if (message === "stack overflow") return new Failure("memory", "the transform overflowed its stack");
-  const text = name ? `${name}: ${message}` : message;
-  return new Failure("error", text.length > MESSAGE_LIMIT ? `${text.slice(0, MESSAGE_LIMIT)}…` : text);
-}
+const hostFailure = (text: string): Failed => ({
+  ok: false,
+  reason: "error",
+  message: `the sandbox failed (${text.slice(0, MESSAGE_LIMIT)}); it is reset`,
+});
 
-/** Runs pending jobs (promise reactions) until none is left; fails on an error or the deadline. */
-function drainJobs(instance: Instance): void {
-  const jobs = instance.runtime.executePendingJobs();
-  if (jobs.error) {
-    const context = jobs.error.context;
-    const failure = describeError(context, jobs.error);
-    jobs.error.dispose();
-    throw failure;
-  }
-}
-
-/** The settled value of `handle` (itself when it is not a promise); the caller disposes both. */
-function settle(instance: Instance, handle: QuickJSHandle, what: string): QuickJSHandle {
-  const { context } = instance;
-  let state = context.getPromiseState(handle);
-  if (state.type === "fulfilled" && state.notAPromise) return handle;
-  if (state.type === "pending") {
-    drainJobs(instance);
-    state = context.getPromiseState(handle);
-  }
-  if (state.type === "pending") throw new Failure("invalid", `${what} returned a promise that never settles`);
-  if (state.type === "rejected") {
-    const failure = describeError(context, state.error);
-    state.error.dispose();
-    throw failure;
-  }
-  return state.value;
-}
-
-function createInstance(module: QuickJSWASMModule, compiled: CompiledTransform): Instance {
-  const runtime = module.newRuntime();
-  const instance = { module, runtime, deadline: performance.now() + compiled.limits.deadlineMs } as Instance;
-  try {
-    runtime.setMemoryLimit(compiled.limits.memoryBytes);
-    runtime.setMaxStackSize(compiled.limits.maxStackBytes);
-    runtime.setInterruptHandler(() => performance.now() > instance.deadline);
-    instance.context = runtime.newContext({ intrinsics: DefaultIntrinsics });
-    const { context } = instance;
-    const prelude = context.evalCode(PRELUDE, "prelude.js", { type: "global" });
-    if (prelude.error) {
-      const failure = describeError(context, prelude.error);
-      prelude.error.dispose();
-      throw failure;
-    }
-    instance.runner = prelude.value;
-    const evaluated = context.evalCode(compiled.javascript, `${compiled.id}.js`, { type: "module" });
-    if (evaluated.error) {
-      const failure = describeError(context, evaluated.error);
-      evaluated.error.dispose();
-      throw failure;
-    }
-    let fn: QuickJSHandle;
-    let exports: QuickJSHandle | undefined;
-    try {
-      exports = settle(instance, evaluated.value, "the module");
-      fn = context.getProp(exports, "default");
-    } finally {
-      if (exports && exports !== evaluated.value && exports.alive) exports.dispose();
-      if (evaluated.value.alive) evaluated.value.dispose();
-    }
-    if (context.typeof(fn) !== "function") {
-      fn.dispose();
-      throw new Failure("invalid", "the code has no default export function");
-    }
-    instance.fn = fn;
-    return instance;
-  } catch (error) {
-    if (error instanceof Failure) disposeQuietly(instance);
-    throw error;
-  }
-}
-
-/** Disposes after a failure; when even that fails, the module itself is suspect. */
-function disposeQuietly(instance: Instance): void {
-  try {
-    for (const item of [instance.fn, instance.runner, instance.context, instance.runtime]) {
-      if (item?.alive) item.dispose();
-    }
-  } catch (error) {
-    if (instance.module === loadedModule) discardSandboxModule(`dispose failed: ${errorText(error)}`);
-  }
-}
+const killed = (during: "call" | "load"): Failed => ({
+  ok: false,
+  reason: "timeout",
+  message:
+    during === "call"
+      ? "the transform ran past its deadline (the sandbox worker was stopped)"
+      : "the transform's module (its top level) ran past its load deadline (the sandbox worker was stopped)",
+});
 
 /** Counts the nesting of arrays and objects in JSON text (strings skipped). */
 export function jsonDepth(json: string): number {
@@ -378,70 +419,62 @@ export function jsonDepth(json: string): number {
   return max;
 }
 
-function readResult(instance: Instance, handle: QuickJSHandle): unknown {
-  const { context } = instance;
-  const type = context.typeof(handle);
-  if (type === "undefined")
-    throw new Failure("invalid", "the transform returned undefined, not a JSON value");
-  if (type === "object") {
-    const invalid = context.getProp(handle, "invalid");
-    const message =
-      context.typeof(invalid) === "string" ? context.getString(invalid) : "the result is not JSON";
-    invalid.dispose();
-    throw new Failure("invalid", message.slice(0, MESSAGE_LIMIT));
+/** Makes the transform's context in `handle`; a failure of its code is the answer. */
+function compileIn(handle: SandboxWorker, compiled: CompiledTransform): Failed | undefined {
+  const { limits } = compiled;
+  const reply = exchange(
+    handle,
+    {
+      op: "compile",
+      key: compiled.key,
+      id: compiled.id,
+      javascript: compiled.javascript,
+      memoryBytes: limits.memoryBytes,
+      maxStackBytes: limits.maxStackBytes,
+      loadDeadlineMs: limits.loadDeadlineMs,
+    },
+    limits.loadDeadlineMs + limits.killGraceMs,
+    compiled.id,
+  );
+  if (!reply) {
+    compiled.loadTimeout = killed("load");
+    return compiled.loadTimeout;
   }
-  const length = context.getProp(handle, "length");
-  const chars = context.getNumber(length);
-  length.dispose();
-  if (chars > RESULT_LIMIT_CHARS) {
-    throw new Failure(
-      "invalid",
-      `the result is ${chars} characters of JSON, over the limit of ${RESULT_LIMIT_CHARS}`,
-    );
+  if (reply.broken) return hostFailure(reply.broken);
+  if (reply.result && !reply.result.ok) {
+    if (reply.result.reason === "timeout") compiled.loadTimeout = reply.result;
+    return reply.result;
   }
-  const json = context.getString(handle);
-  if (jsonDepth(json) > RESULT_DEPTH_LIMIT) {
-    throw new Failure("invalid", `the result nests deeper than ${RESULT_DEPTH_LIMIT} levels`);
-  }
-  return JSON.parse(json);
-}
-
-// ---- The API ---------------------------------------------------------------------------------
-
-const errorText = (error: unknown) =>
-  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-
-function failureOf(error: unknown): TransformResult & { ok: false } {
-  if (error instanceof Failure) return { ok: false, reason: error.reason, message: error.message };
-  // A failure of the host side (a wasm trap, the host stack exhausted inside wasm, a handle
-  // misuse): the module may be corrupt, so it is dropped.
-  const text = errorText(error);
-  discardSandboxModule(`host failure: ${text}`);
-  return {
-    ok: false,
-    reason: "error",
-    message: `the sandbox failed (${text.slice(0, MESSAGE_LIMIT)}); it is reset`,
-  };
+  if (reply.alive) compiled.worker = handle;
+  return undefined;
 }
 
 /**
- * Evaluates the transform's module in a new context (once per configuration load). A failure of
- * the code itself (a throw at the top level, no default export) is not thrown here: the context
- * is left empty and every call tries again and answers the failure.
+ * Evaluates the transform's module in a new context (once per configuration load), starting the
+ * worker when there is none. A failure of the code itself (a throw at the top level, no default
+ * export) is not thrown here: the context is left empty and every call tries again and answers
+ * the failure (a top-level timeout is answered without trying again).
  */
 export async function compileTransform(
   id: string,
   javascript: string,
   limits: SandboxLimits = sandboxLimits(),
 ): Promise<CompiledTransform> {
-  const compiled: CompiledTransform = { id, javascript, limits };
-  const module = await loadModule();
+  const compiled: CompiledTransform = { id, javascript, limits, key: nextKey++ };
   try {
-    compiled.instance = createInstance(module, compiled);
-  } catch (error) {
-    failureOf(error);
+    await withWorker((handle) => compileIn(handle, compiled));
+  } catch {
+    // The worker could not start: the call answers it.
   }
   return compiled;
+}
+
+/**
+ * Starts the worker (or waits for the one starting, as after a kill) without compiling anything;
+ * rejects when it cannot start. compileTransform and runTransform do this themselves.
+ */
+export async function warmSandbox(): Promise<void> {
+  await withWorker(() => undefined);
 }
 
 /** Calls the transform's default export with `args` (JSON values); never throws. */
@@ -452,49 +485,83 @@ export async function runTransform(compiled: CompiledTransform, args: unknown[])
 }
 
 async function callTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
-  let module: QuickJSWASMModule;
-  try {
-    module = await loadModule();
-  } catch (error) {
-    return failureOf(error);
+  if (compiled.loadTimeout) return compiled.loadTimeout;
+  const argsJson = JSON.stringify(args);
+  if (argsJson.length > ARGS_LIMIT_CHARS) {
+    return {
+      ok: false,
+      reason: "invalid",
+      message: `the arguments are ${argsJson.length} characters of JSON, over the limit of ${ARGS_LIMIT_CHARS}`,
+    };
   }
-  let instance = compiled.instance;
-  // A context of a dropped module is abandoned with it (never disposed: the module is suspect).
-  if (instance && instance.module !== module) instance = compiled.instance = undefined;
   try {
-    if (!instance) instance = compiled.instance = createInstance(module, compiled);
-    instance.deadline = performance.now() + compiled.limits.deadlineMs;
-    const { context } = instance;
-    const argsHandle = context.newString(JSON.stringify(args));
-    const called = context.callFunction(instance.runner, context.undefined, instance.fn, argsHandle);
-    argsHandle.dispose();
-    if (called.error) {
-      const failure = describeError(context, called.error);
-      called.error.dispose();
-      throw failure;
-    }
-    // Every handle is disposed on every path: a handle left alive when the runtime is freed makes
-    // QuickJS abort (list_empty(&rt->gc_obj_list)), which costs the whole module.
-    let settled: QuickJSHandle | undefined;
-    try {
-      settled = settle(instance, called.value, "the transform");
-      return { ok: true, value: readResult(instance, settled) };
-    } finally {
-      if (settled && settled !== called.value && settled.alive) settled.dispose();
-      if (called.value.alive) called.value.dispose();
-    }
+    return await withWorker((handle) => callIn(handle, compiled, argsJson));
   } catch (error) {
-    const failure = failureOf(error);
-    // After a host failure the module is dropped with its contexts, undisposed.
-    if (compiled.instance && error instanceof Failure) disposeQuietly(compiled.instance);
-    compiled.instance = undefined;
-    return failure;
+    return hostFailure(errorText(error));
+  }
+}
+
+/** One call, synchronous: the worker cannot change under it. */
+function callIn(handle: SandboxWorker, compiled: CompiledTransform, argsJson: string): TransformResult {
+  if (compiled.worker !== handle) {
+    compiled.worker = undefined;
+    const failure = compileIn(handle, compiled);
+    if (failure) return failure;
+  }
+  const { limits } = compiled;
+  const reply = exchange(
+    handle,
+    {
+      op: "call",
+      key: compiled.key,
+      argsJson,
+      deadlineMs: limits.deadlineMs,
+      resultLimitChars: RESULT_LIMIT_CHARS,
+    },
+    limits.deadlineMs + limits.killGraceMs,
+    compiled.id,
+  );
+  if (!reply?.alive) compiled.worker = undefined;
+  if (!reply) return killed("call");
+  if (reply.broken || !reply.result) return hostFailure(reply.broken ?? "no result");
+  if (!reply.result.ok) return reply.result;
+  const { json } = reply.result;
+  if (jsonDepth(json) > RESULT_DEPTH_LIMIT) {
+    dispose(compiled);
+    return {
+      ok: false,
+      reason: "invalid",
+      message: `the result nests deeper than ${RESULT_DEPTH_LIMIT} levels`,
+    };
+  }
+  return { ok: true, value: JSON.parse(json) };
+}
+
+/** Frees the transform's context in the worker, if it has one there. */
+function dispose(compiled: CompiledTransform): void {
+  const handle = compiled.worker;
+  compiled.worker = undefined;
+  if (handle && handle === current && handle.state === "ready") {
+    exchange(handle, { op: "dispose", key: compiled.key }, compiled.limits.killGraceMs, compiled.id);
   }
 }
 
 /** Frees the transform's context (when its configuration is replaced); see `retired`. */
 export function disposeTransform(compiled: CompiledTransform): void {
   compiled.retired = true;
-  if (compiled.instance) disposeQuietly(compiled.instance);
-  compiled.instance = undefined;
+  dispose(compiled);
 }
+
+/**
+ * Test hooks (not used by the data plane): leave an object handle alive in the transform's
+ * context, so that freeing its runtime makes QuickJS abort (quickjs-emscripten issues 235, 269).
+ */
+export const sandboxTestHooks = {
+  leakObject(compiled: CompiledTransform): void {
+    const handle = compiled.worker;
+    if (handle && handle === current && handle.state === "ready")
+      exchange(handle, { op: "leak", key: compiled.key }, compiled.limits.killGraceMs, compiled.id);
+  },
+  /** The last kill: ms from the request to the decision to kill. */
+  lastKillMs: () => stats.lastKillMs,
+};

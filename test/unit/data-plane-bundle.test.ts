@@ -106,7 +106,7 @@ describe("data-plane bundle", () => {
 });
 
 describe("data-plane asset: the transform sandbox", () => {
-  it("keeps QuickJS out of the cold start, in the sandbox.mjs entry loaded on demand", () => {
+  it("keeps QuickJS out of the cold start, in the sandbox-worker.mjs entry loaded on demand", () => {
     const atStart = figures.startupModules.map(([name]) => name);
     const lazy = figures.lazyModules.map(([name]) => name);
     for (const name of ["quickjs-emscripten-core", "@jitl/quickjs-wasmfile-release-sync"]) {
@@ -114,8 +114,14 @@ describe("data-plane asset: the transform sandbox", () => {
       expect(lazy).toContain(name);
     }
     expect(atStart).not.toContain("lib/data-plane/sandbox.ts");
+    expect(atStart).not.toContain("lib/data-plane/sandbox-worker.ts");
     expect(existsSync(join(figures.outdir, "sandbox.mjs"))).toBe(true);
-    expect(readFileSync(figures.entryFile, "utf8")).not.toMatch(/^import[^;]*sandbox\.mjs/m);
+    expect(existsSync(join(figures.outdir, "sandbox-worker.mjs"))).toBe(true);
+    expect(readFileSync(figures.entryFile, "utf8")).not.toMatch(/^import[^;]*sandbox(-worker)?\.mjs/m);
+    // The main-thread side starts the worker beside itself and never loads QuickJS.
+    const main = readFileSync(join(figures.outdir, "sandbox.mjs"), "utf8");
+    expect(main).toContain('new URL("./sandbox-worker.mjs",import.meta.url)');
+    expect(main).not.toMatch(/quickjs-emscripten|quickjs-wasmfile|emscripten-module/);
   });
 
   it("carries the QuickJS wasm, byte for byte, beside the chunk that loads it", () => {
@@ -150,8 +156,41 @@ describe("data-plane asset: the transform sandbox", () => {
           body: { userName: "ada" },
         },
       },
-      stats: { loads: 1, recycles: 0, outputLines: 0 },
+      stats: { loads: 1, recycles: 0, kills: 0, outputLines: 0 },
     });
+  });
+
+  it("runs QuickJS in the bundled worker: a builtin bomb is killed at the deadline, then a call works", () => {
+    const copy = copyOfAsset();
+    const child = runInChild(
+      copy,
+      `${SANDBOX_RUN}
+const bomb = await sandbox.compileTransform("bomb", "export default () => { const all = []; for (;;) all.push(new Array(1e5).fill(7)) }");
+const started = performance.now();
+const killed = await sandbox.runTransform(bomb, []);
+const killedMs = performance.now() - started;
+const again = await sandbox.runTransform(compiled, [{ clientId: "c2" }, { headers: {}, body: {} }]);
+process.stdout.write(JSON.stringify({ killed, killedMs, again, stats: sandbox.sandboxStats() }) + "\\n");`,
+    );
+    expect(child.status).toBe(0);
+    const logged = child.stderr
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({
+      level: "warn",
+      message: "sandbox: worker killed at the hard deadline",
+      transformId: "bomb",
+      op: "call",
+      SandboxWorkerKills: 1,
+    });
+    const after = JSON.parse(child.stdout.trim().split("\n")[1]!);
+    expect(after.killed).toMatchObject({ ok: false, reason: "timeout" });
+    expect(after.killedMs).toBeLessThan(300);
+    // Only a worker can be killed; the transform is compiled again on the new one.
+    expect(after.again).toMatchObject({ ok: true, value: { headers: { "x-client": "c2" } } });
+    expect(after.stats).toEqual({ loads: 2, recycles: 0, kills: 1, outputLines: 0 });
   });
 
   it("routes QuickJS's abort output through the logger in the bundled sandbox", () => {
@@ -159,7 +198,7 @@ describe("data-plane asset: the transform sandbox", () => {
     const child = runInChild(
       copy,
       `${SANDBOX_RUN}
-compiled.instance.context.newObject(); // left alive: freeing the runtime aborts
+sandbox.sandboxTestHooks.leakObject(compiled); // left alive: freeing the runtime aborts
 sandbox.disposeTransform(compiled);
 const again = await sandbox.runTransform(await sandbox.compileTransform("next", "export default () => 2"), []);
 process.stdout.write(JSON.stringify({ again, stats: sandbox.sandboxStats() }) + "\\n");`,
@@ -174,7 +213,7 @@ process.stdout.write(JSON.stringify({ again, stats: sandbox.sandboxStats() }) + 
     expect(logged[0]!.output).toMatch(/^Aborted\(Assertion failed: list_empty/);
     expect(JSON.parse(child.stdout.trim().split("\n")[1]!)).toEqual({
       again: { ok: true, value: 2 },
-      stats: { loads: 2, recycles: 1, outputLines: 1 },
+      stats: { loads: 2, recycles: 1, kills: 0, outputLines: 1 },
     });
   });
 

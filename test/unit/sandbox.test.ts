@@ -5,6 +5,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { logReady } from "#lib/log.ts";
 import {
+  ARGS_LIMIT_CHARS,
+  type CompiledTransform,
   compileTransform,
   disposeTransform,
   jsonDepth,
@@ -14,7 +16,9 @@ import {
   sandboxLimits,
   sandboxModuleLoads,
   sandboxStats,
+  sandboxTestHooks,
   type TransformResult,
+  warmSandbox,
 } from "../../lib/data-plane/sandbox.ts";
 
 const REQUEST_TRANSFORM = `
@@ -92,6 +96,7 @@ describe("sandbox: normal transforms", () => {
   });
 
   it("frees a rejected promise before its runtime: no abort, the module is kept", async () => {
+    await warmSandbox(); // a worker started after an earlier kill is loaded before the count
     const loads = sandboxModuleLoads();
     for (const code of [
       "export default async () => { throw new Error('rejected') }",
@@ -166,10 +171,15 @@ describe("sandbox: hostile code", () => {
   });
 
   it("stops a memory bomb, twice in a row, then serves a normal call", async () => {
-    const loads = sandboxModuleLoads();
+    await warmSandbox(); // a worker started after an earlier kill is loaded before the count
+    const { loads, kills } = sandboxStats();
     const bomb = "export default () => { let s = 'x'; while (true) s += s; }";
     const compiled = await compileTransform("bomb", bomb);
-    expectFailure(await runTransform(compiled, []), "memory", /out of memory/);
+    // 15-25 ms warm, about 110 ms on a fresh worker (the wasm memory grows): on a loaded machine
+    // the first can pass the deadline and its grace and be killed instead.
+    const first = await runTransform(compiled, []);
+    expect(!first.ok && ["memory", "timeout"].includes(first.reason)).toBe(true);
+    await warmSandbox();
     expectFailure(await runTransform(compiled, []), "memory", /out of memory/);
     expectFailure(await runOnce("export default () => new Array(1e8).fill(0)"), "memory", /out of memory/);
     // Small allocations near the limit make QuickJS collect garbage on each one: the deadline
@@ -179,10 +189,13 @@ describe("sandbox: hostile code", () => {
     );
     expect(!slow.ok && ["memory", "timeout"].includes(slow.reason)).toBe(true);
     await expectNormalCall();
-    expect(sandboxModuleLoads()).toBe(loads);
+    await warmSandbox();
+    // No module lost to QuickJS's memory failures: a new one only per kill.
+    expect(sandboxStats().loads).toBe(loads + sandboxStats().kills - kills);
   });
 
   it("stops deep recursion", async () => {
+    await warmSandbox(); // a worker started after an earlier kill is loaded before the count
     const loads = sandboxModuleLoads();
     expectFailure(
       await runOnce("export default function f(n = 0) { return f(n + 1) + 1 }"),
@@ -195,7 +208,16 @@ describe("sandbox: hostile code", () => {
 
   it("refuses a huge return value", async () => {
     const huge = `export default () => 'x'.repeat(${RESULT_LIMIT_CHARS + 10})`;
-    expectFailure(await runOnce(huge), "invalid", /over the limit/);
+    // Encoding 6 MiB of JSON in QuickJS takes 100-600 ms here, often past the 50 ms deadline and
+    // its grace: the size check is seen with a longer deadline.
+    const slow = { ...sandboxLimits({}), deadlineMs: 5000 };
+    expectFailure(
+      await runTransform(await compileTransform("huge", huge, slow), []),
+      "invalid",
+      /over the limit/,
+    );
+    const atDefault = await runOnce(huge);
+    expect(!atDefault.ok && ["timeout", "invalid"].includes(atDefault.reason)).toBe(true);
     const bigger =
       "export default () => { const a = []; for (let i = 0; i < 1e6; i++) a.push('y'.repeat(30)); return a }";
     const result = await runOnce(bigger);
@@ -271,9 +293,11 @@ describe("sandbox: hostile code", () => {
   });
 
   it("recreates the module when a call breaks it, and the next call works", async () => {
+    await warmSandbox(); // a worker started after an earlier kill is loaded before the count
     const loads = sandboxModuleLoads();
-    // No QuickJS stack limit: the host's stack overflows inside wasm.
-    const limits = { ...sandboxLimits({}), maxStackBytes: 0 };
+    // No QuickJS stack limit: the host's stack overflows inside wasm (the worker's 4 MB stack takes
+    // 50-100 ms to fill: a longer deadline, so that the overflow comes first).
+    const limits = { ...sandboxLimits({}), maxStackBytes: 0, deadlineMs: 5000 };
     const compiled = await compileTransform(
       "breaker",
       "export default function f(n = 0) { return f(n + 1) + 1 }",
@@ -286,6 +310,128 @@ describe("sandbox: hostile code", () => {
     // The transform compiled on the old module is compiled again on the new one.
     const counter = await compileTransform("survivor", "export default (x) => x * 2");
     expect(await runTransform(counter, [21])).toEqual({ ok: true, value: 42 });
+  });
+});
+
+describe("sandbox: the worker thread and its hard deadline", () => {
+  /** Within the 50 ms deadline + 100 ms grace, with room for a loaded machine. */
+  const HARD_BOUND_MS = 300;
+  const BUILTIN_BOMBS = [
+    // Measured in process before the worker: 12-18 s, then `memory`.
+    "export default function () { const all = []; for (;;) all.push(new Array(1e5).fill(7)) }",
+    // 1.4-1.7 s, then `memory`.
+    "export default function () { const all = []; for (;;) all.push(new Array(1e4).fill(7)) }",
+    // One builtin call each, never interrupted: about 1 s, and over 30 s (catastrophic backtracking).
+    "export default function () { return new Array(1e6).fill(7).join(',').length }",
+    "export default function () { return /(a+)+$/.test('a'.repeat(27) + 'b') }",
+  ];
+
+  /** Times one call once the worker is ready (a restart after a kill is not the call's time). */
+  async function timedCall(compiled: CompiledTransform, args: unknown[] = []) {
+    await warmSandbox();
+    const started = performance.now();
+    const result = await runTransform(compiled, args);
+    return { result, elapsed: performance.now() - started };
+  }
+
+  it("answers each builtin-heavy bomb `timeout` within the deadline + grace, then serves another transform", async () => {
+    for (const [index, bomb] of BUILTIN_BOMBS.entries()) {
+      const compiled = await compileTransform("builtin-bomb", bomb);
+      const { kills } = sandboxStats();
+      const { result, elapsed } = await timedCall(compiled);
+      expectFailure(result, "timeout", /deadline/);
+      expect(elapsed, bomb).toBeLessThan(HARD_BOUND_MS);
+      // A single builtin call is stopped by the kill only (the interrupt handler never runs in it).
+      if (index >= 2) expect(sandboxStats().kills, bomb).toBe(kills + 1);
+      await expectNormalCall();
+    }
+    expect(sandboxTestHooks.lastKillMs()).toBeGreaterThanOrEqual(150);
+  });
+
+  it("loses no other transform when the worker is killed mid-call: they are compiled again", async () => {
+    const counter = await compileTransform("counter-a", "let n = 0; export default (x) => [x, ++n]");
+    const doubler = await compileTransform("doubler", "export default (x) => x * 2");
+    expect(await runTransform(counter, ["a"])).toEqual({ ok: true, value: ["a", 1] });
+    expect(await runTransform(counter, ["b"])).toEqual({ ok: true, value: ["b", 2] });
+    const { kills, loads } = sandboxStats();
+    const bomb = await compileTransform("killer", BUILTIN_BOMBS[0]!);
+    expectFailure(await runTransform(bomb, []), "timeout", /worker was stopped/);
+    expect(sandboxStats().kills).toBe(kills + 1);
+    // Both run on the new worker; the counter's module state began again there.
+    expect(await runTransform(doubler, [21])).toEqual({ ok: true, value: 42 });
+    expect(await runTransform(counter, ["c"])).toEqual({ ok: true, value: ["c", 1] });
+    expect(sandboxStats().loads).toBe(loads + 1);
+    // The bomb itself is compiled again too, and killed again.
+    expectFailure(await runTransform(bomb, []), "timeout", /deadline/);
+    await expectNormalCall();
+  });
+
+  it("stops the builtin memory bomb twice in a row, then serves a normal call", async () => {
+    const bomb = await compileTransform("memory-bomb", BUILTIN_BOMBS[0]!);
+    for (let i = 0; i < 2; i++) {
+      const { result, elapsed } = await timedCall(bomb);
+      expect(!result.ok && ["timeout", "memory"].includes(result.reason)).toBe(true);
+      expect(elapsed).toBeLessThan(HARD_BOUND_MS);
+    }
+    await expectNormalCall();
+  });
+
+  it("bounds the module's top level on its own: a top-level loop fails once and is not run again", async () => {
+    const limits = { ...sandboxLimits({}), loadDeadlineMs: 200 };
+    await warmSandbox();
+    const started = performance.now();
+    const compiled = await compileTransform("top-loop", "for (;;) {} export default () => 1", limits);
+    expect(performance.now() - started).toBeLessThan(200 + 100 + HARD_BOUND_MS);
+    expectFailure(await runTransform(compiled, []), "timeout", /load deadline/);
+    const again = performance.now();
+    expectFailure(await runTransform(compiled, []), "timeout", /load deadline/);
+    expect(performance.now() - again).toBeLessThan(20); // remembered, not evaluated again
+    // A builtin at the top level: killed at the load bound.
+    const builtin = await compileTransform(
+      "top-builtin",
+      `${BUILTIN_BOMBS[0]!.replace("export default function () ", "")}\nexport default () => 1`,
+      limits,
+    );
+    expectFailure(await runTransform(builtin, []), "timeout", /load deadline/);
+    // A slow but finite top level within the load bound is not a timeout of the first call.
+    const slowTop = await compileTransform(
+      "slow-top",
+      "let n = 0; for (let i = 0; i < 3e6; i++) n += i; export default () => n > 0",
+      { ...sandboxLimits({}), loadDeadlineMs: 5000 },
+    );
+    expect(await runTransform(slowTop, [])).toEqual({ ok: true, value: true });
+    await expectNormalCall();
+  });
+
+  it("serialises overlapping calls: each answer belongs to its own call", async () => {
+    const echo = await compileTransform("echo", "let n = 0; export default (x) => ({ x, n: ++n })");
+    const other = await compileTransform("other", "export default (x) => x.toUpperCase()");
+    const bomb = await compileTransform("overlap-bomb", BUILTIN_BOMBS[3]!);
+    const results = await Promise.all([
+      runTransform(echo, [1]),
+      runTransform(other, ["a"]),
+      runTransform(bomb, []),
+      runTransform(echo, [2]),
+      runTransform(other, ["b"]),
+      runTransform(echo, [3]),
+    ]);
+    expect(results[0]).toEqual({ ok: true, value: { x: 1, n: 1 } });
+    expect(results[1]).toEqual({ ok: true, value: "A" });
+    expectFailure(results[2]!, "timeout", /deadline/);
+    // After the kill, the next calls wait for the new worker and compile again there.
+    expect(results[3]).toEqual({ ok: true, value: { x: 2, n: 1 } });
+    expect(results[4]).toEqual({ ok: true, value: "B" });
+    expect(results[5]).toEqual({ ok: true, value: { x: 3, n: 2 } });
+  });
+
+  it("refuses arguments over the size limit without sending them", async () => {
+    const compiled = await compileTransform("args", "export default (x) => x.length");
+    expectFailure(
+      await runTransform(compiled, ["x".repeat(ARGS_LIMIT_CHARS)]),
+      "invalid",
+      /arguments are .* over the limit/,
+    );
+    expect(await runTransform(compiled, ["xyz"])).toEqual({ ok: true, value: 3 });
   });
 });
 
@@ -306,12 +452,13 @@ describe("sandbox: QuickJS's own output", () => {
     vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
       written.push(`console.error ${args.join(" ")}`);
     });
+    await warmSandbox(); // a worker started after an earlier kill is loaded before the count
     const before = sandboxStats();
     const compiled = await compileTransform("leaky", "export default () => 1");
     expect(await runTransform(compiled, [])).toEqual({ ok: true, value: 1 });
     // A handle left alive when the runtime is freed: QuickJS asserts and emscripten aborts
     // (quickjs-emscripten issues 235 and 269), as a QuickJS leak after a failure would.
-    compiled.instance!.context.newObject();
+    sandboxTestHooks.leakObject(compiled);
     disposeTransform(compiled);
     vi.restoreAllMocks();
 
@@ -331,6 +478,7 @@ describe("sandbox: QuickJS's own output", () => {
     expect(sandboxStats()).toEqual({
       loads: before.loads,
       recycles: before.recycles + 1,
+      kills: before.kills,
       outputLines: before.outputLines + 1,
     });
     // The next call loads a new module and works.
