@@ -9,6 +9,7 @@ import { docsOperations } from "./operations/docs.ts";
 import { inviteOperations } from "./operations/invites.ts";
 import { memberOperations } from "./operations/members.ts";
 import { meterOperations } from "./operations/meters.ts";
+import { mspOperations } from "./operations/msps.ts";
 import { notificationOperations } from "./operations/notifications.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
@@ -31,6 +32,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...meterOperations,
   ...transformOperations,
   ...requestLogOperations,
+  ...mspOperations,
   ...webhookOperations,
   ...docsOperations,
 ];

@@ -92,3 +92,33 @@ export async function deleteCustomer(customerId: string): Promise<void> {
     });
   }
 }
+
+/**
+ * The MSP's own customer with the payment processor (it pays for the clients billed to it). Null
+ * when no processor key is configured: such an MSP has no payment method on file.
+ */
+export async function provisionMspCustomer(input: {
+  mspId: string;
+  mspName: string;
+}): Promise<string | null> {
+  const client = await stripe();
+  if (!client) return null;
+  const customer = await client.customers.create(
+    { name: input.mspName, metadata: { mspId: input.mspId } },
+    { idempotencyKey: `msp-create-${input.mspId}` },
+  );
+  return customer.id;
+}
+
+/**
+ * Whether a customer has a default payment method on file (`invoice_settings.default_payment_method`,
+ * or the legacy `default_source`). No processor configured, no customer, or a deleted customer: false.
+ */
+export async function hasDefaultPaymentMethod(customerId: string | null | undefined): Promise<boolean> {
+  if (!customerId) return false;
+  const client = await stripe();
+  if (!client) return false;
+  const customer = await client.customers.retrieve(customerId);
+  if (customer.deleted) return false;
+  return Boolean(customer.invoice_settings?.default_payment_method || customer.default_source);
+}
