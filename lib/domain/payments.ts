@@ -8,6 +8,7 @@ import type Stripe from "stripe";
 import { sdkCallBounds } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import { describeError, log } from "../log.ts";
+import { upstreamFailed } from "./errors.ts";
 
 export type CustomerProvisioning =
   | { paymentProvider: "stripe"; paymentProvisioning: "provisioned"; paymentCustomerId: string }
@@ -118,7 +119,18 @@ export async function hasDefaultPaymentMethod(customerId: string | null | undefi
   if (!customerId) return false;
   const client = await stripe();
   if (!client) return false;
-  const customer = await client.customers.retrieve(customerId);
+  let customer: Stripe.Customer | Stripe.DeletedCustomer;
+  try {
+    customer = await client.customers.retrieve(customerId);
+  } catch (error) {
+    // No such customer (deleted at the processor): nothing on file. Anything else is the processor's failure.
+    if ((error as { statusCode?: number }).statusCode === 404) return false;
+    log.warn("Payment processor did not answer the payment-method check", {
+      customerId,
+      ...describeError(error),
+    });
+    throw upstreamFailed("The payment processor could not be reached; try again");
+  }
   if (customer.deleted) return false;
   return Boolean(customer.invoice_settings?.default_payment_method || customer.default_source);
 }

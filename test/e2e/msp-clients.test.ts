@@ -413,6 +413,12 @@ describe("configurations", () => {
     expect(
       processor.requests.some((r) => r.method === "GET" && r.path === `/v1/customers/${msp.customerId}`),
     ).toBe(true);
+    // the processor failing (every retry of the stripe package) is a 502, and nothing changes
+    for (let attempt = 0; attempt < 3; attempt++) processor.failNext(500);
+    const unreachable = await msp.admin.api.put(configPath(), { billingTo: "msp" });
+    expect(unreachable.status).toBe(502);
+    expect(unreachable.body.message).toBe("The payment processor could not be reached; try again");
+    expect((await storedItem(keys.clientConfig(clientId)))?.billingTo).toBe("client");
     processor.setDefaultPaymentMethod(msp.customerId, "pm_card_visa");
     const accepted = await msp.admin.api.put(configPath(), { billingTo: "msp" });
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);

@@ -560,7 +560,7 @@ export const mspOperations = [
     group: "msps",
     summary: "Update a managed client's configuration",
     description:
-      "All optional: billingTo, billingType (only `stripe`), topUpMethod, regionAccess (regions of the deployment), rates, budget thresholds, sharing, limits (capped at the platform maximum). A submitted rate is stored as max(clamp(rate, 0.7, 1), the MSP's rate); thresholds apply only when billed to the MSP by Stripe (minimum at least 5, maximum at least 20 and 10 above the minimum); `budget.current` is never set (400). Switching `billingTo` to `msp` needs a payment method on file for the MSP: 400 `Cannot bill to MSP: no payment method on file`. Answers the changeable part of the configuration.",
+      "All optional: billingTo, billingType (only `stripe`), topUpMethod, regionAccess (regions of the deployment), rates, budget thresholds, sharing, limits (capped at the platform maximum). A submitted rate is stored as max(clamp(rate, 0.7, 1), the MSP's rate); thresholds apply only when billed to the MSP by Stripe (minimum at least 5, maximum at least 20 and 10 above the minimum); `budget.current` is never set (400). Switching `billingTo` to `msp` needs a payment method on file for the MSP: 400 `Cannot bill to MSP: no payment method on file` (502 when the payment processor cannot be reached). Answers the changeable part of the configuration.",
     access: access.msp("msp_admin"),
     effect: "write",
     params: MspClientParams,
@@ -569,7 +569,7 @@ export const mspOperations = [
       status: 200,
       schema: z.object({ message: z.string(), configuration: ConfigurationUpdateSchema }),
     },
-    errors: [403, 404, 409],
+    errors: [403, 404, 409, 502],
     handler: async ({ msp, body }) => ({
       body: {
         message: "Configuration updated",
