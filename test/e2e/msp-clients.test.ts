@@ -234,7 +234,7 @@ describe("members of a managed client through the MSP path", () => {
       ownerCount: 0,
     });
     const user = await storedItem(keys.user(msp.user.userId));
-    expect([...(user?.userClients as Set<string>)]).toContain(clientId);
+    expect([...((user?.userClients as Set<string> | undefined) ?? [])]).toContain(clientId);
     // and the role change of an existing member
     const changed = await msp.admin.api.put(membersPath(msp.user.userId), { roles: ["reader"] });
     expect(changed.body.members[0].roles).toEqual(["reader"]);
