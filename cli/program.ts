@@ -4,7 +4,8 @@
  */
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { resetClients } from "#lib/aws/clients.ts";
-import { createMsp, listMspMembers, requireMsp } from "#lib/domain/msps.ts";
+import { MSP_BILLING_STATUSES } from "#lib/db/entities/msp.ts";
+import { createMsp, listMspMembers, requireMsp, setMspBillingStatus, setMspRates } from "#lib/domain/msps.ts";
 import { createNotification, toApiNotification } from "#lib/domain/notifications.ts";
 import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
 import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/domain/tokens.ts";
@@ -12,7 +13,7 @@ import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser }
 import { notFound } from "#lib/http/errors.ts";
 import { BILLING_STATUSES, type PlanStatus, setClientBillingStatus, setClientPlan } from "./client-plan.ts";
 import { applyLocalStack, DEFAULT_STACK_FILE, normalizeLocalFlag, resolveStackFile } from "./environment.ts";
-import { describeError } from "./errors.ts";
+import { CliError, describeError } from "./errors.ts";
 
 const RUN = "npm run admin --";
 
@@ -183,6 +184,56 @@ function mspsCommand(program: Command): void {
       }),
     "msps get 7d1e0c9a-5b3f-4a2e-8c6d-1f2e3d4c5b6a",
   );
+
+  example(
+    msps
+      .command("set-rates")
+      .description(
+        "set the MSP's own rates: the fraction of retail it pays per metric, in (0, 1] (operators only; omitted metrics keep their value)",
+      )
+      .argument("<mspId>", "MSP id")
+      .option("--api-seconds <fraction>", "rate for API seconds", rateArgument)
+      .option("--storage-gb <fraction>", "rate for storage (GB)", rateArgument)
+      .option("--ai-tokens <fraction>", "rate for AI tokens", rateArgument)
+      .option("--plan <fraction>", "rate for the plan", rateArgument)
+      .action(
+        async (
+          mspId: string,
+          options: { apiSeconds?: number; storageGb?: number; aiTokens?: number; plan?: number },
+        ) => {
+          const rates = {
+            apiSeconds: options.apiSeconds,
+            storageGB: options.storageGb,
+            aiTokens: options.aiTokens,
+            plan: options.plan,
+          };
+          if (Object.values(rates).every((value) => value === undefined))
+            throw new CliError("give at least one of --api-seconds, --storage-gb, --ai-tokens, --plan");
+          print(await setMspRates(mspId, rates));
+        },
+      ),
+    "msps set-rates 7d1e0c9a-5b3f-4a2e-8c6d-1f2e3d4c5b6a --api-seconds 0.75 --plan 0.8",
+  );
+
+  example(
+    msps
+      .command("set-billing")
+      .description("suspend or reactivate an MSP's billing (its billingStatus)")
+      .argument("<mspId>", "MSP id")
+      .addArgument(new Argument("<status>", "billing status").choices(MSP_BILLING_STATUSES))
+      .action(async (mspId: string, status: (typeof MSP_BILLING_STATUSES)[number]) => {
+        print(await setMspBillingStatus(mspId, status));
+      }),
+    "msps set-billing 7d1e0c9a-5b3f-4a2e-8c6d-1f2e3d4c5b6a suspended",
+  );
+}
+
+/** A rate: a number in (0, 1]. */
+function rateArgument(value: string): number {
+  const rate = Number(value);
+  if (!Number.isFinite(rate) || rate <= 0 || rate > 1)
+    throw new InvalidArgumentError("It must be a number greater than 0 and at most 1.");
+  return rate;
 }
 
 function clientsCommand(program: Command): void {

@@ -13,8 +13,13 @@
  */
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
-import type { ClientAccess } from "../domain/access.ts";
-import { requireClientAccess } from "../domain/access.ts";
+import {
+  type ClientAccess,
+  type MspAccess,
+  requireClientAccess,
+  requireMspAccess,
+  sharedKindOf,
+} from "../domain/access.ts";
 import { forbidden } from "../domain/errors.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import {
@@ -38,23 +43,42 @@ export const operationKey = (method: string, path: string) => `${method} ${path}
 /** Message of the 403 answered when the path's user is not the caller. */
 export const NOT_SELF_MESSAGE = "Forbidden: you can only access your own user resources";
 
+const pathParam = (params: Record<string, unknown>, name: string) =>
+  typeof params[name] === "string" ? params[name] : undefined;
+
 async function checkAccess(
   operation: Operation,
   principal: Principal | undefined,
   params: Record<string, unknown>,
-): Promise<ClientAccess | undefined> {
+): Promise<{ member?: ClientAccess; msp?: MspAccess }> {
   const needed = operation.access;
-  if (needed.kind === "public" || needed.kind === "user") return undefined;
+  if (needed.kind === "public" || needed.kind === "user") return {};
   if (!principal) throw forbidden();
   switch (needed.kind) {
     case "self":
       if (params.userId !== principal.userId) throw forbidden(NOT_SELF_MESSAGE);
-      return undefined;
+      return {};
     case "systemAdmin":
       if (!principal.systemAdmin) throw forbidden("Forbidden: requires a system administrator");
-      return undefined;
+      return {};
     case "client":
-      return requireClientAccess(String(params.clientId), principal.userId, needed.role);
+      return {
+        member: await requireClientAccess(
+          pathParam(params, "clientId") ?? "",
+          principal.userId,
+          needed.role,
+          sharedKindOf(operation.path),
+        ),
+      };
+    case "msp":
+      return {
+        msp: await requireMspAccess(
+          pathParam(params, "mspId") ?? "",
+          principal,
+          needed.role,
+          pathParam(params, "clientId"),
+        ),
+      };
   }
 }
 
@@ -107,13 +131,14 @@ export function createOperationHandler(operations: readonly Operation[]) {
       const params = pathParamsOf(operation, event);
       // Access before the query and the body: a caller without access learns nothing from how
       // its input would have been validated (a non-member gets 404 whatever it sends).
-      const member = await checkAccess(operation, principal, params);
+      const { member, msp } = await checkAccess(operation, principal, params);
       const query = parseInput(operation.query, event.queryStringParameters ?? {}, "query");
       const rawBody = parseBody(event);
       const body = operation.body ? parseInput(operation.body, rawBody ?? {}) : undefined;
       const result = await operation.handler({
         principal: principal ?? { userId: "", tokenId: "", systemAdmin: false },
         member,
+        msp,
         params,
         query,
         body,

@@ -107,7 +107,9 @@ export function accessText(access: Access): string {
     case "self":
       return "The user named in the path only (a caller's own `userId`).";
     case "client":
-      return `A member of the organisation with role \`${access.role}\` or above (a non-member gets 404).`;
+      return `A member of the organisation with role \`${access.role}\` or above (a non-member gets 404; staff of the MSP managing it act as docs/msp-api.md says).`;
+    case "msp":
+      return `A member of the MSP with role \`${access.role}\` or above, or a system administrator (a non-member gets 404, a member without the role 403 \`Forbidden\`).`;
     case "systemAdmin":
       return "A system administrator of the deployment.";
   }

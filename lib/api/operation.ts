@@ -7,8 +7,8 @@
  * these declarations; nothing else lists routes.
  */
 import { z } from "zod";
-import type { ClientAccess } from "../domain/access.ts";
-import type { ClientRole } from "../domain/roles.ts";
+import type { ClientAccess, MspAccess } from "../domain/access.ts";
+import type { ClientRole, MspRole } from "../domain/roles.ts";
 import { methodNotAllowed } from "../http/errors.ts";
 import type { FunctionGroupName, HttpMethod } from "../infra/api-manifest.ts";
 
@@ -26,6 +26,8 @@ export interface Principal {
  * - `self`: the path's `{userId}` must be the caller's own id;
  * - `client`: a member of the path's `{clientId}` holding at least `role` (a non-member gets 404,
  *   as if the organisation did not exist);
+ * - `msp`: a member of the path's `{mspId}` holding at least the MSP `role` (a system administrator
+ *   acts as msp_owner); with `{clientId}` in the path, that client must be linked to the MSP;
  * - `systemAdmin`: an operator of the deployment.
  */
 export type Access =
@@ -33,6 +35,7 @@ export type Access =
   | { kind: "user" }
   | { kind: "self" }
   | { kind: "client"; role: ClientRole }
+  | { kind: "msp"; role: MspRole }
   | { kind: "systemAdmin" };
 
 export const access = {
@@ -40,8 +43,9 @@ export const access = {
   user: { kind: "user" },
   self: { kind: "self" },
   client: (role: ClientRole): Access => ({ kind: "client", role }),
+  msp: (role: MspRole): Access => ({ kind: "msp", role }),
   systemAdmin: { kind: "systemAdmin" },
-} as const satisfies Record<string, Access | ((role: ClientRole) => Access)>;
+} as const satisfies Record<string, Access | ((role: ClientRole) => Access) | ((role: MspRole) => Access)>;
 
 /** What an operation does to stored data (MCP marks read-only and destructive tools with it). */
 export type Effect = "read" | "write" | "delete";
@@ -51,6 +55,8 @@ export interface OperationInput<P, Q, B> {
   principal: Principal;
   /** Present exactly when the access is `client`. */
   member: ClientAccess | undefined;
+  /** Present exactly when the access is `msp`. */
+  msp: MspAccess | undefined;
   params: P;
   query: Q;
   body: B;

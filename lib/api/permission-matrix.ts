@@ -6,7 +6,15 @@
  */
 import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-import { ACTION_MINIMUM_ROLE, CLIENT_ROLES, type ClientAction, ROLE_RANK } from "../domain/roles.ts";
+import {
+  ACTION_MINIMUM_ROLE,
+  CLIENT_ROLES,
+  type ClientAction,
+  MSP_ACTS_AS,
+  MSP_ROLE_RANK,
+  MSP_ROLES,
+  ROLE_RANK,
+} from "../domain/roles.ts";
 import type { FunctionGroupName, RouteDefinition } from "../infra/api-manifest.ts";
 import type { Access, Operation } from "./operation.ts";
 import { OPERATIONS } from "./registry.ts";
@@ -38,7 +46,11 @@ const GROUP_TITLES: Readonly<Partial<Record<FunctionGroupName, string>>> = {
   meters: "Meters",
   requests: "Request logs",
   webhooks: "Webhooks",
+  msps: "MSP API",
 };
+
+/** MSP roles, highest first (the MSP API's columns). */
+const MSP_COLUMNS = [...MSP_ROLES].reverse();
 
 /** The cell text of an access that is not a client role, in every role column. */
 const NON_CLIENT_ACCESS: Readonly<Record<Exclude<Access["kind"], "client">, { cell: string; who: string }>> =
@@ -50,6 +62,10 @@ const NON_CLIENT_ACCESS: Readonly<Record<Exclude<Access["kind"], "client">, { ce
     user: { cell: "any user", who: "any signed-in user, member of an organisation or not" },
     self: { cell: "self", who: "only the user named by `{userId}` in the path: a user's own records" },
     systemAdmin: { cell: "system admin", who: "an operator of the deployment (a system administrator)" },
+    msp: {
+      cell: "MSP role",
+      who: "a member of the MSP in the path with the MSP role named in the MSP matrix below (docs/msp-api.md)",
+    },
   };
 
 /** Routes of the Core API that no operation declares yet (LEGACY_ROUTES, until every group moves). */
@@ -127,6 +143,33 @@ export function renderPermissionMatrix(
 
   const groups = [...new Set(operations.map((op) => op.group))];
   for (const group of groups) {
+    const mine = operations.filter((o) => o.group === group);
+    if (mine.every((op) => op.access.kind === "msp")) {
+      push(
+        "",
+        `### ${GROUP_TITLES[group] ?? group}`,
+        "",
+        "MSP roles are ranked `msp_owner` > `msp_admin` > `msp_user` > `msp_reader`; a system administrator",
+        "acts as `msp_owner` on any MSP. A non-member of the MSP gets 404, a member without the role 403.",
+        "Through the Core API, MSP staff act on the clients their MSP manages as",
+        `${MSP_COLUMNS.map((role) => `\`${role}\` → \`${MSP_ACTS_AS[role]}\``).join(", ")}`,
+        "on the resource kinds the client's `sharing` flags open (docs/msp-api.md).",
+        "",
+        row(["Operation", "Method and path", ...MSP_COLUMNS]),
+        row(["---", "---", ...MSP_COLUMNS.map(() => ":-:")]),
+      );
+      for (const op of mine) {
+        const least = op.access.kind === "msp" ? MSP_ROLE_RANK[op.access.role] : Number.POSITIVE_INFINITY;
+        push(
+          row([
+            `\`${op.id}\` ${op.summary}`,
+            `\`${op.method} ${op.path}\``,
+            ...MSP_COLUMNS.map((role) => (MSP_ROLE_RANK[role] >= least ? "✓" : "—")),
+          ]),
+        );
+      }
+      continue;
+    }
     push(
       "",
       `### ${GROUP_TITLES[group] ?? group}`,

@@ -10,6 +10,7 @@ import { limitOverrideOperations, proxyPolicyOperations } from "./operations/fil
 import { inviteOperations } from "./operations/invites.ts";
 import { memberOperations } from "./operations/members.ts";
 import { meterOperations } from "./operations/meters.ts";
+import { mspOperations } from "./operations/msps.ts";
 import { notificationOperations } from "./operations/notifications.ts";
 import { proxyOperations } from "./operations/proxies.ts";
 import { requestLogOperations } from "./operations/requests.ts";
@@ -36,6 +37,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...limitOverrideOperations,
   ...requestLogOperations,
   ...telemetryOperations,
+  ...mspOperations,
   ...webhookOperations,
   ...docsOperations,
 ];

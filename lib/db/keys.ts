@@ -81,6 +81,11 @@ export const keys = {
   mspInvite: (mspId: string, inviteId: string) => key(`MSP#${mspId}`, `INVITE#${inviteId}`),
   mspInviteEmailLock: (mspId: string, email: string) =>
     key(`MSP#${mspId}`, `INVITEEMAIL#${email.toLowerCase()}`),
+  /** GSI1 keys of an MSP invite: beside the client invites addressed to the same e-mail, apart by prefix. */
+  mspInviteByEmailIndex: (email: string, inviteId: string) => ({
+    gsi1pk: `EMAIL#${email.toLowerCase()}`,
+    gsi1sk: `MSPINVITE#${inviteId}`,
+  }),
 
   // deletion work queue (GSI2), ordered by the time the purge is due
   deletionQueue: (kind: "CLIENT" | "USER", dueAtIso: string) => ({

@@ -353,6 +353,11 @@ async function findInviteForInvitee(userId: string, inviteId: string): Promise<I
   return invite;
 }
 
+/** The pending client invites addressed to the user (the invitee's list adds the MSP invites). */
+export async function listPendingClientInvitesOfInvitee(userId: string): Promise<InviteItem[]> {
+  return listPendingInvitesAddressedTo(await inviteeEmail(userId));
+}
+
 export async function listInviteeInvites(userId: string, page: PageRequest) {
   const invites = await listPendingInvitesAddressedTo(await inviteeEmail(userId));
   const { items, pagination } = paginate(invites, page);

@@ -7,25 +7,29 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { TransactWriteCommand } from "../db/document-client.ts";
+import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import {
   findMspWithConfig,
   listMembersOfMsp,
   type MspConfigItem,
   type MspItem,
   type MspMemberItem,
+  mspConfigItemOf,
   mspKeys,
 } from "../db/entities/msp.ts";
 import { userKeys } from "../db/entities/user.ts";
 import {
   cancelledSteps,
   homeDb,
+  isConditionalCheckFailure,
   nowIso,
   type TransactionStep,
   tableName,
   transactItemsOf,
 } from "../db/store.ts";
+import type { MspAccess } from "./access.ts";
 import { notFound } from "./errors.ts";
+import { deleteCustomer, provisionMspCustomer } from "./payments.ts";
 import type { MspRole } from "./roles.ts";
 
 export const MSP_NOT_FOUND = "MSP not found";
@@ -40,7 +44,11 @@ export type NewMsp = z.infer<typeof NewMsp>;
 type MspConfiguration = Omit<MspConfigItem, "pKey" | "sKey" | "entity">;
 
 /** The configuration every new MSP gets (spec 2.14): Stripe billing, active, retail rates (1 = 100%). */
-export function defaultMspConfiguration(input: { mspId: string; createdAt: string }): MspConfiguration {
+export function defaultMspConfiguration(input: {
+  mspId: string;
+  createdAt: string;
+  paymentCustomerId?: string | null;
+}): MspConfiguration {
   return {
     configurationType: "msp",
     mspId: input.mspId,
@@ -48,6 +56,7 @@ export function defaultMspConfiguration(input: { mspId: string; createdAt: strin
     billingStatus: "active",
     promotionalCodes: null,
     rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
+    paymentCustomerId: input.paymentCustomerId ?? null,
     configCreated: input.createdAt,
     configUpdated: input.createdAt,
   };
@@ -112,11 +121,13 @@ export async function createMsp(input: NewMsp): Promise<{
     createdBy: data.ownerUserId,
     mspCreated: now,
     mspUpdated: now,
+    memberVersion: 0,
   };
+  const paymentCustomerId = await provisionMspCustomer({ mspId, mspName: data.name });
   const configuration: MspConfigItem = {
     ...mspKeys.config(mspId),
     entity: "mspConfig",
-    ...defaultMspConfiguration({ mspId, createdAt: now }),
+    ...defaultMspConfiguration({ mspId, createdAt: now, paymentCustomerId }),
   };
   const owner: MspMemberItem = {
     ...mspKeys.member(mspId, data.ownerUserId),
@@ -154,6 +165,7 @@ export async function createMsp(input: NewMsp): Promise<{
   try {
     await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
   } catch (error) {
+    if (paymentCustomerId) await deleteCustomer(paymentCustomerId);
     if (cancelledSteps(error, steps)?.failed.includes(ADD_MSP_TO_OWNER)) throw notFound(MSP_OWNER_NOT_FOUND);
     throw error;
   }
@@ -185,4 +197,99 @@ export async function requireMsp(mspId: string) {
 /** Members of an MSP (access pattern "MSP members", bounded). */
 export async function listMspMembers(mspId: string): Promise<MspMemberRef[]> {
   return (await listMembersOfMsp(mspId)).map(mspMemberRef);
+}
+
+/** What an msp_admin may change on the MSP's own configuration; rates and billing are an operator's. */
+export interface MspConfigurationUpdate {
+  promotionalCodes?: { name: string; expiresAt: string }[] | null;
+}
+
+/**
+ * PUT /api/msps/{mspId}/configurations: the promotional codes (a code already there keeps its
+ * `createdAt`). The MSP's rates, billing type and billing status are set by operators with the
+ * admin CLI (`msps set-rates`, `msps set-billing`), never through the API.
+ */
+export async function updateMspConfiguration(access: MspAccess, update: MspConfigurationUpdate) {
+  const found = await findMspWithConfig(access.mspId);
+  if (!found?.config) throw notFound(MSP_NOT_FOUND);
+  const now = nowIso();
+  const createdAt = new Map((found.config.promotionalCodes ?? []).map((code) => [code.name, code.createdAt]));
+  const promotionalCodes =
+    update.promotionalCodes === undefined
+      ? found.config.promotionalCodes
+      : update.promotionalCodes === null
+        ? null
+        : update.promotionalCodes.map((code) => ({
+            name: code.name,
+            createdAt: createdAt.get(code.name) ?? now,
+            expiresAt: code.expiresAt,
+          }));
+  await homeDb().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: mspKeys.config(access.mspId),
+      UpdateExpression: "SET promotionalCodes = :codes, configUpdated = :now",
+      ConditionExpression: "attribute_exists(pKey)",
+      ExpressionAttributeValues: { ":codes": promotionalCodes, ":now": now },
+    }),
+  );
+  return toApiMspConfiguration({ ...found.config, promotionalCodes, configUpdated: now });
+}
+
+export async function getMspConfiguration(access: MspAccess) {
+  const found = await findMspWithConfig(access.mspId);
+  if (!found?.config) throw notFound(MSP_NOT_FOUND);
+  return toApiMspConfiguration(found.config);
+}
+
+/** The MSP's own rates: operators only (admin CLI); each a fraction of retail in (0, 1]. */
+export const MspRatesUpdate = z
+  .object({
+    apiSeconds: z.number().gt(0).max(1),
+    storageGB: z.number().gt(0).max(1),
+    aiTokens: z.number().gt(0).max(1),
+    plan: z.number().gt(0).max(1),
+  })
+  .partial()
+  .refine((rates) => Object.values(rates).some((value) => value !== undefined), {
+    message: "at least one rate is required",
+  });
+
+async function updateMspConfigFields(mspId: string, sets: Record<string, unknown>) {
+  const now = nowIso();
+  const names = Object.fromEntries(Object.keys(sets).map((field, index) => [`#f${index}`, field]));
+  const values = Object.fromEntries(Object.values(sets).map((value, index) => [`:v${index}`, value]));
+  try {
+    const result = await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: mspKeys.config(mspId),
+        UpdateExpression: `SET ${Object.keys(names)
+          .map((name, index) => `${name} = :v${index}`)
+          .join(", ")}, configUpdated = :now`,
+        ConditionExpression: "attribute_exists(pKey)",
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ":now": now },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return toApiMspConfiguration(mspConfigItemOf(result.Attributes ?? {}));
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) throw notFound(MSP_NOT_FOUND);
+    throw error;
+  }
+}
+
+/** `msps set-rates`: the submitted metrics change, the others keep their value. */
+export async function setMspRates(mspId: string, rates: z.input<typeof MspRatesUpdate>) {
+  const parsed = MspRatesUpdate.parse(rates);
+  const found = await findMspWithConfig(mspId);
+  if (!found?.config) throw notFound(MSP_NOT_FOUND);
+  const submitted = Object.fromEntries(Object.entries(parsed).filter(([, value]) => value !== undefined));
+  return updateMspConfigFields(mspId, { rates: { ...found.config.rates, ...submitted } });
+}
+
+/** `msps set-billing`: suspend or reactivate the MSP's billing. */
+export async function setMspBillingStatus(mspId: string, billingStatus: "active" | "suspended") {
+  return updateMspConfigFields(mspId, { billingStatus });
 }

@@ -8,6 +8,7 @@ import type Stripe from "stripe";
 import { sdkCallBounds } from "../aws/clients.ts";
 import { getConfig } from "../config.ts";
 import { describeError, log } from "../log.ts";
+import { upstreamFailed } from "./errors.ts";
 
 export type CustomerProvisioning =
   | { paymentProvider: "stripe"; paymentProvisioning: "provisioned"; paymentCustomerId: string }
@@ -91,4 +92,45 @@ export async function deleteCustomer(customerId: string): Promise<void> {
       ...describeError(error),
     });
   }
+}
+
+/**
+ * The MSP's own customer with the payment processor (it pays for the clients billed to it). Null
+ * when no processor key is configured: such an MSP has no payment method on file.
+ */
+export async function provisionMspCustomer(input: {
+  mspId: string;
+  mspName: string;
+}): Promise<string | null> {
+  const client = await stripe();
+  if (!client) return null;
+  const customer = await client.customers.create(
+    { name: input.mspName, metadata: { mspId: input.mspId } },
+    { idempotencyKey: `msp-create-${input.mspId}` },
+  );
+  return customer.id;
+}
+
+/**
+ * Whether a customer has a default payment method on file (`invoice_settings.default_payment_method`,
+ * or the legacy `default_source`). No processor configured, no customer, or a deleted customer: false.
+ */
+export async function hasDefaultPaymentMethod(customerId: string | null | undefined): Promise<boolean> {
+  if (!customerId) return false;
+  const client = await stripe();
+  if (!client) return false;
+  let customer: Stripe.Customer | Stripe.DeletedCustomer;
+  try {
+    customer = await client.customers.retrieve(customerId);
+  } catch (error) {
+    // No such customer (deleted at the processor): nothing on file. Anything else is the processor's failure.
+    if ((error as { statusCode?: number }).statusCode === 404) return false;
+    log.warn("Payment processor did not answer the payment-method check", {
+      customerId,
+      ...describeError(error),
+    });
+    throw upstreamFailed("The payment processor could not be reached; try again");
+  }
+  if (customer.deleted) return false;
+  return Boolean(customer.invoice_settings?.default_payment_method || customer.default_source);
 }

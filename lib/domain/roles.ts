@@ -67,3 +67,43 @@ export function normaliseRoles(roles: readonly string[]): ClientRole[] {
 /** Holds administrative control of the client (the admin or owner role). */
 export const isAdministrator = (roles: readonly string[]) =>
   roles.includes("admin") || roles.includes("owner");
+
+/** Higher is more (spec 4.14: msp_reader < msp_user < msp_admin < msp_owner). */
+export const MSP_ROLE_RANK: Readonly<Record<MspRole, number>> = {
+  msp_reader: 1,
+  msp_user: 2,
+  msp_admin: 3,
+  msp_owner: 4,
+};
+
+const isMspRole = (role: string): role is MspRole => Object.hasOwn(MSP_ROLE_RANK, role);
+
+/** The highest MSP role held, or undefined for none. */
+export function highestMspRole(roles: readonly string[]): MspRole | undefined {
+  const held = roles.filter(isMspRole);
+  if (held.length === 0) return undefined;
+  return held.reduce((best, role) => (MSP_ROLE_RANK[role] > MSP_ROLE_RANK[best] ? role : best));
+}
+
+/** True when the roles include `minimum` or an MSP role above it. */
+export const hasMspRole = (roles: readonly string[], minimum: MspRole): boolean => {
+  const highest = highestMspRole(roles);
+  return highest !== undefined && MSP_ROLE_RANK[highest] >= MSP_ROLE_RANK[minimum];
+};
+
+/** De-duplicated, highest first (msp_owner, msp_admin, msp_user, msp_reader). */
+export function normaliseMspRoles(roles: readonly string[]): MspRole[] {
+  return [...MSP_ROLES].reverse().filter((role) => roles.includes(role));
+}
+
+/**
+ * The client role MSP staff act as on a client their MSP manages, through the Core API
+ * (docs/msp-api.md). Never above devops: a managed client's people are managed through the MSP
+ * path (with its own rules), and billing and deletion stay with the client's own owner.
+ */
+export const MSP_ACTS_AS: Readonly<Record<MspRole, ClientRole>> = {
+  msp_reader: "reader",
+  msp_user: "user",
+  msp_admin: "devops",
+  msp_owner: "devops",
+};

@@ -52,6 +52,8 @@ export const FUNCTION_GROUPS = {
   transforms: { name: "transforms", tables: "all-regions-write" },
   requests: { name: "requests", tables: "all-regions-read" },
   telemetry: { name: "telemetry", tables: "all-regions-read" },
+  /** The MSP API (issue 12): creates clients (payment customers, every region's runtime item), invites by e-mail. */
+  msps: { name: "msps", tables: "all-regions-write", sendsEmail: true, usesPayments: true },
   webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
   /** The OpenAPI document and the API reference page, derived from the registry; no table. */
   docs: { name: "docs", tables: "none", packageFiles: [REFERENCE_PAGE_BUNDLE] },

@@ -267,10 +267,14 @@ describe("HomeStack", () => {
       template.hasResourceProperties("AWS::SES::EmailIdentity", { EmailIdentity: CDK_CONTEXT.emailSender });
     });
 
-    it("lets only the invites function and the meter digest send e-mail, from the sender identity only", () => {
-      expect(senders.map(([name]) => name)).toEqual(["invites", "meterDigest"]);
+    it("lets only the invites and MSP functions and the meter digest send e-mail, from the sender identity only", () => {
+      expect(senders.map(([name]) => name)).toEqual(["invites", "msps", "meterDigest"]);
       const identityId = logicalId(home.emailIdentity);
-      for (const fn of [home.groupFunctions.invites, home.scheduledFunctions.meterDigest]) {
+      for (const fn of [
+        home.groupFunctions.invites,
+        home.groupFunctions.msps,
+        home.scheduledFunctions.meterDigest,
+      ]) {
         const sesStatements = statementsOf(template, fn).filter((s) =>
           s.Action.some((a) => a.startsWith("ses:")),
         );

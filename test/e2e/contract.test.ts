@@ -22,6 +22,7 @@ import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { putNotificationIfAbsent } from "#lib/db/entities/notification.ts";
 import { usageNotification } from "#lib/domain/meter-digests.ts";
+import { createMsp } from "#lib/domain/msps.ts";
 import { createNotification } from "#lib/domain/notifications.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
@@ -91,6 +92,13 @@ interface Fixtures {
   removed: TestUser;
   systemAdmin: TestUser;
   clientId: string;
+  /** An MSP whose msp_owner is the owner, with a managed client the owner is an admin of. */
+  mspId: string;
+  mspClientId: string;
+  /** A second MSP member (msp_user), whose roles the member update changes. */
+  mspStaff: TestUser;
+  /** A pending MSP invite (also addressed to the invitee, so their list holds both kinds). */
+  mspInviteId: string;
   proxyCredentialId: string;
   targetCredentialId: string;
   oauthCredentialId: string;
@@ -175,6 +183,29 @@ async function proxy(): Promise<string> {
     "proxies",
   );
   return made.proxyId as string;
+}
+
+async function managedClient(clientName: string): Promise<string> {
+  const made = await f.owner.api.post(`/api/msps/${f.mspId}/clients`, { clientName });
+  expect(made.status, JSON.stringify(made.body)).toBe(201);
+  return made.body.client.clientId as string;
+}
+
+async function mspInvite(userEmail: string, roles = ["msp_user"]): Promise<string> {
+  const made = await created(
+    f.owner.api.post(`/api/msps/${f.mspId}/invites`, { userEmail, roles }),
+    "invites",
+  );
+  return made.inviteId as string;
+}
+
+/** `user` joins the fixture MSP through an MSP invite they accept. */
+async function joinMsp(user: TestUser, roles: string[]): Promise<void> {
+  const inviteId = await mspInvite(user.email, roles);
+  const accepted = await user.api.put(`/api/users/${user.userId}/invites/${inviteId}`, {
+    acceptInvite: true,
+  });
+  expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
 }
 
 async function invite(email: string, role = "user"): Promise<string> {
@@ -428,6 +459,128 @@ const CONTRACT: Record<string, Entry> = {
         params: { userId: declining.userId, inviteId: await invite(declining.email) },
       };
     },
+  },
+
+  // ---- 4.14 MSP API
+  "GET /api/msps/{mspId}/clients": { status: 200, call: (fx) => ({ params: { mspId: fx.mspId } }) },
+  "POST /api/msps/{mspId}/clients": {
+    status: 201,
+    call: (fx) => ({ params: { mspId: fx.mspId }, body: { clientName: "Managed Extra" } }),
+  },
+  "GET /api/msps/{mspId}/clients/{clientId}": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId, clientId: fx.mspClientId } }),
+  },
+  "PUT /api/msps/{mspId}/clients/{clientId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { mspId: fx.mspId, clientId: fx.mspClientId },
+      body: { clientName: "Managed Co" },
+    }),
+  },
+  "DELETE /api/msps/{mspId}/clients/{clientId}": {
+    status: 200,
+    call: async (fx) => {
+      const clientId = await managedClient("Detached Co");
+      const customer = await stack.newUser();
+      const path = `/api/msps/${fx.mspId}/clients/${clientId}`;
+      expect(
+        (await fx.systemAdmin.api.put(`${path}/members/${customer.userId}`, { roles: ["owner"] })).status,
+      ).toBe(200);
+      expect((await fx.owner.api.put(`${path}/configurations`, { billingTo: "client" })).status).toBe(200);
+      return { params: { mspId: fx.mspId, clientId } };
+    },
+  },
+  "GET /api/msps/{mspId}/clients/{clientId}/members": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId, clientId: fx.mspClientId } }),
+  },
+  "GET /api/msps/{mspId}/clients/{clientId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId, clientId: fx.mspClientId, userId: fx.owner.userId } }),
+  },
+  "PUT /api/msps/{mspId}/clients/{clientId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { mspId: fx.mspId, clientId: fx.mspClientId, userId: fx.owner.userId },
+      body: { roles: ["admin", "devops"] },
+    }),
+  },
+  "DELETE /api/msps/{mspId}/clients/{clientId}/members/{userId}": {
+    status: 200,
+    call: async (fx) => {
+      const leaving = await stack.newUser();
+      const params = { mspId: fx.mspId, clientId: fx.mspClientId, userId: leaving.userId };
+      const path = `/api/msps/${fx.mspId}/clients/${fx.mspClientId}/members/${leaving.userId}`;
+      expect((await fx.systemAdmin.api.put(path, { roles: ["user"] })).status).toBe(200);
+      return { params };
+    },
+  },
+  "GET /api/msps/{mspId}/members": { status: 200, call: (fx) => ({ params: { mspId: fx.mspId } }) },
+  "GET /api/msps/{mspId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId, userId: fx.mspStaff.userId } }),
+  },
+  "PUT /api/msps/{mspId}/members/{userId}": {
+    status: 200,
+    call: (fx) => ({
+      params: { mspId: fx.mspId, userId: fx.mspStaff.userId },
+      body: { roles: ["msp_reader"] },
+    }),
+  },
+  "DELETE /api/msps/{mspId}/members/{userId}": {
+    status: 200,
+    call: async (fx) => {
+      const leaving = await stack.newUser();
+      await joinMsp(leaving, ["msp_reader"]);
+      return { params: { mspId: fx.mspId, userId: leaving.userId } };
+    },
+  },
+  "GET /api/msps/{mspId}/invites": { status: 200, call: (fx) => ({ params: { mspId: fx.mspId } }) },
+  "POST /api/msps/{mspId}/invites": {
+    status: 201,
+    call: (fx) => ({
+      params: { mspId: fx.mspId },
+      body: { userEmail: `msp-${randomUUID()}@example.test`, roles: ["msp_user"] },
+    }),
+  },
+  "PUT /api/msps/{mspId}/invites/{inviteId}": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId, inviteId: fx.mspInviteId }, body: { roles: ["msp_admin"] } }),
+  },
+  "DELETE /api/msps/{mspId}/invites/{inviteId}": {
+    status: 200,
+    call: async (fx) => ({
+      params: { mspId: fx.mspId, inviteId: await mspInvite(`msp-cancel-${randomUUID()}@example.test`) },
+    }),
+  },
+  "GET /api/msps/{mspId}/configurations": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId }, query: { configurationType: "msp" } }),
+  },
+  "PUT /api/msps/{mspId}/configurations": {
+    status: 200,
+    call: (fx) => ({
+      params: { mspId: fx.mspId },
+      body: { promotionalCodes: [{ name: "contract", expiresAt: "2030-01-01T00:00:00.000Z" }] },
+    }),
+  },
+  "GET /api/msps/{mspId}/clients/{clientId}/configurations": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId, clientId: fx.mspClientId } }),
+  },
+  "PUT /api/msps/{mspId}/clients/{clientId}/configurations": {
+    status: 200,
+    call: (fx) => ({
+      params: { mspId: fx.mspId, clientId: fx.mspClientId },
+      body: {
+        topUpMethod: "automatic",
+        rates: { plan: 0.9 },
+        budget: { minimumTopUpThreshold: 10 },
+        sharing: { proxies: true },
+        limits: { requestsPerMinute: 600 },
+      },
+    }),
   },
 
   // ---- 4.4 Users
@@ -865,6 +1018,18 @@ beforeAll(async () => {
   for (const user of [member!, leaver!, removed!]) await joinClient(owner!, clientId, user, "user");
   f.pendingInviteId = await invite(invitee!.email);
   f.acceptInviteId = await invite(acceptor!.email);
+  f.mspId = (await createMsp({ name: "Contract MSP", ownerUserId: owner!.userId })).msp.mspId;
+  f.mspClientId = await managedClient("Managed Co");
+  const asAdmin = await owner!.api.put(
+    `/api/msps/${f.mspId}/clients/${f.mspClientId}/members/${owner!.userId}`,
+    {
+      roles: ["admin"],
+    },
+  );
+  expect(asAdmin.status, JSON.stringify(asAdmin.body)).toBe(200);
+  f.mspStaff = await stack.newUser();
+  await joinMsp(f.mspStaff, ["msp_user"]);
+  f.mspInviteId = await mspInvite(invitee!.email);
 
   [f.proxyCredentialId, f.targetCredentialId, f.targetId] = await Promise.all([
     proxyCredential(),

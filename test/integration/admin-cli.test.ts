@@ -232,6 +232,37 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
     expect(leftovers.Items).toEqual([]);
   });
 
+  it("msps set-rates changes the given rates only; set-billing suspends; bad input fails in one line", async () => {
+    const owner = await newUser("rates-owner");
+    const { mspId } = (await adminJson(["msps", "create", "--name", "Rated MSP", "--owner", owner])).msp;
+    const [rated, none, outOfRange, unknownMsp, badStatus] = await Promise.all([
+      adminJson(["msps", "set-rates", mspId, "--api-seconds", "0.75", "--plan", "0.8"]),
+      admin(["msps", "set-rates", mspId]),
+      admin(["msps", "set-rates", mspId, "--ai-tokens", "1.5"]),
+      admin(["msps", "set-rates", "no-such-msp", "--plan", "0.9"]),
+      admin(["msps", "set-billing", mspId, "paused"]),
+    ]);
+    expect(rated).toMatchObject({ mspId, rates: { apiSeconds: 0.75, storageGB: 1, aiTokens: 1, plan: 0.8 } });
+    expect((await storedItem(keys.mspConfig(mspId)))?.rates).toEqual({
+      apiSeconds: 0.75,
+      storageGB: 1,
+      aiTokens: 1,
+      plan: 0.8,
+    });
+    expectOneLineError(none, /at least one of --api-seconds/);
+    expect(outOfRange.code).not.toBe(0);
+    expect(outOfRange.stderr).toMatch(/greater than 0 and at most 1/);
+    expectOneLineError(unknownMsp, /MSP not found/);
+    expect(badStatus.code).not.toBe(0);
+    expect(badStatus.stderr).toMatch(/Allowed choices are active, suspended/);
+    expect((await storedItem(keys.mspConfig(mspId)))?.rates).toMatchObject({ aiTokens: 1 });
+
+    const suspended = await adminJson(["msps", "set-billing", mspId, "suspended"]);
+    expect(suspended).toMatchObject({ mspId, billingStatus: "suspended" });
+    expect((await storedItem(keys.mspConfig(mspId)))?.billingStatus).toBe("suspended");
+    expect((await adminJson(["msps", "set-billing", mspId, "active"])).billingStatus).toBe("active");
+  });
+
   it("clients set-plan moves a client to another tier; unknown client and tier fail in one line", async () => {
     const owner = await newUser("plan-owner");
     const { clientId } = await createClient(owner, "Planned");
@@ -332,6 +363,8 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
       ["tokens", "revoke"],
       ["msps", "create"],
       ["msps", "get"],
+      ["msps", "set-rates"],
+      ["msps", "set-billing"],
       ["clients", "set-plan"],
       ["notifications", "send-system"],
     ];

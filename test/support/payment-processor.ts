@@ -1,6 +1,6 @@
 /**
  * A payment-processor API on loopback that speaks the part of Stripe's REST API the service uses
- * (customers: create, delete), so the real `stripe` package is exercised over real HTTP. It records
+ * (customers: create, retrieve, update of the default payment method, delete), so the real `stripe` package is exercised over real HTTP. It records
  * every request, honours idempotency keys as Stripe does, and can be told to fail.
  */
 import { randomBytes } from "node:crypto";
@@ -20,6 +20,8 @@ export interface PaymentProcessor {
   requests: RecordedRequest[];
   customers: Map<string, Record<string, unknown>>;
   failNext(status: number): void;
+  /** Set (or, with null, clear) a customer's default payment method, as the dashboard would. */
+  setDefaultPaymentMethod(customerId: string, paymentMethodId: string | null): void;
   close(): Promise<void>;
 }
 
@@ -69,8 +71,10 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
           name: form.get("name"),
           email: form.get("email"),
           metadata,
+          invoice_settings: { default_payment_method: null } as Record<string, unknown>,
+          default_source: null,
           created: Math.floor(Date.now() / 1000),
-        };
+        } as Record<string, unknown> & { id: string };
         customers.set(customer.id, customer);
         if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, customer);
         return reply(200, customer);
@@ -79,6 +83,18 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
       if (req.method === "DELETE" && del?.[1]) {
         customers.delete(del[1]);
         return reply(200, { id: del[1], object: "customer", deleted: true });
+      }
+      const one = del?.[1] ? customers.get(del[1]) : undefined;
+      if (del?.[1] && !one)
+        return reply(404, {
+          error: { type: "invalid_request_error", message: `No such customer: '${del[1]}'` },
+        });
+      if (req.method === "GET" && one) return reply(200, one);
+      if (req.method === "POST" && one) {
+        // The one update the service's tests make: invoice_settings[default_payment_method].
+        const method = form.get("invoice_settings[default_payment_method]");
+        if (method !== null) one.invoice_settings = { default_payment_method: method === "" ? null : method };
+        return reply(200, one);
       }
       return reply(404, {
         error: {
@@ -96,6 +112,11 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
     customers,
     failNext(status) {
       failures = [...failures, status];
+    },
+    setDefaultPaymentMethod(customerId, paymentMethodId) {
+      const customer = customers.get(customerId);
+      if (!customer) throw new Error(`no customer ${customerId}`);
+      customer.invoice_settings = { default_payment_method: paymentMethodId };
     },
     close: () =>
       new Promise<void>((resolve) => {

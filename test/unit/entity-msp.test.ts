@@ -7,11 +7,19 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getConfig } from "#lib/config.ts";
 import { PutCommand } from "#lib/db/document-client.ts";
 import {
+  findMsp,
+  findMspClientLink,
+  findMspMember,
   findMspWithConfig,
+  findPendingMspInvite,
+  findPendingMspInviteAddressedTo,
   listClientLinksOfMsp,
   listMembersOfMsp,
+  listPendingInvitesOfMsp,
+  listPendingMspInvitesAddressedTo,
   mspClientItemOf,
   mspConfigItemOf,
+  mspInviteItemOf,
   mspItemOf,
   mspKeys,
   mspMemberItemOf,
@@ -30,6 +38,7 @@ const fixtures = (mspId: string) => ({
     createdBy: "u1",
     mspCreated: NOW,
     mspUpdated: NOW,
+    memberVersion: 3,
   },
   config: {
     ...mspKeys.config(mspId),
@@ -40,6 +49,7 @@ const fixtures = (mspId: string) => ({
     billingStatus: "active",
     promotionalCodes: [{ name: "launch", createdAt: NOW, expiresAt: NOW }],
     rates: { apiSeconds: 1, storageGB: 0.9, aiTokens: 1, plan: 0.8 },
+    paymentCustomerId: "cus_1",
     configCreated: NOW,
     configUpdated: NOW,
   },
@@ -84,6 +94,11 @@ describe("the MSP entity (readers)", () => {
     // Promotional codes never written read as none.
     const { promotionalCodes: _codes, ...noCodes } = f.config;
     expect(mspConfigItemOf(noCodes).promotionalCodes).toBeNull();
+    // Items written before the MSP API: no member version, no payment customer.
+    const { memberVersion: _version, ...unversioned } = f.msp;
+    expect(mspItemOf(unversioned).memberVersion).toBe(0);
+    const { paymentCustomerId: _customer, ...noCustomer } = f.config;
+    expect(mspConfigItemOf(noCustomer).paymentCustomerId).toBeNull();
   });
 
   it("refuses an item that is not what it should be, naming the field", () => {
@@ -100,6 +115,48 @@ describe("the MSP entity (readers)", () => {
 describe("the MSP entity (access patterns)", () => {
   beforeAll(async () => {
     await provisionTable(homeRegion(), getConfig().tableName);
+  });
+
+  it("finds one member, one client link, the MSP alone; nothing for what is not stored", async () => {
+    const mspId = randomUUID();
+    const f = fixtures(mspId);
+    const member = f.member("u1", ["msp_admin"]);
+    await Promise.all([put(f.msp), put(member), put(f.link("c1"))]);
+    expect(await findMsp(mspId)).toEqual(f.msp);
+    expect(await findMspMember(mspId, "u1")).toEqual(member);
+    expect(await findMspMember(mspId, "u2")).toBeUndefined();
+    expect(await findMspClientLink(mspId, "c1")).toEqual(f.link("c1"));
+    expect(await findMspClientLink(mspId, "c2")).toBeUndefined();
+    expect(await findMsp(randomUUID())).toBeUndefined();
+  });
+
+  it("lists and finds pending MSP invites, by MSP and by invitee; expired ones are gone", async () => {
+    const mspId = randomUUID();
+    const email = `${randomUUID()}@example.test`;
+    const invite = (inviteId: string, ttl: number) => ({
+      ...mspKeys.invite(mspId, inviteId),
+      ...mspKeys.inviteByEmail(email, inviteId),
+      entity: "mspInvite",
+      inviteId,
+      mspId,
+      mspName: "Northwind",
+      roles: ["msp_user"],
+      userEmail: email,
+      inviteCreated: NOW,
+      inviteUpdated: NOW,
+      inviteExpiry: new Date(ttl * 1000).toISOString(),
+      TTL: ttl,
+    });
+    const live = invite("i1", Math.floor(Date.now() / 1000) + 3600);
+    const expired = invite("i2", Math.floor(Date.now() / 1000) - 60);
+    await Promise.all([put(live), put(expired)]);
+    expect(await listPendingInvitesOfMsp(mspId)).toEqual([live]);
+    expect(await findPendingMspInvite(mspId, "i1")).toEqual(live);
+    expect(await findPendingMspInvite(mspId, "i2")).toBeUndefined();
+    expect(await listPendingMspInvitesAddressedTo(email.toUpperCase())).toEqual([live]);
+    expect(await findPendingMspInviteAddressedTo(email, "i1")).toEqual(live);
+    expect(await findPendingMspInviteAddressedTo("someone@example.test", "i1")).toBeUndefined();
+    expect(() => mspInviteItemOf({ ...live, roles: ["admin"] })).toThrow(/roles\.0/);
   });
 
   it("finds an MSP with its configuration, and nothing for an unknown MSP", async () => {

@@ -100,10 +100,11 @@ describe("operation declarations", () => {
     },
   );
 
-  it("client access needs {clientId} in the path, self access {userId}", () => {
+  it("client access needs {clientId} in the path, MSP access {mspId}, self access {userId}", () => {
     const wrong = OPERATIONS.filter(
       (op) =>
         (op.access.kind === "client" && !pathParamNames(op.path).includes("clientId")) ||
+        (op.access.kind === "msp" && !pathParamNames(op.path).includes("mspId")) ||
         (op.access.kind === "self" && !pathParamNames(op.path).includes("userId")),
     ).map((op) => `${op.id} (${op.access.kind}): ${op.path}`);
     expect(wrong).toEqual([]);

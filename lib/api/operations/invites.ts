@@ -4,17 +4,19 @@
  */
 import { z } from "zod";
 import {
-  acceptInvite,
+  acceptAnyInvite,
+  getAnyInviteeInvite,
+  listAllInviteeInvites,
+  rejectAnyInvite,
+} from "../../domain/invitee-invites.ts";
+import {
   cancelClientInvite,
   createInvite,
   getClientInvite,
-  getInviteeInvite,
   listClientInvites,
-  listInviteeInvites,
-  rejectInvite,
   updateClientInvite,
 } from "../../domain/invites.ts";
-import { CLIENT_ROLES } from "../../domain/roles.ts";
+import { CLIENT_ROLES, MSP_ROLES } from "../../domain/roles.ts";
 import { PaginationQuery } from "../../http/pagination.ts";
 import { AnswerInviteBody, CreateInviteBody, UpdateInviteBody } from "../../http/schemas.ts";
 import {
@@ -42,6 +44,22 @@ export const InviteSchema = z.object({
   inviteCreated: z.string().optional(),
   inviteUpdated: z.string().optional(),
 });
+
+/** An MSP invite as its invitee sees it (spec 2.3a, with the MSP it comes from). */
+export const InviteeMspInviteSchema = z.object({
+  inviteType: z.literal("msp"),
+  inviteId: z.string(),
+  mspId: z.string(),
+  mspName: z.string().describe("The inviting MSP's name when the invite was made"),
+  userEmail: z.string(),
+  roles: z.array(z.enum(MSP_ROLES)).describe("The MSP roles the invitee gets on accepting"),
+  inviteExpiry: z.string(),
+  inviteCreated: z.string(),
+  inviteUpdated: z.string(),
+});
+
+/** What the invitee's side lists: a client invite, or an MSP invite (`inviteType` `msp`). */
+const AnyInviteSchema = z.union([InviteSchema, InviteeMspInviteSchema]);
 
 const ClientParams = pathParams("clientId");
 const ClientInviteParams = pathParams("clientId", "inviteId");
@@ -152,15 +170,15 @@ export const inviteOperations = [
     group: "invites",
     summary: "List the invites addressed to me",
     description:
-      "Lists the pending invites addressed to the caller's e-mail address, from every client, a page at a time (query `page` and `limit`). The path's user must be the caller.",
+      "Lists the pending invites addressed to the caller's e-mail address, from every client and every MSP (those with `inviteType` `msp`), a page at a time (query `page` and `limit`). The path's user must be the caller.",
     access: access.self,
     effect: "read",
     params: UserParams,
     query: PaginationQuery,
-    response: { status: 200, schema: paged("invites", InviteSchema) },
+    response: { status: 200, schema: paged("invites", AnyInviteSchema) },
     errors: [403, 404],
     handler: async ({ params, query }) => ({
-      body: { message: "Invites retrieved", ...(await listInviteeInvites(params.userId, query)) },
+      body: { message: "Invites retrieved", ...(await listAllInviteeInvites(params.userId, query)) },
     }),
   }),
   unsupportedOperation({
@@ -179,16 +197,16 @@ export const inviteOperations = [
     group: "invites",
     summary: "Get an invite addressed to me",
     description:
-      "Answers one pending invite addressed to the caller's e-mail address; an invite addressed to someone else is 404, as if it did not exist.",
+      "Answers one pending invite (of a client or an MSP) addressed to the caller's e-mail address; an invite addressed to someone else is 404, as if it did not exist.",
     access: access.self,
     effect: "read",
     params: UserInviteParams,
-    response: { status: 200, schema: wrapped("invites", InviteSchema) },
+    response: { status: 200, schema: wrapped("invites", AnyInviteSchema) },
     errors: [403, 404],
     handler: async ({ params }) => ({
       body: {
         message: "Invite retrieved",
-        invites: [await getInviteeInvite(params.userId, params.inviteId)],
+        invites: [await getAnyInviteeInvite(params.userId, params.inviteId)],
       },
     }),
   }),
@@ -199,7 +217,7 @@ export const inviteOperations = [
     group: "invites",
     summary: "Accept or reject an invite",
     description:
-      "`acceptInvite: true` makes the caller a member of the client with the invite's roles (answering the client id and roles); `false` rejects the invite. Either way the invite is gone. 409 when the caller is already a member or the client is scheduled for deletion; 400 when the caller already belongs to the most clients a user may.",
+      "`acceptInvite: true` makes the caller a member of the client (or of the MSP, for an MSP invite: the user's `userMsps` lists it) with the invite's roles, answering the client id (or MSP id) and roles; `false` rejects the invite. Either way the invite is gone. 409 when the caller is already a member or the client is scheduled for deletion; 400 when the caller already belongs to the most clients a user may.",
     access: access.self,
     effect: "write",
     params: UserInviteParams,
@@ -207,18 +225,24 @@ export const inviteOperations = [
     response: {
       status: 200,
       schema: MessageResponse.extend({
-        clientId: z.string().optional().describe("The client joined (when accepted)"),
-        roles: z.array(z.enum(CLIENT_ROLES)).optional().describe("The roles granted (when accepted)"),
+        clientId: z.string().optional().describe("The client joined (when a client invite was accepted)"),
+        mspId: z.string().optional().describe("The MSP joined (when an MSP invite was accepted)"),
+        roles: z
+          .array(z.enum([...CLIENT_ROLES, ...MSP_ROLES]))
+          .optional()
+          .describe("The roles granted (when accepted)"),
       }),
     },
     errors: [403, 404, 409],
     handler: async ({ params, body }) => {
       if (!body.acceptInvite) {
-        await rejectInvite(params.userId, params.inviteId);
+        await rejectAnyInvite(params.userId, params.inviteId);
         return { body: { message: "Invite rejected" } };
       }
-      const { clientId, roles } = await acceptInvite(params.userId, params.inviteId);
-      return { body: { message: "Invite accepted", clientId, roles } };
+      const accepted = await acceptAnyInvite(params.userId, params.inviteId);
+      return accepted.kind === "msp"
+        ? { body: { message: "Invite accepted", mspId: accepted.mspId, roles: accepted.roles } }
+        : { body: { message: "Invite accepted", clientId: accepted.clientId, roles: accepted.roles } };
     },
   }),
   operation({
@@ -235,7 +259,7 @@ export const inviteOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ params }) => {
-      await rejectInvite(params.userId, params.inviteId);
+      await rejectAnyInvite(params.userId, params.inviteId);
       return { body: { message: "Invite rejected" } };
     },
   }),

@@ -40,9 +40,14 @@ interface InboxSpec {
 /** The list and the get of one inbox. */
 const inboxOperations = (spec: InboxSpec) => {
   // Who is refused: another user's path is 403; a client's non-member 404, a member without the role 403.
-  const refusals = { public: [], user: [], systemAdmin: [403], self: [403], client: [403, 404] }[
-    spec.access.kind
-  ];
+  const refusals = {
+    public: [],
+    user: [],
+    systemAdmin: [403],
+    self: [403],
+    client: [403, 404],
+    msp: [403, 404],
+  }[spec.access.kind];
   return [
     operation({
       id: `list${spec.name}Notifications`,

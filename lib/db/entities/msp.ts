@@ -6,8 +6,9 @@
  */
 import { z } from "zod";
 import { MSP_ROLES } from "../../domain/roles.ts";
+import { GetCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
-import { batchGet, parseStored, queryPartition } from "../store.ts";
+import { batchGet, homeDb, isExpired, parseStored, queryAll, queryPartition, tableName } from "../store.ts";
 
 export const MSP_BILLING_TYPES = ["stripe", "marketplace", "invoice"] as const;
 export const MSP_BILLING_STATUSES = ["active", "suspended"] as const;
@@ -25,6 +26,11 @@ export const MspItem = z.object({
   createdBy: z.string().optional(),
   mspCreated: z.string(),
   mspUpdated: z.string(),
+  /**
+   * Incremented by every change to the MSP's members' roles or membership: a change decided from a
+   * listing of the members (the last msp_owner and msp_admin rules) commits only if it is unchanged.
+   */
+  memberVersion: z.number().int().default(0),
 });
 export type MspItem = z.infer<typeof MspItem>;
 
@@ -49,6 +55,8 @@ export const MspConfigItem = z.object({
     .array(z.object({ name: z.string(), createdAt: z.string(), expiresAt: z.string() }))
     .nullable(),
   rates: MspRates,
+  /** The MSP's customer with the payment processor (billing its managed clients), or null. */
+  paymentCustomerId: z.string().nullable().default(null),
   configCreated: z.string(),
   configUpdated: z.string(),
 });
@@ -78,6 +86,43 @@ export const MspClientItem = z.object({
 });
 export type MspClientItem = z.infer<typeof MspClientItem>;
 
+/** A pending MSP invite (spec 2.3a): in the MSP's partition, found by the invitee through GSI1. */
+export const MspInviteItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  gsi1pk: z.string(),
+  gsi1sk: z.string(),
+  entity: z.literal("mspInvite"),
+  inviteId: z.string(),
+  mspId: z.string(),
+  /** The MSP's name when the invite was made. */
+  mspName: z.string(),
+  roles: z.array(z.enum(MSP_ROLES)),
+  /** The invitee's address, lower case. */
+  userEmail: z.string(),
+  invitedBy: z.string().optional(),
+  inviteCreated: z.string(),
+  inviteUpdated: z.string(),
+  /** Expiry as a timestamp, and the same as Unix seconds (the table's TTL attribute). */
+  inviteExpiry: z.string(),
+  TTL: z.number().int(),
+});
+export type MspInviteItem = z.infer<typeof MspInviteItem>;
+
+/** One pending invite per (MSP, e-mail): a second one is a conditional-write failure. */
+export const MspInviteEmailLockItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  entity: z.literal("mspInviteEmailLock"),
+  inviteId: z.string(),
+  TTL: z.number().int(),
+});
+export type MspInviteEmailLockItem = z.infer<typeof MspInviteEmailLockItem>;
+
+/** A stored item as an MspInviteItem; throws naming the fields that fail. */
+export const mspInviteItemOf = (item: Record<string, unknown>): MspInviteItem =>
+  parseStored(MspInviteItem, "MSP invite", { entity: "mspInvite", ...item });
+
 /** A stored item as an MspItem; throws naming the fields that fail. */
 export const mspItemOf = (item: Record<string, unknown>): MspItem =>
   parseStored(MspItem, "MSP", { entity: "msp", ...item });
@@ -104,11 +149,89 @@ export const mspKeys = {
   config: keys.mspConfig,
   member: keys.mspMember,
   client: keys.mspClient,
+  invite: keys.mspInvite,
+  inviteEmailLock: keys.mspInviteEmailLock,
+  inviteByEmail: keys.mspInviteByEmailIndex,
   /** The MSP's partition: the MSP, its configuration, members, client links and invites. */
   partition: (mspId: string) => keys.msp(mspId).pKey,
   memberPrefix: keys.mspMember("", "").sKey,
   clientPrefix: keys.mspClient("", "").sKey,
+  invitePrefix: keys.mspInvite("", "").sKey,
 } as const;
+
+async function getHomeItem(key: { pKey: string; sKey: string }) {
+  const result = await homeDb().send(
+    new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }),
+  );
+  return result.Item;
+}
+
+/** Access pattern "MSP membership check of one user" (every MSP route): a consistent GetItem. */
+export async function findMspMember(mspId: string, userId: string): Promise<MspMemberItem | undefined> {
+  const item = await getHomeItem(mspKeys.member(mspId, userId));
+  return item ? mspMemberItemOf(item) : undefined;
+}
+
+/** Access pattern "MSP": a consistent GetItem of the MSP item alone. */
+export async function findMsp(mspId: string): Promise<MspItem | undefined> {
+  const item = await getHomeItem(mspKeys.item(mspId));
+  return item ? mspItemOf(item) : undefined;
+}
+
+/** Access pattern "client linked to an MSP" (every MSP route on a client): a consistent GetItem. */
+export async function findMspClientLink(mspId: string, clientId: string): Promise<MspClientItem | undefined> {
+  const item = await getHomeItem(mspKeys.client(mspId, clientId));
+  return item ? mspClientItemOf(item) : undefined;
+}
+
+/** Access pattern "MSP invite by id": a consistent GetItem; an expired invite is not found. */
+export async function findPendingMspInvite(
+  mspId: string,
+  inviteId: string,
+): Promise<MspInviteItem | undefined> {
+  const item = await getHomeItem(mspKeys.invite(mspId, inviteId));
+  return item && !isExpired(item) ? mspInviteItemOf(item) : undefined;
+}
+
+/** Access pattern "MSP invites": one Query, `begins_with(sKey, INVITE#)`, expired filtered. */
+export async function listPendingInvitesOfMsp(mspId: string): Promise<MspInviteItem[]> {
+  const items = await queryPartition(mspKeys.partition(mspId), {
+    sKeyPrefix: mspKeys.invitePrefix,
+    max: MAX_MSP_LIST_ITEMS,
+  });
+  return items.filter((item) => !isExpired(item)).map(mspInviteItemOf);
+}
+
+/** Access pattern "MSP invites addressed to a user": one GSI1 Query, `begins_with(gsi1sk, MSPINVITE#)`. */
+export async function listPendingMspInvitesAddressedTo(email: string): Promise<MspInviteItem[]> {
+  const index = mspKeys.inviteByEmail(email, "");
+  const items = await queryAll({
+    IndexName: "GSI1",
+    KeyConditionExpression: "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+    ExpressionAttributeValues: { ":pk": index.gsi1pk, ":prefix": index.gsi1sk },
+  });
+  return items.filter((item) => item.entity === "mspInvite" && !isExpired(item)).map(mspInviteItemOf);
+}
+
+/**
+ * Access pattern "invitee's MSP invite by id": the GSI1 entry finds the MSP, then a consistent
+ * GetItem confirms the invite and that it is addressed to this e-mail.
+ */
+export async function findPendingMspInviteAddressedTo(
+  email: string,
+  inviteId: string,
+): Promise<MspInviteItem | undefined> {
+  const index = mspKeys.inviteByEmail(email, inviteId);
+  const hits = await queryAll({
+    IndexName: "GSI1",
+    KeyConditionExpression: "gsi1pk = :pk AND gsi1sk = :sk",
+    ExpressionAttributeValues: { ":pk": index.gsi1pk, ":sk": index.gsi1sk },
+  });
+  const hit = hits.find((item) => item.entity === "mspInvite");
+  if (!hit) return undefined;
+  const invite = await findPendingMspInvite(mspInviteItemOf(hit).mspId, inviteId);
+  return invite?.userEmail === email.toLowerCase() ? invite : undefined;
+}
 
 /** Access pattern "MSP" with "MSP configuration": one BatchGetItem; undefined when there is no MSP. */
 export async function findMspWithConfig(

@@ -1,0 +1,74 @@
+/**
+ * Request bodies and queries of the MSP API (spec 4.14; docs/msp-api.md). Roles are optional in the
+ * schemas: a body without them (or with none) is the spec's 400 `Roles required`, said by the
+ * domain; an unknown role is a 400 naming the field.
+ */
+import { z } from "zod";
+import { BILLING_TO, TOP_UP_METHODS } from "../db/entities/client-config.ts";
+import { CLIENT_ROLES, MSP_ROLES } from "../domain/roles.ts";
+import { ClientName } from "./schemas.ts";
+import { text } from "./validation.ts";
+
+export const CreateMspClientBody = z.object({ clientName: ClientName }).strict();
+export const UpdateMspClientBody = z.object({ clientName: ClientName.optional() }).strict();
+
+export const MspPathClientRolesBody = z
+  .object({ roles: z.array(z.enum(CLIENT_ROLES)).max(CLIENT_ROLES.length).optional() })
+  .strict();
+
+const MspRolesList = z.array(z.enum(MSP_ROLES)).max(MSP_ROLES.length);
+export const MspRolesBody = z.object({ roles: MspRolesList.optional() }).strict();
+export const CreateMspInviteBody = z
+  .object({
+    userEmail: z.string().trim().toLowerCase().email("must be an email address").max(254),
+    roles: MspRolesList.optional(),
+  })
+  .strict();
+
+export const MspConfigurationQuery = z.object({ configurationType: z.literal("msp").optional() });
+
+/** What an msp_admin may change on the MSP's own configuration (rates and billing are an operator's). */
+export const UpdateMspConfigurationBody = z
+  .object({
+    promotionalCodes: z
+      .array(z.object({ name: text(64), expiresAt: z.string().datetime({ offset: true }) }).strict())
+      .max(50)
+      .nullable()
+      .optional(),
+  })
+  .strict();
+
+const Rate = z.number().finite();
+const Threshold = z.number().finite().min(0).max(1_000_000);
+const Limit = z.number().int().positive().nullable();
+
+/** PUT managed-client configuration (spec 4.14, all optional); budget.current is never set. */
+export const UpdateClientConfigurationBody = z
+  .object({
+    billingTo: z.enum(BILLING_TO).optional(),
+    billingType: z.literal("stripe", { message: "only stripe can be set through the MSP API" }).optional(),
+    topUpMethod: z.enum(TOP_UP_METHODS).optional(),
+    regionAccess: z.array(z.string().min(1).max(32)).min(1).max(32).optional(),
+    rates: z
+      .object({ apiSeconds: Rate, storageGB: Rate, aiTokens: Rate, plan: Rate })
+      .partial()
+      .strict()
+      .optional(),
+    budget: z
+      .object({ minimumTopUpThreshold: Threshold, maximumTopUpThreshold: Threshold })
+      .partial()
+      .strict()
+      .optional(),
+    sharing: z
+      .object({
+        proxyCredentials: z.boolean(),
+        targetCredentials: z.boolean(),
+        targets: z.boolean(),
+        proxies: z.boolean(),
+      })
+      .partial()
+      .strict()
+      .optional(),
+    limits: z.object({ requestsPerMinute: Limit, requestsPerDay: Limit }).partial().strict().optional(),
+  })
+  .strict();
