@@ -16,8 +16,6 @@
  * `revalidate` reads the client runtime item (one GetItem) and reloads what changed.
  */
 
-import { dynamo } from "../aws/clients.ts";
-import { UpdateCommand } from "../db/document-client.ts";
 import {
   type ClientRuntimeItem,
   DEFAULT_CLIENT_RUNTIME,
@@ -30,7 +28,7 @@ import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts"
 import { listRulesOfParent } from "../db/entities/rule.ts";
 import { type TargetItem, targetItemOf, targetKeys } from "../db/entities/target.ts";
 import { keys } from "../db/keys.ts";
-import { batchGet, tableName } from "../db/store.ts";
+import { batchGet } from "../db/store.ts";
 import { getInRegion } from "../domain/regional.ts";
 import { loadRuleEngine } from "../domain/rules/regex.ts";
 import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";

@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TelemetryRecordSchema } from "#lib/api/operations/telemetry.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
-import { keys as tableKeys } from "#lib/db/keys.ts";
 import { listTelemetryBuckets } from "#lib/db/entities/telemetry.ts";
+import { keys as tableKeys } from "#lib/db/keys.ts";
 import { mergeCounts, type TelemetryCounts } from "#lib/domain/telemetry/aggregate.ts";
 import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "#lib/domain/telemetry/buckets.ts";
 import { exactPercentile, HISTOGRAM_RELATIVE_ERROR } from "#lib/domain/telemetry/histogram.ts";
@@ -335,7 +335,9 @@ describe("telemetry routes (4.1, 4.7), over real HTTP", () => {
     const requestId = listed.body.requests[0].requestId as string;
     const detail = await owner.api.get(`/api/clients/${client}/proxies/${eu}/requests/${requestId}`);
     expect(JSON.stringify([listed.body, detail.body])).not.toContain("sourceIp");
-    expect((await storedItem(tableKeys.requestLog(eu, requestId), REGION))?.sourceIp).toMatch(/127\.0\.0\.1$/);
+    expect((await storedItem(tableKeys.requestLog(eu, requestId), REGION))?.sourceIp).toMatch(
+      /127\.0\.0\.1$/,
+    );
 
     // A range that ends before the run holds nothing.
     const before = await owner.api.get(
