@@ -35,6 +35,11 @@ export interface LocalStackOptions {
   runSchedules?: boolean;
   /** Poll each region's table stream into each stream consumer, as their event source mappings do. */
   streams?: boolean;
+  /**
+   * Deliver every stream batch this many more times, unchanged, after its first delivery: Lambda's
+   * at-least-once delivery made systematic (tests of the consumers' exactly-once writes).
+   */
+  streamRedeliveries?: number;
 }
 
 export interface LocalStack {
@@ -44,6 +49,16 @@ export interface LocalStack {
   /** The stream poller, when `streams` is on (tests drain it to wait for delivery). */
   streams?: StreamPoller;
   stop(): Promise<void>;
+}
+
+/** The handler, called again with the same event `times` more times (the first answer is kept). */
+function redelivering(handler: StreamHandler, times: number): StreamHandler {
+  if (times <= 0) return handler;
+  return async (event) => {
+    const answer = await handler(event);
+    for (let i = 0; i < times; i++) await handler(event);
+    return answer;
+  };
 }
 
 async function loadFunction<T>(name: string, exportName = "handler"): Promise<T> {
@@ -216,7 +231,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
             startStreamPoller({
               regions: config.regions,
               tableName: config.tableName,
-              handler: await loadFunction<StreamHandler>(consumer.function),
+              handler: redelivering(
+                await loadFunction<StreamHandler>(consumer.function),
+                options.streamRedeliveries ?? 0,
+              ),
               patterns: consumer.patterns(),
               settings: consumer.settings,
             }),
