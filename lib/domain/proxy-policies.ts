@@ -70,6 +70,29 @@ async function written(region: string, steps: TransactionStep[]): Promise<boolea
   });
 }
 
+/**
+ * Read-modify-write of one policy item: `build` makes the next item from the stored one, written
+ * only if the stored version is still the one read (retried, then 409), then `configVersion` moves.
+ */
+async function writePolicy<T extends ProxyFiltersItem | ProxyOverridesItem>(
+  region: string,
+  clientId: string,
+  proxyId: string,
+  find: (region: string, clientId: string, proxyId: string) => Promise<T | undefined>,
+  build: (current: T | undefined) => T,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await find(region, clientId, proxyId);
+    const next = build(current);
+    const steps = [checkProxyStep(clientId, proxyId), putPolicyStep(next, current?.policyVersion ?? 0)];
+    if (await written(region, steps)) {
+      await bumpConfigVersion(region, clientId);
+      return next;
+    }
+    if (attempt >= ATTEMPTS) throw concurrently();
+  }
+}
+
 export async function getFilters({ clientId }: ClientAccess, proxyId: string): Promise<ApiFilters> {
   const { region } = await requireProxy(clientId, proxyId);
   return toApiFilters(proxyId, await findProxyFilters(region, clientId, proxyId));
@@ -82,10 +105,9 @@ export async function updateFilters(
   input: UpdateFiltersInput,
 ): Promise<ApiFilters> {
   const { region } = await requireProxy(clientId, proxyId);
-  for (let attempt = 1; ; attempt++) {
-    const current = await findProxyFilters(region, clientId, proxyId);
+  const next = await writePolicy(region, clientId, proxyId, findProxyFilters, (current): ProxyFiltersItem => {
     const merged = toApiFilters(proxyId, current);
-    const next: ProxyFiltersItem = {
+    return {
       ...proxyPolicyKeys.filters(clientId, proxyId),
       entity: "proxyFilters",
       clientId,
@@ -103,13 +125,8 @@ export async function updateFilters(
       updatedBy: userId,
       policyVersion: (current?.policyVersion ?? 0) + 1,
     };
-    const steps = [checkProxyStep(clientId, proxyId), putPolicyStep(next, current?.policyVersion ?? 0)];
-    if (await written(region, steps)) {
-      await bumpConfigVersion(region, clientId);
-      return toApiFilters(proxyId, next);
-    }
-    if (attempt >= ATTEMPTS) throw concurrently();
-  }
+  });
+  return toApiFilters(proxyId, next);
 }
 
 /** Remove every filter of the proxy (idempotent). */
@@ -131,31 +148,31 @@ export async function updateOverrides(
   input: UpdateOverridesInput,
 ): Promise<ApiOverrides> {
   const { region } = await requireProxy(clientId, proxyId);
-  for (let attempt = 1; ; attempt++) {
-    const current = await findProxyOverrides(region, clientId, proxyId);
-    const pathOverrides =
-      input.pathOverrides === undefined ? (current?.pathOverrides ?? []) : (input.pathOverrides ?? []);
-    const next: ProxyOverridesItem = {
-      ...proxyPolicyKeys.overrides(clientId, proxyId),
-      entity: "proxyOverrides",
-      clientId,
-      proxyId,
-      pathOverrides: pathOverrides.map(({ pathPrefix, timeoutSeconds, additionalHeaders }) => ({
-        pathPrefix,
-        ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
-        ...(additionalHeaders === undefined ? {} : { additionalHeaders }),
-      })),
-      updatedAt: nowIso(),
-      updatedBy: userId,
-      policyVersion: (current?.policyVersion ?? 0) + 1,
-    };
-    const steps = [checkProxyStep(clientId, proxyId), putPolicyStep(next, current?.policyVersion ?? 0)];
-    if (await written(region, steps)) {
-      await bumpConfigVersion(region, clientId);
-      return toApiOverrides(proxyId, next);
-    }
-    if (attempt >= ATTEMPTS) throw concurrently();
-  }
+  const next = await writePolicy(
+    region,
+    clientId,
+    proxyId,
+    findProxyOverrides,
+    (current): ProxyOverridesItem => {
+      const pathOverrides =
+        input.pathOverrides === undefined ? (current?.pathOverrides ?? []) : (input.pathOverrides ?? []);
+      return {
+        ...proxyPolicyKeys.overrides(clientId, proxyId),
+        entity: "proxyOverrides",
+        clientId,
+        proxyId,
+        pathOverrides: pathOverrides.map(({ pathPrefix, timeoutSeconds, additionalHeaders }) => ({
+          pathPrefix,
+          ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
+          ...(additionalHeaders === undefined ? {} : { additionalHeaders }),
+        })),
+        updatedAt: nowIso(),
+        updatedBy: userId,
+        policyVersion: (current?.policyVersion ?? 0) + 1,
+      };
+    },
+  );
+  return toApiOverrides(proxyId, next);
 }
 
 /** Remove every override of the proxy (idempotent). */
