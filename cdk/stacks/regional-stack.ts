@@ -14,6 +14,7 @@ import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
 import {
+  type FilterPattern,
   GEOIP_DATABASE_FILE,
   MAX_FILTER_PATTERNS,
   REGION_STREAM_FUNCTION,
@@ -178,16 +179,7 @@ export class RegionalStack extends Stack {
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
-    this.streamFailureQueue = new sqs.Queue(this, "StreamFailures", {
-      encryption: sqs.QueueEncryption.KMS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    Validations.of(this.streamFailureQueue).acknowledge({
-      id: "AwsSolutions-SQS3",
-      reason:
-        "This queue is itself the dead-letter destination: the stream consumer's event source mapping sends it the metadata of batches that failed every retry, for an operator to replay from the stream.",
-    });
+    this.streamFailureQueue = this.failureQueue("StreamFailures", "table stream");
     this.streamConsumer = this.addStreamConsumer(settings, props.functionsDir);
     this.telemetryFailureQueue = this.failureQueue("TelemetryStreamFailures", "telemetry");
     this.telemetryConsumer = this.addTelemetryConsumer(settings, props.functionsDir);
@@ -268,12 +260,25 @@ export class RegionalStack extends Stack {
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
     ]);
-    const stream = REGION_STREAM_SETTINGS;
     const patterns = regionStreamFilterPatterns();
     if (patterns.length > MAX_FILTER_PATTERNS)
       throw new Error(
         `The stream consumer has ${patterns.length} filter patterns; Lambda allows ${MAX_FILTER_PATTERNS}`,
       );
+    this.addStreamMapping(consumer, REGION_STREAM_SETTINGS, patterns, this.streamFailureQueue);
+    return consumer;
+  }
+
+  /**
+   * One event source mapping on this table's stream: the settings and filter patterns of its one
+   * declaration (lib/infra/region-stream.ts), ReportBatchItemFailures, an on-failure queue.
+   */
+  private addStreamMapping(
+    consumer: GatewayFunction,
+    stream: typeof REGION_STREAM_SETTINGS,
+    patterns: readonly FilterPattern[],
+    failures: sqs.Queue,
+  ): void {
     consumer.function.addEventSource(
       new eventSources.DynamoEventSource(this.table, {
         startingPosition: lambda.StartingPosition[stream.startingPosition],
@@ -284,7 +289,7 @@ export class RegionalStack extends Stack {
         maxRecordAge: Duration.seconds(stream.maximumRecordAgeSeconds),
         parallelizationFactor: stream.parallelizationFactor,
         reportBatchItemFailures: true,
-        onFailure: new eventSources.SqsDlq(this.streamFailureQueue),
+        onFailure: new eventSources.SqsDlq(failures),
         filters: patterns.map((pattern) => lambda.FilterCriteria.filter({ ...pattern })),
       }),
     );
@@ -295,7 +300,6 @@ export class RegionalStack extends Stack {
       reason:
         "dynamodb:ListStreams (the event source mapping's stream discovery) and X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level permissions; every other stream action names this table's stream.",
     });
-    return consumer;
   }
 
   /** An on-failure destination: encrypted (SQS-managed key), TLS only, 14 days. */
@@ -330,26 +334,12 @@ export class RegionalStack extends Stack {
       timeout: Duration.seconds(TELEMETRY_STREAM_FUNCTION.timeoutSeconds),
     });
     consumer.allowTableItemActions(this.table, ["dynamodb:PutItem", "dynamodb:UpdateItem"]);
-    const stream = TELEMETRY_STREAM_SETTINGS;
-    consumer.function.addEventSource(
-      new eventSources.DynamoEventSource(this.table, {
-        startingPosition: lambda.StartingPosition[stream.startingPosition],
-        batchSize: stream.batchSize,
-        maxBatchingWindow: Duration.seconds(stream.maxBatchingWindowSeconds),
-        retryAttempts: stream.maximumRetryAttempts,
-        bisectBatchOnError: stream.bisectBatchOnFunctionError,
-        maxRecordAge: Duration.seconds(stream.maximumRecordAgeSeconds),
-        parallelizationFactor: stream.parallelizationFactor,
-        reportBatchItemFailures: true,
-        onFailure: new eventSources.SqsDlq(this.telemetryFailureQueue),
-        filters: TELEMETRY_STREAM_FILTERS.map((pattern) => lambda.FilterCriteria.filter({ ...pattern })),
-      }),
+    this.addStreamMapping(
+      consumer,
+      TELEMETRY_STREAM_SETTINGS,
+      TELEMETRY_STREAM_FILTERS,
+      this.telemetryFailureQueue,
     );
-    Validations.of(consumer.role).acknowledge({
-      id: wildcardResourceFinding(consumer, "*"),
-      reason:
-        "dynamodb:ListStreams (the event source mapping's stream discovery) and X-Ray's PutTraceSegments/PutTelemetryRecords support no resource-level permissions; every other stream action names this table's stream.",
-    });
     return consumer;
   }
 }
