@@ -121,6 +121,40 @@ async function writeInviteSteps(steps: TransactionStep[], explain: Explain): Pro
 const WRITE_INVITE = "write invite";
 const CLAIM_EMAIL_LOCK = "claim e-mail lock";
 const REMOVE_INVITE = "remove invite";
+
+/**
+ * A new invite and its e-mail lock in one transaction (client and MSP invites alike): 409
+ * `Invite already exists for this email` while another live invite holds the lock (an expired
+ * invite's lock no longer counts).
+ */
+export async function writeNewInvite(
+  invite: Record<string, unknown>,
+  lock: Record<string, unknown>,
+): Promise<void> {
+  await writeInviteSteps(
+    [
+      {
+        name: WRITE_INVITE,
+        action: {
+          Put: { TableName: tableName(), Item: invite, ConditionExpression: "attribute_not_exists(pKey)" },
+        },
+      },
+      {
+        name: CLAIM_EMAIL_LOCK,
+        action: {
+          Put: {
+            TableName: tableName(),
+            Item: lock,
+            ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
+            ExpressionAttributeNames: { "#ttl": "TTL" },
+            ExpressionAttributeValues: { ":now": nowSeconds() },
+          },
+        },
+      },
+    ],
+    ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
+  );
+}
 const RELEASE_EMAIL_LOCK = "release e-mail lock";
 const UPDATE_INVITE = "update invite";
 const RENEW_EMAIL_LOCK = "renew e-mail lock";
@@ -184,30 +218,7 @@ export async function createInvite(access: ClientAccess, input: { email: string;
     inviteId,
     TTL: ttl,
   };
-  await writeInviteSteps(
-    [
-      {
-        name: WRITE_INVITE,
-        action: {
-          Put: { TableName: tableName(), Item: invite, ConditionExpression: "attribute_not_exists(pKey)" },
-        },
-      },
-      {
-        name: CLAIM_EMAIL_LOCK,
-        action: {
-          Put: {
-            TableName: tableName(),
-            Item: lock,
-            // an expired invite's lock no longer counts
-            ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
-            ExpressionAttributeNames: { "#ttl": "TTL" },
-            ExpressionAttributeValues: { ":now": nowSeconds() },
-          },
-        },
-      },
-    ],
-    ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
-  );
+  await writeNewInvite(invite, lock);
   try {
     await sendInviteEmail(invite, inviter);
   } catch (error) {

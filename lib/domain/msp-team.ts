@@ -42,7 +42,7 @@ import { type PageRequest, paginate } from "../http/pagination.ts";
 import { describeError, log } from "../log.ts";
 import type { MspAccess } from "./access.ts";
 import { badRequest, conflict, notFound, upstreamFailed } from "./errors.ts";
-import { INVITE_EXISTS, INVITE_NOT_FOUND } from "./invites.ts";
+import { INVITE_NOT_FOUND, writeNewInvite } from "./invites.ts";
 import { planMspMemberRemoval, planMspRoleChange, requireGrantableRoles } from "./msp-member-rules.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { createNotification } from "./notifications.ts";
@@ -232,8 +232,6 @@ async function sendMspInviteEmail(invite: MspInviteItem, inviter: UserItem | und
   });
 }
 
-const WRITE_INVITE = "writeMspInvite";
-const CLAIM_EMAIL_LOCK = "claimMspInviteEmailLock";
 const REMOVE_INVITE = "removeMspInvite";
 const RELEASE_EMAIL_LOCK = "releaseMspInviteEmailLock";
 
@@ -288,32 +286,7 @@ export async function createMspInvite(access: MspAccess, input: { userEmail: str
     inviteId,
     TTL: ttl,
   };
-  const steps: TransactionStep[] = [
-    {
-      name: WRITE_INVITE,
-      action: {
-        Put: { TableName: tableName(), Item: invite, ConditionExpression: "attribute_not_exists(pKey)" },
-      },
-    },
-    {
-      name: CLAIM_EMAIL_LOCK,
-      action: {
-        Put: {
-          TableName: tableName(),
-          Item: lock,
-          ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
-          ExpressionAttributeNames: { "#ttl": "TTL" },
-          ExpressionAttributeValues: { ":now": nowSeconds() },
-        },
-      },
-    },
-  ];
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-  } catch (error) {
-    if (cancelledSteps(error, steps)?.failed.includes(CLAIM_EMAIL_LOCK)) throw conflict(INVITE_EXISTS);
-    throw error;
-  }
+  await writeNewInvite(invite, lock);
   try {
     await sendMspInviteEmail(invite, inviter);
   } catch (error) {
