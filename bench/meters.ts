@@ -36,7 +36,11 @@ export interface MetersBenchInput {
 
 const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
 
-async function proxyWithKey(input: MetersBenchInput, name: string) {
+/** A proxy with its own apiKey caller credential, on the bench's target (the meters and transforms cases). */
+export async function proxyWithKey(
+  input: Pick<MetersBenchInput, "call" | "api" | "region" | "targetId" | "targetCredentialId">,
+  name: string,
+) {
   const key = `${name}-${Math.random().toString(36).slice(2)}-caller-key`;
   const credentialId = (
     await input.call("POST", `${input.api}/credentials`, {

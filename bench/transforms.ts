@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { median } from "./bundle-report.ts";
 import { cpuPerRequestUs } from "./cpu.ts";
+import { proxyWithKey as keyedProxy } from "./meters.ts";
 import { BENCH_TRANSFORM, printSandboxCost, type SandboxCost } from "./sandbox-cost.ts";
 
 /** The request header the bench target echoes back as `x-bench-saw` (bench/run.ts targetServer). */
@@ -75,29 +76,11 @@ export interface TransformsBench {
 }
 
 async function proxyWithKey(input: TransformsBenchInput, name: string) {
-  const key = `${name}-${Math.random().toString(36).slice(2)}-caller-key`;
-  const credentialId = (
-    await input.call("POST", `${input.api}/credentials`, {
-      credentialName: name,
-      credentialType: "proxy",
-      authType: "apiKey",
-      region: input.region,
-      secret: { keyName: "x-api-key", keyValue: key },
-    })
-  ).credentials![0]!.credentialId!;
-  const proxyId = (
-    await input.call("POST", `${input.api}/proxies`, {
-      proxyName: name,
-      proxyRegion: input.region,
-      proxyProxyCredentialId: credentialId,
-      proxyTargetId: input.targetId,
-      proxyTargetCredentialId: input.targetCredentialId,
-    })
-  ).proxies![0]!.proxyId!;
+  const { proxyId, headers } = await keyedProxy(input, name);
   return {
     url: `${input.dataPlane}/api/${proxyId}/users?page=1`,
     proxyId,
-    headers: { "x-api-key": key, "content-type": "application/json" },
+    headers: { ...headers, "content-type": "application/json" },
   };
 }
 
