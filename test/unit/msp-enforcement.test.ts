@@ -112,7 +112,7 @@ describe("plannedLimits", () => {
     const error = errorOf(() => plannedLimits(current, update));
     expect(error.status).toBe(400);
     expect(error.body).toMatchObject({ message: "Input failed data validation", fields });
-    expect(error.body.errors[0]).toMatch(/must be at most \d+ \(the platform maximum\)/);
+    expect((error.body.errors as string[])[0]).toMatch(/must be at most \d+ \(the platform maximum\)/);
   });
 
   it("the maximums are the platform's (spec 8, lib/domain/plans.ts)", () => {
