@@ -1,7 +1,7 @@
 /**
  * The client's data-plane state in each regional table (`keys.clientRuntime`): a configuration
- * version and the billing status and plan tier copied from the home region, because a region's
- * data plane reads only its own region's table.
+ * version and the billing status, plan tier and a managed client's limits and MSP suspension
+ * copied from the home region, because a region's data plane reads only its own region's table.
  *
  * Every change to a client's regional resources increments `configVersion` after it commits; a
  * warm data plane compares it with the version its cached configuration was loaded at (one
@@ -33,6 +33,11 @@ export interface ClientRuntimeSettings {
   clientStatus?: string;
   /** A system administrator's override of the plan's requests per minute; null removes it. */
   rateLimitOverride?: number | null;
+  /** A managed client's limits (lib/domain/msp-enforcement.ts); null: no limit. */
+  requestsPerMinute?: number | null;
+  requestsPerDay?: number | null;
+  /** True while the client is billed to its MSP and that MSP's billing is suspended. */
+  mspSuspended?: boolean;
 }
 
 /** Copy billing and plan settings from the home region to every regional table (and bump versions). */

@@ -1,7 +1,7 @@
 /**
- * The one counter primitive of the data plane: the plan's rate limit and every meter window are
- * counter items in the region's table, each a fixed calendar window (lib/domain/meters/windows.ts)
- * holding an accumulated `value`.
+ * The one counter primitive of the data plane: the plan's rate limit, a managed client's limits
+ * and every meter window are counter items in the region's table, each a fixed calendar window
+ * (lib/domain/meters/windows.ts) holding an accumulated `value`.
  *
  * Before the target is called, every counter that can refuse the request (a limited window) and
  * the check that the configuration the request was admitted on is still current are written in
@@ -21,12 +21,19 @@ import { type CalendarWindow, counterTtl } from "../domain/meters/windows.ts";
 
 /** What a counter item records besides its value (for the stream consumers and for reads). */
 export interface CounterOwner {
-  entity: "meterCounter" | "rateCounter";
+  entity: "meterCounter" | "rateCounter" | "clientCounter";
   clientId: string;
+  /** The proxy of the request (a client counter, shared by the client's proxies, stores none). */
   proxyId: string;
-  /** The meter's id (stored as `meterId`); for the rate counter, the proxy credential's id (`credentialId`). */
+  /**
+   * The meter's id (stored as `meterId`); for the rate counter, the proxy credential's id
+   * (`credentialId`); for a client counter, the client's id (stored once, as `clientId`).
+   */
   counterOf: string;
 }
+
+/** The attribute naming what a counter counts, beside `clientId`. */
+const OWNER_ATTRIBUTE = { meterCounter: "meterId", rateCounter: "credentialId" } as const;
 
 export interface CounterStep {
   /** Unique within the transaction; a refusal is reported by this name. */
@@ -77,6 +84,7 @@ function counterAction(step: CounterStep): TransactionStep {
     };
   }
   const limited = step.limit !== undefined;
+  const owner = step.owner.entity === "clientCounter" ? undefined : OWNER_ATTRIBUTE[step.owner.entity];
   return {
     name: step.name,
     action: {
@@ -85,20 +93,15 @@ function counterAction(step: CounterStep): TransactionStep {
         Key: step.key,
         UpdateExpression:
           "ADD #v :amount SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
-          "proxyId = :proxyId, #owner = :counterOf, #window = :window, windowStart = :start, windowEnd = :end",
+          `${owner ? "proxyId = :proxyId, #owner = :counterOf, " : ""}#window = :window, windowStart = :start, windowEnd = :end`,
         ...(limited ? { ConditionExpression: "attribute_not_exists(#v) OR #v <= :room" } : {}),
-        ExpressionAttributeNames: {
-          ...names,
-          "#window": "window",
-          "#owner": step.owner.entity === "meterCounter" ? "meterId" : "credentialId",
-        },
+        ExpressionAttributeNames: { ...names, "#window": "window", ...(owner ? { "#owner": owner } : {}) },
         ExpressionAttributeValues: {
           ":amount": step.amount,
           ":ttl": counterTtl(step.window),
           ":entity": step.owner.entity,
           ":clientId": step.owner.clientId,
-          ":proxyId": step.owner.proxyId,
-          ":counterOf": step.owner.counterOf,
+          ...(owner ? { ":proxyId": step.owner.proxyId, ":counterOf": step.owner.counterOf } : {}),
           ":window": step.window.kind,
           ":start": step.window.start,
           ":end": step.window.end,
@@ -175,10 +178,15 @@ export async function commitCounters(
   }
 }
 
-/** Counter keys: the rate window of a proxy credential, and a meter's window (per caller, optionally). */
+/**
+ * Counter keys: the rate window of a proxy credential, a managed client's minute or day window
+ * (`RATE#CLIENT#<clientId>#<window>`), and a meter's window (per caller, optionally).
+ */
 export const counterKeys = {
   rate: (credentialId: string, window: CalendarWindow): Key =>
     keys.rateWindow(`CRED#${credentialId}`, window.start),
+  client: (clientId: string, window: CalendarWindow): Key =>
+    keys.rateWindow(`CLIENT#${clientId}#${window.kind}`, window.start),
   meter: (meterId: string, callerHash: string | undefined, window: CalendarWindow): Key =>
     keys.meterWindow(meterId, window.kind, window.start, callerHash),
 };

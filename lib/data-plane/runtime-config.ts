@@ -4,7 +4,7 @@
  *
  * Cold (or after any change of the client's regional resources): GetItem of the proxy locator
  * (proxy id -> client id, cached for good: it never changes), then in parallel the client runtime
- * item (version, billing, plan) and the proxy; then one BatchGetItem of both credentials, the
+ * item (version, billing, plan, a managed client's limits and MSP suspension) and the proxy; then one BatchGetItem of both credentials, the
  * target and the proxy's filters and overrides items (docs/filters.md) and one Query per rule parent; secrets are decrypted with cached data keys; the rules and
  * meters are compiled (patterns and order) once here, not per request (`compileRuntime`, which
  * loads re2js first when a pattern needs it: a cold start for a proxy without patterns never reads it).
@@ -56,6 +56,11 @@ export interface ProxyRuntime {
   clientStatus: string;
   /** A system administrator's override of the plan's requests per minute (null: the plan's). */
   rateLimitOverride: number | null;
+  /** A managed client's limits, counted per client in this region (null: none). */
+  requestsPerMinute: number | null;
+  requestsPerDay: number | null;
+  /** Billed to its MSP, whose billing is suspended (402 like the client's own suspension). */
+  mspSuspended: boolean;
   proxy: ProxyItem;
   target?: TargetItem;
   proxyCredential?: LoadedCredential;
@@ -244,6 +249,9 @@ async function loadFull(
     planStatus: settings.planStatus,
     clientStatus: settings.clientStatus,
     rateLimitOverride: settings.rateLimitOverride,
+    requestsPerMinute: settings.requestsPerMinute,
+    requestsPerDay: settings.requestsPerDay,
+    mspSuspended: settings.mspSuspended,
     proxy,
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,

@@ -28,14 +28,9 @@ import {
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesCredential } from "./cascade.ts";
 import { badRequest, notFound } from "./errors.ts";
+import { requireAllowedRegion } from "./msp-enforcement.ts";
 import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
-import {
-  byCreatedDesc,
-  MAX_RESOURCES_PER_REGION,
-  regionalDb,
-  requireConfiguredRegion,
-  updateRegionalItem,
-} from "./regional.ts";
+import { byCreatedDesc, MAX_RESOURCES_PER_REGION, regionalDb, updateRegionalItem } from "./regional.ts";
 
 export const CREDENTIAL_NOT_FOUND = "Credential not found";
 /** A temporary OAuth2 credential awaiting the provider's redirect expires after this long. */
@@ -123,7 +118,7 @@ export async function storeCredential(draft: CredentialDraft): Promise<Credentia
 
 /** Validate the request (metadata, region, secret shape for the auth type and use) before any write. */
 export async function prepareCredential({ clientId }: ClientAccess, input: CreateCredentialInput) {
-  const region = requireConfiguredRegion(input.region, "region");
+  const region = await requireAllowedRegion(clientId, input.region, "region");
   const secret = parseCredentialSecret(input.credentialType, input.authType, input.secret);
   const authType = input.authType;
   // parseCredentialSecret refused any other auth type; this narrows the type.

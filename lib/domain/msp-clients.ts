@@ -6,7 +6,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
-import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import { type ClientItem, clientItemOf, clientKeys, findClient } from "../db/entities/client.ts";
 import {
@@ -42,8 +41,9 @@ import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { MspAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { addClientToUserStep, CLIENT_NOT_FOUND, MAX_CLIENTS_PER_USER, memberRef } from "./clients.ts";
-import { badRequest, conflict, forbidden, notFound } from "./errors.ts";
+import { badRequest, conflict, forbidden, notFound, validationFailed } from "./errors.ts";
 import { MEMBER_NOT_FOUND, membershipRemovalTransaction } from "./members.ts";
+import { syncManagedRuntime } from "./msp-enforcement.ts";
 import { ROLES_REQUIRED } from "./msp-member-rules.ts";
 import { applyRates, applyThresholds, type Rates, type Thresholds } from "./msp-pricing.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
@@ -160,7 +160,8 @@ export async function createManagedClient(access: MspAccess, clientName: string)
       throw badRequest(`An MSP manages at most ${MAX_MSP_LIST_ITEMS} clients`);
     throw error;
   }
-  await syncClientRuntime(clientId, { billingStatus: "active", planTier: "basic", planStatus: "active" });
+  // With the MSP's suspension when it is suspended already (read after the commit).
+  await syncManagedRuntime(clientId, { billingStatus: "active", planTier: "basic", planStatus: "active" });
   return toApiManagedClientSummary(client);
 }
 
@@ -312,6 +313,8 @@ export async function detachManagedClient(access: MspAccess): Promise<void> {
     if (cancelled) throw conflict(CONCURRENT_CHANGE);
     throw error;
   }
+  // The MSP's limits no longer apply on the data plane (they stay in the configuration).
+  await syncManagedRuntime(clientId);
 }
 
 // ---------------------------------------------------------------- members of a managed client
@@ -556,13 +559,35 @@ export interface ClientConfigurationUpdate {
   limits?: { requestsPerMinute?: number | null; requestsPerDay?: number | null };
 }
 
-/** A configured limit, capped at the platform maximum (spec 8); null clears it. */
-const capped = (value: number | null | undefined, current: number | null, max: number) =>
-  value === undefined ? current : value === null ? null : Math.min(value, max);
+/** The platform maximum of each managed-client limit (spec 8; lib/domain/plans.ts). */
+export const LIMIT_MAXIMUMS = {
+  requestsPerMinute: PLATFORM_MAX_REQUESTS_PER_MINUTE,
+  requestsPerDay: PLATFORM_MAX_REQUESTS_PER_DAY,
+} as const;
+
+/** The limits after an update (pure): null clears one, omitted keeps it; above the maximum: 400. */
+export function plannedLimits(
+  current: ClientConfigItem["limits"],
+  update: ClientConfigurationUpdate["limits"],
+): ClientConfigItem["limits"] {
+  const over = (Object.keys(LIMIT_MAXIMUMS) as (keyof typeof LIMIT_MAXIMUMS)[]).filter(
+    (field) => (update?.[field] ?? 0) > LIMIT_MAXIMUMS[field],
+  );
+  if (over.length > 0)
+    throw validationFailed(
+      over.map((field) => ({
+        field: `limits.${field}`,
+        problem: `must be at most ${LIMIT_MAXIMUMS[field]} (the platform maximum)`,
+      })),
+    );
+  const next = (field: keyof typeof LIMIT_MAXIMUMS) =>
+    update?.[field] === undefined ? current[field] : update[field];
+  return { requestsPerMinute: next("requestsPerMinute"), requestsPerDay: next("requestsPerDay") };
+}
 
 /**
  * The configuration after an update (pure): the pricing rules (lib/domain/msp-pricing.ts), the
- * regions the deployment has, limits capped at the platform maximum. `budget.current` is kept.
+ * regions the deployment has, limits at most the platform maximum. `budget.current` is kept.
  */
 export function plannedConfiguration(
   current: ClientConfigItem,
@@ -589,18 +614,7 @@ export function plannedConfiguration(
     rates: applyRates(current.rates, update.rates, context.mspRates),
     budget: { current: current.budget.current, ...thresholds },
     sharing: { ...current.sharing, ...update.sharing },
-    limits: {
-      requestsPerMinute: capped(
-        update.limits?.requestsPerMinute,
-        current.limits.requestsPerMinute,
-        PLATFORM_MAX_REQUESTS_PER_MINUTE,
-      ),
-      requestsPerDay: capped(
-        update.limits?.requestsPerDay,
-        current.limits.requestsPerDay,
-        PLATFORM_MAX_REQUESTS_PER_DAY,
-      ),
-    },
+    limits: plannedLimits(current.limits, update.limits),
   };
 }
 
@@ -644,5 +658,7 @@ export async function updateManagedClientConfiguration(access: MspAccess, update
     if (isConditionalCheckFailure(error)) throw conflict(CONCURRENT_CHANGE);
     throw error;
   }
+  // Limits and who pays reach the data plane on the client's next request.
+  await syncManagedRuntime(current.clientId);
   return toApiClientConfigurationUpdate(clientConfigItemOf(stored));
 }

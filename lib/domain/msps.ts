@@ -29,6 +29,7 @@ import {
 } from "../db/store.ts";
 import type { MspAccess } from "./access.ts";
 import { notFound } from "./errors.ts";
+import { syncClientsPaidByMsp } from "./msp-enforcement.ts";
 import { deleteCustomer, provisionMspCustomer } from "./payments.ts";
 import type { MspRole } from "./roles.ts";
 
@@ -289,7 +290,12 @@ export async function setMspRates(mspId: string, rates: z.input<typeof MspRatesU
   return updateMspConfigFields(mspId, { rates: { ...found.config.rates, ...submitted } });
 }
 
-/** `msps set-billing`: suspend or reactivate the MSP's billing. */
+/**
+ * `msps set-billing`: suspend or reactivate the MSP's billing. Every client it pays for follows on
+ * its next proxied request (402 while suspended; lib/domain/msp-enforcement.ts): `clientsUpdated`
+ * says how many.
+ */
 export async function setMspBillingStatus(mspId: string, billingStatus: "active" | "suspended") {
-  return updateMspConfigFields(mspId, { billingStatus });
+  const configuration = await updateMspConfigFields(mspId, { billingStatus });
+  return { ...configuration, clientsUpdated: await syncClientsPaidByMsp(mspId, billingStatus) };
 }

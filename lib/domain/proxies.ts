@@ -23,13 +23,8 @@ import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteProxyCascade } from "./cascade.ts";
 import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
-import {
-  byCreatedDesc,
-  findInRegions,
-  MAX_RESOURCES_PER_REGION,
-  regionalDb,
-  requireConfiguredRegion,
-} from "./regional.ts";
+import { requireAllowedRegion } from "./msp-enforcement.ts";
+import { byCreatedDesc, findInRegions, MAX_RESOURCES_PER_REGION, regionalDb } from "./regional.ts";
 
 export const PROXY_NOT_FOUND = "Proxy not found";
 export const ALIAS_TAKEN = "Proxy alias already in use in this client";
@@ -140,7 +135,7 @@ async function writeProxySteps(region: string, steps: TransactionStep[]): Promis
 
 export async function createProxy(access: ClientAccess, input: CreateProxyInput) {
   const { clientId, userId } = access;
-  const region = requireConfiguredRegion(input.proxyRegion, "proxyRegion");
+  const region = await requireAllowedRegion(clientId, input.proxyRegion, "proxyRegion");
   const links = LINK_FIELDS.map((field) => [field, input[field]] as [LinkField, string]);
   await Promise.all(links.map(([field, id]) => checkLink(clientId, region, field, id)));
   const existing = await listProxiesOfClientInRegion(region, clientId);

@@ -15,13 +15,8 @@ import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-sche
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesTarget } from "./cascade.ts";
 import { badRequest, notFound } from "./errors.ts";
-import {
-  byCreatedDesc,
-  MAX_RESOURCES_PER_REGION,
-  regionalDb,
-  requireConfiguredRegion,
-  updateRegionalItem,
-} from "./regional.ts";
+import { requireAllowedRegion } from "./msp-enforcement.ts";
+import { byCreatedDesc, MAX_RESOURCES_PER_REGION, regionalDb, updateRegionalItem } from "./regional.ts";
 
 export const TARGET_NOT_FOUND = "Target not found";
 
@@ -45,7 +40,7 @@ export async function requireTarget(
 }
 
 export async function createTarget({ clientId, userId }: ClientAccess, input: CreateTargetInput) {
-  const region = requireConfiguredRegion(input.targetRegion, "targetRegion");
+  const region = await requireAllowedRegion(clientId, input.targetRegion, "targetRegion");
   const existing = await listTargetsOfClientInRegion(region, clientId);
   if (existing.length >= MAX_RESOURCES_PER_REGION)
     throw badRequest(`A client can have at most ${MAX_RESOURCES_PER_REGION} targets per region`);

@@ -425,18 +425,21 @@ describe("configurations", () => {
     expect(accepted.body.configuration.billingTo).toBe("msp");
   });
 
-  it("other fields: billingType only stripe, known regions, limits capped, sharing; 400s name the field", async () => {
+  it("other fields: billingType only stripe, known regions, limits at most the maximum, sharing; 400s name the field", async () => {
     const invoice = await msp.admin.api.put(configPath(), { billingType: "invoice" });
     expect(invoice.status).toBe(400);
     expect(invoice.body.fields).toEqual(["billingType"]);
     const region = await msp.admin.api.put(configPath(), { regionAccess: ["us-east-1", "mars-1"] });
     expect(region.status).toBe(400);
     expect(region.body.fields).toEqual(["regionAccess"]);
+    const over = await msp.admin.api.put(configPath(), { limits: { requestsPerMinute: 50_000_000 } });
+    expect(over.status).toBe(400);
+    expect(over.body.fields).toEqual(["limits.requestsPerMinute"]);
     const put = await msp.admin.api.put(configPath(), {
       billingType: "stripe",
       topUpMethod: "automatic",
       regionAccess: [US],
-      limits: { requestsPerMinute: 50_000_000, requestsPerDay: 1000 },
+      limits: { requestsPerMinute: 10_000, requestsPerDay: 1000 },
       sharing: { targets: false },
     });
     expect(put.status, JSON.stringify(put.body)).toBe(200);

@@ -1,21 +1,37 @@
 /**
  * Store round trips of common Core API calls, warm (authorizer decision cached, as API Gateway
- * caches it), counted by SDK middleware on every region's client: the figures of
- * docs/architecture.md ("Request flow"), held by this test so the doc cannot go stale silently.
+ * caches it), and of a warm proxied request on the data plane, counted by SDK middleware on every
+ * region's client: the figures of docs/architecture.md ("Request flow") and docs/data-plane.md
+ * ("Store round trips per warm request"), held by this test so the docs cannot go stale silently.
  */
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamo, kms } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
-import { createClientFor, created, startTestStack, type TestStack, type TestUser } from "../support/stack.ts";
+import { createMsp } from "#lib/domain/msps.ts";
+import {
+  callDataPlane,
+  createClientFor,
+  created,
+  createProxyParts,
+  startTestStack,
+  type TestStack,
+  type TestUser,
+} from "../support/stack.ts";
 
 let stack: TestStack;
 let owner: TestUser;
 let clientId: string;
 let proxyId: string;
+let targetServer: Server;
+let targetBase: string;
 
 type Stack = { add: (m: unknown, o: { step: string; name: string }) => void; remove: (n: string) => boolean };
 const counts = new Map<string, number>();
+/** The actions of each TransactWriteItems, in order (what a transaction's write units follow). */
+const transactionSizes: number[] = [];
 const name = `round-trips-${randomUUID()}`;
 
 async function countCalls() {
@@ -24,6 +40,8 @@ async function countCalls() {
     async (args: unknown) => {
       const key = `${context.clientName?.replace("Client", "") ?? "?"}:${context.commandName?.replace(/Command$/, "") ?? "?"}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
+      const actions = (args as { input?: { TransactItems?: unknown[] } }).input?.TransactItems;
+      if (actions) transactionSizes.push(actions.length);
       return next(args);
     };
   for (const region of getConfig().regions) {
@@ -41,6 +59,12 @@ async function callsOf(request: () => Promise<{ status: number }>, status = 200)
 }
 
 beforeAll(async () => {
+  targetServer = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.end("ok"));
+  });
+  await new Promise<void>((resolve) => targetServer.listen(0, "127.0.0.1", resolve));
+  targetBase = `http://127.0.0.1:${(targetServer.address() as AddressInfo).port}`;
   stack = await startTestStack({ authorizerCacheTtlSeconds: 300 });
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Round trips");
@@ -93,6 +117,8 @@ afterAll(async () => {
     ((await kms(region)).middlewareStack as unknown as Stack).remove(name);
   }
   await stack?.stop();
+  targetServer?.closeAllConnections();
+  await new Promise((resolve) => targetServer?.close(resolve));
 });
 
 describe("store round trips per warm Core API call", () => {
@@ -127,5 +153,66 @@ describe("store round trips per warm Core API call", () => {
       "DynamoDB:GetItem": 1 + getConfig().regions.length,
       "DynamoDB:UpdateItem": 1,
     });
+  });
+});
+
+describe("store round trips per warm proxied request", () => {
+  const KEY = "round-trips-caller-key-0123456789";
+  const region = "us-east-1";
+
+  /** A proxy of the client in `region`, built through the Core API by `user`. */
+  async function proxyOf(user: TestUser, client: string): Promise<string> {
+    const parts = await createProxyParts(user, client, { region, key: KEY, targetBaseURL: targetBase });
+    const proxy = await created(
+      user.api.post(`/api/clients/${client}/proxies`, {
+        proxyName: "dp",
+        proxyRegion: region,
+        proxyProxyCredentialId: parts.proxyCredentialId,
+        proxyTargetId: parts.targetId,
+        proxyTargetCredentialId: parts.targetCredentialId,
+      }),
+      "proxies",
+    );
+    return proxy.proxyId as string;
+  }
+
+  /** One request, and the log write after its answer. */
+  async function served(proxy: string) {
+    counts.clear();
+    transactionSizes.length = 0;
+    const answer = await callDataPlane(`${stack.regions[region]}/api/${proxy}/x`, {
+      headers: { "x-api-key": KEY },
+    });
+    expect(answer.status).toBe(200);
+    await vi.waitFor(() => expect(counts.get("DynamoDB:PutItem")).toBe(1), { timeout: 5000, interval: 20 });
+    return Object.fromEntries([...counts].sort());
+  }
+
+  /** The calls of a warm request: a first one loads and caches the configuration. */
+  async function warmCallsOf(proxy: string) {
+    await served(proxy);
+    return served(proxy);
+  }
+
+  it("a client without limits: the count transaction before the answer, the log after", async () => {
+    const calls = await warmCallsOf(await proxyOf(owner, clientId));
+    process.stdout.write(`round trips proxied request: ${JSON.stringify(calls)}\n`);
+    expect(calls).toEqual({ "DynamoDB:PutItem": 1, "DynamoDB:TransactWriteItems": 1 });
+    expect(transactionSizes).toEqual([2]); // the rate window, the configVersion check
+  });
+
+  it("a managed client with limits: the same two calls (its windows ride in the count transaction)", async () => {
+    const { msp } = await createMsp({ name: "Round trips MSP", ownerUserId: owner.userId });
+    const made = await owner.api.post(`/api/msps/${msp.mspId}/clients`, { clientName: "Limited" });
+    expect(made.status).toBe(201);
+    const managed = made.body.client.clientId as string;
+    const put = await owner.api.put(`/api/msps/${msp.mspId}/clients/${managed}/configurations`, {
+      limits: { requestsPerMinute: 100, requestsPerDay: 1000 },
+    });
+    expect(put.status).toBe(200);
+    const calls = await warmCallsOf(await proxyOf(owner, managed));
+    process.stdout.write(`round trips proxied request, client limits: ${JSON.stringify(calls)}\n`);
+    expect(calls).toEqual({ "DynamoDB:PutItem": 1, "DynamoDB:TransactWriteItems": 1 });
+    expect(transactionSizes).toEqual([4]); // and the client's minute and day windows
   });
 });

@@ -187,13 +187,13 @@ describe("the managed-client configuration after an update", () => {
     regions: ["us-east-1", "eu-west-1"],
   };
 
-  it("applies the pricing rules, keeps budget.current, caps limits, merges sharing", () => {
+  it("applies the pricing rules, keeps budget.current, sets limits, merges sharing", () => {
     const next = plannedConfiguration(
       current,
       {
         rates: { apiSeconds: 0.1 },
         budget: { minimumTopUpThreshold: 30 },
-        limits: { requestsPerMinute: 1e9, requestsPerDay: null },
+        limits: { requestsPerMinute: 10_000, requestsPerDay: null },
         sharing: { targets: true },
         regionAccess: ["eu-west-1", "eu-west-1"],
       },

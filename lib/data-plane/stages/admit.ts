@@ -21,7 +21,8 @@ export async function admit(ctx: RequestContext, authenticate: Authenticate): Pr
   if (proxy.proxyActive !== true || proxy.deletingAt) return denied("The proxy is inactive");
   if (runtime.clientStatus === "pendingDeletion") return denied("The organisation is scheduled for deletion");
   v.proxyActive = true;
-  if (runtime.billingStatus === "suspended") {
+  // The client's own billing, or that of the MSP paying for it (a managed client billed to it).
+  if (runtime.billingStatus === "suspended" || runtime.mspSuspended) {
     return serviceAnswer(402, {
       code: "billing-suspended",
       message: "Payment required: the account's billing is suspended",

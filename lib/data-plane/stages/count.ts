@@ -1,6 +1,7 @@
 /**
  * Stage 3, count: the request is counted in every window that can refuse it (the plan's rate
- * limit per proxy credential, and each limited window of each meter that applies), together with
+ * limit per proxy credential, a managed client's limits per client, and each limited window of
+ * each meter that applies), together with
  * the check that the configuration it was admitted on is still current, in ONE transaction
  * (lib/data-plane/counters.ts). Refused: 429 with `Retry-After` and the IETF RateLimit headers,
  * nothing counted, the target never called. Stale configuration: the pipeline reloads and admits
@@ -23,8 +24,13 @@ export type CommitCounters = typeof commitCounters;
 
 /** The step name of the plan's rate counter. */
 export const RATE_STEP = "rate";
+/** The step names of a managed client's limits: `client:minute`, `client:day`. */
+export const CLIENT_STEP = "client:";
 
-/** The counters written before the target is called: the rate window and every limited meter window. */
+/**
+ * The counters written before the target is called: the rate window, a managed client's limited
+ * windows, and every limited meter window.
+ */
 export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs: number): CounterStep[] {
   const runtime = ctx.runtime!;
   const admission = ctx.admission!;
@@ -45,6 +51,28 @@ export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs
       limit: admission.rateLimit,
     },
   ];
+  // A managed client's limits (docs/msp-api.md "Enforcement"): one counter per client and window.
+  for (const [kind, limit] of [
+    ["minute", runtime.requestsPerMinute],
+    ["day", runtime.requestsPerDay],
+  ] as const) {
+    if (limit === null) continue;
+    const window = windowAt(kind, nowMs);
+    steps.push({
+      name: `${CLIENT_STEP}${kind}`,
+      key: counterKeys.client(runtime.clientId, window),
+      window,
+      owner: {
+        entity: "clientCounter",
+        clientId: runtime.clientId,
+        proxyId: runtime.proxyId,
+        counterOf: runtime.clientId,
+      },
+      mode: "add",
+      amount: 1,
+      limit,
+    });
+  }
   for (const use of uses) {
     for (const window of use.windows) {
       if (window.limit === undefined) continue;
@@ -78,7 +106,7 @@ export function refusal(
   uses: readonly MeterUse[] = [],
 ): Answer {
   const refusedSteps = steps.filter((step) => refused.includes(step.name));
-  const meters = refusedSteps.filter((step) => step.name !== RATE_STEP);
+  const meters = refusedSteps.filter((step) => step.owner.entity === "meterCounter");
   if (ctx.metering)
     ctx.metering.refused = meters.map((step) => ({
       meterId: step.owner.counterOf,
@@ -87,7 +115,10 @@ export function refusal(
   const states: QuotaState[] = refusedSteps.map((step) => {
     const use = uses.find((candidate) => candidate.meterId === step.owner.counterOf);
     return {
-      name: step.name === RATE_STEP ? "rate" : meterPolicyName(step.owner.counterOf, step.window.kind),
+      name:
+        step.owner.entity === "meterCounter"
+          ? meterPolicyName(step.owner.counterOf, step.window.kind)
+          : step.name.replace(":", "-"),
       limit: step.limit ?? 0,
       used: step.limit ?? 0,
       window: step.window,
@@ -96,6 +127,16 @@ export function refusal(
     };
   });
   const headers = refusalHeaders(states, nowMs);
+  const client = refusedSteps.find((step) => step.owner.entity === "clientCounter");
+  if (client)
+    return serviceAnswer(
+      429,
+      {
+        code: "client-limit-exceeded",
+        message: `Too many requests: the client's limit of ${client.limit} requests per ${client.window.kind} is reached`,
+      },
+      { ...headers },
+    );
   const first = meters[0];
   if (!first) {
     return serviceAnswer(

@@ -3,7 +3,8 @@
  * - the proxy locator (`keys.proxyRuntime`): proxy id -> client id, written and deleted with the
  *   proxy (lib/domain/proxies.ts), because the data-plane URL carries only the proxy id;
  * - the client runtime item (`keys.clientRuntime`): the client's `configVersion` in that region
- *   and the billing status, plan and plan-limit override copied from the home region
+ *   and the billing status, plan, plan-limit override, and a managed client's limits and MSP
+ *   suspension copied from the home region
  *   (lib/data-plane/client-runtime.ts).
  */
 import * as z from "zod/mini";
@@ -24,6 +25,11 @@ export const ClientRuntimeItem = z.object({
   clientStatus: z._default(z.string(), "active"),
   /** A system administrator's override of the plan's requests per minute (null: the plan's figure). */
   rateLimitOverride: z._default(z.nullable(z.int()), null),
+  /** A managed client's limits per client in this region (null: none; lib/domain/msp-enforcement.ts). */
+  requestsPerMinute: z._default(z.nullable(z.int()), null),
+  requestsPerDay: z._default(z.nullable(z.int()), null),
+  /** Billed to its MSP, whose billing is suspended: the data plane answers 402. */
+  mspSuspended: z._default(z.boolean(), false),
 });
 export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
 

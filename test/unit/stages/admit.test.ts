@@ -21,6 +21,20 @@ import {
 const summary = (answer: Answer | undefined) =>
   answer && { status: answer.response.status, code: answer.outcome.code, message: answer.outcome.message };
 
+describe("admit: the MSP paying for a managed client", () => {
+  it("suspended: 402 billing-suspended, the body of the client's own suspension; lifted: admitted", async () => {
+    const own = await admit(located(runtime({ billingStatus: "suspended" })), authenticateCaller);
+    const byMsp = await admit(located(runtime({ mspSuspended: true })), authenticateCaller);
+    expect(summary(byMsp)).toEqual({
+      status: 402,
+      code: "billing-suspended",
+      message: "Payment required: the account's billing is suspended",
+    });
+    expect(byMsp?.response.body.toString()).toBe(own?.response.body.toString());
+    expect(await admit(located(runtime({ mspSuspended: false })), authenticateCaller)).toBeUndefined();
+  });
+});
+
 describe("admit: refusals in the order of spec 4.13", () => {
   it("reports the first failing check; fixing it reveals the next", async () => {
     // A configuration wrong in every way; each step below fixes the check that refused.

@@ -14,7 +14,14 @@ import {
 } from "#lib/data-plane/counters.ts";
 import { planMeters } from "#lib/data-plane/meter-plan.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
-import { type CommitCounters, count, countSteps, RATE_STEP, refusal } from "#lib/data-plane/stages/count.ts";
+import {
+  CLIENT_STEP,
+  type CommitCounters,
+  count,
+  countSteps,
+  RATE_STEP,
+  refusal,
+} from "#lib/data-plane/stages/count.ts";
 import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
 import { CLIENT_ID, located, meter, NOW, PROXY_ID, type RuntimeOptions, runtime } from "./fixtures.ts";
 
@@ -140,6 +147,80 @@ describe("countSteps", () => {
     const names = countSteps(ctx, planMeters(ctx, NOW), NOW).map((step) => step.name);
     expect(names).toContain("meter:m-post:minute");
     expect(names).not.toContain("meter:m-off:minute");
+  });
+});
+
+describe("a managed client's limits", () => {
+  it("add one counter per limited window of the client, after the rate window and before the meters", async () => {
+    const ctx = await admitted({ requestsPerMinute: 5, requestsPerDay: 100, meters: METERS });
+    const steps = countSteps(ctx, planMeters(ctx, NOW), NOW);
+    expect(steps.map((step) => step.name).slice(0, 4)).toEqual([
+      RATE_STEP,
+      `${CLIENT_STEP}minute`,
+      `${CLIENT_STEP}day`,
+      "meter:m-count:minute",
+    ]);
+    expect(steps.slice(1, 3).map(summary)).toEqual(
+      (["minute", "day"] as const).map((kind) => ({
+        name: `client:${kind}`,
+        key: counterKeys.client(CLIENT_ID, windowAt(kind, NOW)),
+        window: kind,
+        mode: "add",
+        amount: 1,
+        limit: kind === "minute" ? 5 : 100,
+        owner: { entity: "clientCounter", clientId: CLIENT_ID, proxyId: PROXY_ID, counterOf: CLIENT_ID },
+      })),
+    );
+    expect(counterKeys.client(CLIENT_ID, windowAt("day", NOW))).toEqual({
+      pKey: `RATE#CLIENT#${CLIENT_ID}#day`,
+      sKey: String(Date.UTC(2025, 0, 15)),
+    });
+  });
+
+  it("a window without a limit has no counter; a client without limits has none", async () => {
+    const onlyDay = await admitted({ requestsPerDay: 100 });
+    expect(countSteps(onlyDay, [], NOW).map((step) => step.name)).toEqual([RATE_STEP, "client:day"]);
+    expect(countSteps(await admitted(), [], NOW).map((step) => step.name)).toEqual([RATE_STEP]);
+  });
+
+  it("refused: 429 client-limit-exceeded with the meters' headers, whatever else refused", async () => {
+    const ctx = await admitted({ requestsPerMinute: 5, requestsPerDay: 100, meters: METERS });
+    const uses = planMeters(ctx, NOW);
+    ctx.metering = { applied: uses.map((use) => use.meterId), refused: [] };
+    const steps = countSteps(ctx, uses, NOW);
+    const answer = refusal(
+      ctx,
+      steps,
+      [RATE_STEP, "client:minute", "client:day", "meter:m-count:minute"],
+      NOW,
+      uses,
+    );
+    expect(answer.response.status).toBe(429);
+    expect(answer.outcome).toEqual({
+      code: "client-limit-exceeded",
+      message: "Too many requests: the client's limit of 5 requests per minute is reached",
+    });
+    expect(answer.response.headers).toMatchObject({
+      "retry-after": "48580", // the day window ends at midnight UTC
+      ratelimit:
+        '"rate";r=0;t=40, "client-minute";r=0;t=40, "client-day";r=0;t=48580, "m-count-minute";r=0;t=40',
+      "ratelimit-policy":
+        '"rate";q=1000;w=60, "client-minute";q=5;w=60, "client-day";q=100;w=86400, "m-count-minute";q=5;w=60',
+    });
+    expect(answer.response.headers["x-ratelimit-limit"]).toBeUndefined();
+    expect(ctx.metering.refused).toEqual([{ meterId: "m-count", window: "minute" }]);
+    expect(JSON.parse(answer.response.body.toString())).toEqual({
+      code: "client-limit-exceeded",
+      message: answer.outcome.message,
+    });
+    const dayOnly = refusal(ctx, steps, ["client:day"], NOW, uses);
+    expect(dayOnly.outcome.message).toBe(
+      "Too many requests: the client's limit of 100 requests per day is reached",
+    );
+    expect(dayOnly.response.headers).toMatchObject({
+      "retry-after": "48580",
+      ratelimit: '"client-day";r=0;t=48580',
+    });
   });
 });
 

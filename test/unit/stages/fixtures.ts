@@ -105,6 +105,9 @@ export interface RuntimeOptions {
   clientStatus?: string;
   planTier?: string;
   rateLimitOverride?: number | null;
+  requestsPerMinute?: number | null;
+  requestsPerDay?: number | null;
+  mspSuspended?: boolean;
   policies?: CompiledPolicies;
 }
 
@@ -164,6 +167,9 @@ export function runtime(options: RuntimeOptions = {}): ProxyRuntime {
     planStatus: "active",
     clientStatus: options.clientStatus ?? "active",
     rateLimitOverride: options.rateLimitOverride ?? null,
+    requestsPerMinute: options.requestsPerMinute ?? null,
+    requestsPerDay: options.requestsPerDay ?? null,
+    mspSuspended: options.mspSuspended ?? false,
     proxy,
     target,
     proxyCredential:
