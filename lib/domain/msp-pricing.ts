@@ -170,8 +170,9 @@ export function automaticTopUpDue(
 export function automaticTopUpCents(budget: BudgetState): number {
   const missing = budget.maximumTopUpThreshold - budget.current;
   if (missing <= 0) return 0;
-  // Math.round first: 15.2 - 0.1 is 15.099999999999998, which is 1510 cents, not 1511.
-  return Math.ceil(Math.round(missing * 1e6) / 1e4);
+  // To whole nano-dollars first (amounts are exact to 9 places): 15.2 - 0.1 is 15.099999999999998
+  // in floating point, which is 1510 cents, not 1511.
+  return Math.ceil(Math.round(missing * 1e9) / 1e7);
 }
 
 /** Stripe's smallest USD charge, in cents. */

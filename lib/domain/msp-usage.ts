@@ -26,8 +26,6 @@ import {
 import { MSP_NOT_FOUND } from "./msps.ts";
 import type { BucketDelta } from "./telemetry/aggregate.ts";
 
-/** `YYYY-MM`, a calendar month (UTC), as the telemetry month buckets are keyed. */
-export const MONTH_PATTERN = /^\d{4}-(0[1-9]|1[0-2])$/;
 /** Telemetry Queries run at once while a report is built (clients × regions). */
 const READ_CONCURRENCY = 16;
 
