@@ -107,9 +107,13 @@ export async function drawDownBudgets(digest: string, draws: readonly BudgetDraw
           Update: {
             TableName: tableName(),
             Key: budgetKeys.config(draw.clientId),
-            UpdateExpression: "SET budget.current = budget.current - :amount",
+            // Adding the negated amount: DynamoDB adds decimals exactly (moto's emulator subtracts in
+            // binary floating point, its `+` is exact: this form is exact on both).
+            UpdateExpression: "SET budget.#current = budget.#current + :delta",
             ConditionExpression: "billingTo = :msp AND rates.apiSeconds = :rate",
-            ExpressionAttributeValues: { ":amount": draw.amount, ":msp": "msp", ":rate": draw.rate },
+            // CURRENT is a DynamoDB reserved word
+            ExpressionAttributeNames: { "#current": "current" },
+            ExpressionAttributeValues: { ":delta": -draw.amount, ":msp": "msp", ":rate": draw.rate },
           },
         },
       }),
@@ -193,6 +197,7 @@ function settleSteps(
               ? "attribute_not_exists(topUpSequence) OR topUpSequence = :sequence"
               : "topUpSequence = :sequence",
           ExpressionAttributeValues: { ...configValues, ":next": topUp.sequence + 1, ":sequence": topUp.sequence },
+          ...(configSet.includes("#current") ? { ExpressionAttributeNames: { "#current": "current" } } : {}),
         },
       },
     },
@@ -218,7 +223,7 @@ export const completeTopUp = (topUp: TopUpItem, paymentIntentId: string, now: st
       topUp,
       "paymentIntentId = :intent, updatedAt = :now",
       { ":status": "succeeded", ":intent": paymentIntentId, ":now": now },
-      "budget.current = budget.current + :amount, automaticTopUpFailedAt = :cleared",
+      "budget.#current = budget.#current + :amount, automaticTopUpFailedAt = :cleared",
       { ":amount": topUp.amountCents / 100, ":cleared": null },
     ),
   );
