@@ -350,7 +350,9 @@ export class RegionalStack extends Stack {
       "dynamodb:UpdateItem",
     ]);
     if (settings.stripeSecretArn)
-      consumer.addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn).allowReadSecret(settings.stripeSecretArn);
+      consumer
+        .addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn)
+        .allowReadSecret(settings.stripeSecretArn);
     this.addStreamMapping(
       consumer,
       TELEMETRY_STREAM_SETTINGS,

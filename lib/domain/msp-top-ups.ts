@@ -38,7 +38,8 @@ export const STALE_CLAIM_MS = 120_000;
 export const NOT_BILLED_TO_MSP = "Top-ups apply only to clients billed to the MSP by Stripe";
 export const TOP_UP_IN_PROGRESS = "Another top-up of this client is in progress; try again";
 
-export const topUpIdempotencyKey = (clientId: string, sequence: number) => `msp-top-up-${clientId}-${sequence}`;
+export const topUpIdempotencyKey = (clientId: string, sequence: number) =>
+  `msp-top-up-${clientId}-${sequence}`;
 
 function newClaim(
   config: ClientConfigItem,
@@ -99,7 +100,10 @@ export async function runAutomaticTopUp(clientId: string): Promise<AutomaticTopU
     newClaim(config, config.mspId, "automatic", automaticTopUpCents(config.budget), null),
   );
   if (claim.claimed) topUp = claim.topUp;
-  else if (claim.existing?.status === "pending" && Date.now() - Date.parse(claim.existing.createdAt) > STALE_CLAIM_MS)
+  else if (
+    claim.existing?.status === "pending" &&
+    Date.now() - Date.parse(claim.existing.createdAt) > STALE_CLAIM_MS
+  )
     topUp = claim.existing;
   if (!topUp) return "claimedElsewhere";
   const charge = await chargeClaim(topUp, found?.config?.paymentCustomerId ?? null);
@@ -147,7 +151,9 @@ export async function manualTopUp(access: MspAccess, amount: number): Promise<To
   if (!thresholdsApply(config.billingTo, config.billingType)) throw conflict(NOT_BILLED_TO_MSP);
   const problem = manualTopUpProblem(amount, config.budget);
   if (problem) throw validationFailed([{ field: "amount", problem }]);
-  const claim = await claimTopUp(newClaim(config, access.mspId, "manual", Math.round(amount * 100), access.userId));
+  const claim = await claimTopUp(
+    newClaim(config, access.mspId, "manual", Math.round(amount * 100), access.userId),
+  );
   if (!claim.claimed) throw conflict(TOP_UP_IN_PROGRESS);
   const charge = await chargeClaim(claim.topUp, found.config.paymentCustomerId);
   if (charge.outcome === "declined") throw paymentFailed(`Payment failed: ${charge.reason}`);

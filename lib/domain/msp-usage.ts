@@ -30,7 +30,11 @@ import type { BucketDelta } from "./telemetry/aggregate.ts";
 const READ_CONCURRENCY = 16;
 
 /** Runs `task` over `items`, at most `limit` at a time; results in the order of `items`. */
-async function mapBounded<T, R>(items: readonly T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {
+async function mapBounded<T, R>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
@@ -44,10 +48,20 @@ async function mapBounded<T, R>(items: readonly T[], limit: number, task: (item:
 }
 
 /** A client's requests and request milliseconds in one month, summed over the deployment's regions. */
-async function monthTelemetry(clientId: string, month: string): Promise<{ requests: number; apiMilliseconds: number }> {
+async function monthTelemetry(
+  clientId: string,
+  month: string,
+): Promise<{ requests: number; apiMilliseconds: number }> {
   const perRegion = await Promise.all(
     getConfig().regions.map((region) =>
-      listTelemetryBuckets(region, { scope: "client", id: clientId, interval: "month", from: month, to: month, limit: 1 }),
+      listTelemetryBuckets(region, {
+        scope: "client",
+        id: clientId,
+        interval: "month",
+        from: month,
+        to: month,
+        limit: 1,
+      }),
     ),
   );
   let requests = 0;
@@ -89,7 +103,10 @@ export async function mspUsageReport(
   access: MspAccess,
   query: { month: string; page: number; limit: number },
 ): Promise<UsageReport> {
-  const [links, found] = await Promise.all([listClientLinksOfMsp(access.mspId), findMspWithConfig(access.mspId)]);
+  const [links, found] = await Promise.all([
+    listClientLinksOfMsp(access.mspId),
+    findMspWithConfig(access.mspId),
+  ]);
   if (!found?.config) throw notFound(MSP_NOT_FOUND);
   const mspRate = found.config.rates.apiSeconds;
   const ids = links.map((link) => link.clientId);
@@ -107,7 +124,11 @@ export async function mspUsageReport(
     const name = nameOf.get(clientId);
     if (!config || name === undefined) return; // a client being deleted
     const used = telemetry[index] as { requests: number; apiMilliseconds: number };
-    const priced = priceUsage({ apiMilliseconds: used.apiMilliseconds, clientRate: config.rates.apiSeconds, mspRate });
+    const priced = priceUsage({
+      apiMilliseconds: used.apiMilliseconds,
+      clientRate: config.rates.apiSeconds,
+      mspRate,
+    });
     totals.requests += used.requests;
     totals.apiMilliseconds += used.apiMilliseconds;
     totals.client += priced.amountAtClientRatesNanos;
@@ -207,7 +228,10 @@ export function clientMillisecondsOf(deltas: readonly BucketDelta[]): Map<string
 const billedToMsp = (config: ClientConfigItem) => config.mspId !== null && config.billingTo === "msp";
 
 /** The draw of each billed client of a part, priced at the configuration's rate. */
-export function drawsOf(milliseconds: ReadonlyMap<string, number>, configs: ReadonlyMap<string, ClientConfigItem>) {
+export function drawsOf(
+  milliseconds: ReadonlyMap<string, number>,
+  configs: ReadonlyMap<string, ClientConfigItem>,
+) {
   const draws: BudgetDraw[] = [];
   for (const [clientId, ms] of milliseconds) {
     const config = configs.get(clientId);
@@ -240,7 +264,8 @@ export async function drawDownPart(digest: string, deltas: readonly BucketDelta[
     const result = await drawDownBudgets(digest, draws);
     // Already applied (a redelivery): the same clients, so a top-up check the first delivery missed runs now.
     if (result.outcome !== "stale") return draws.map((draw) => draw.clientId);
-    if (attempt >= MAX_PRICING_ATTEMPTS) throw new Error(`Budgets kept changing while part ${digest} was priced`);
+    if (attempt >= MAX_PRICING_ATTEMPTS)
+      throw new Error(`Budgets kept changing while part ${digest} was priced`);
     log.info("Budget draw-down priced again: a configuration changed", { clients: result.clientIds.length });
     toRead = result.clientIds;
   }

@@ -157,7 +157,8 @@ export async function chargeCustomer(input: {
 }): Promise<ChargeOutcome> {
   const client = await stripe();
   if (!client) throw upstreamFailed("No payment processor is configured");
-  if (!input.customerId) return { outcome: "declined", reason: "no payment method on file", paymentIntentId: null };
+  if (!input.customerId)
+    return { outcome: "declined", reason: "no payment method on file", paymentIntentId: null };
   try {
     const customer = await client.customers.retrieve(input.customerId);
     const method = customer.deleted
@@ -180,7 +181,12 @@ export async function chargeCustomer(input: {
     if (intent.status === "succeeded") return { outcome: "succeeded", paymentIntentId: intent.id };
     return { outcome: "declined", reason: `payment ${intent.status}`, paymentIntentId: intent.id };
   } catch (error) {
-    const failure = error as { type?: string; statusCode?: number; message?: string; raw?: { payment_intent?: { id?: string } } };
+    const failure = error as {
+      type?: string;
+      statusCode?: number;
+      message?: string;
+      raw?: { payment_intent?: { id?: string } };
+    };
     // Card errors (402) and a missing customer (404) are the payer's to fix; anything else is ours.
     if (failure.type === "StripeCardError" || failure.statusCode === 402 || failure.statusCode === 404)
       return {

@@ -45,7 +45,10 @@ function qualityOf(offered: string, ranges: readonly MediaRange[]): number {
   return best.q;
 }
 
-export function preferredMediaType(accept: string | undefined, offered: readonly [string, ...string[]]): string {
+export function preferredMediaType(
+  accept: string | undefined,
+  offered: readonly [string, ...string[]],
+): string {
   if (!accept?.trim()) return offered[0];
   const ranges = parseAccept(accept);
   let chosen = offered[0];

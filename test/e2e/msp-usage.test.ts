@@ -15,9 +15,9 @@ import { resetConfig } from "#lib/config.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
 import { keys } from "#lib/db/keys.ts";
 import { apiSecondsAmountNanos, nanosToAmount } from "#lib/domain/msp-pricing.ts";
+import { USAGE_CSV_COLUMNS } from "#lib/domain/msp-usage.ts";
 import { createMsp, setMspRates } from "#lib/domain/msps.ts";
 import { resetPayments } from "#lib/domain/payments.ts";
-import { USAGE_CSV_COLUMNS } from "#lib/domain/msp-usage.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import {
   callDataPlane,
@@ -50,9 +50,12 @@ const month = new Date().toISOString().slice(0, 7);
 async function joinMsp(member: TestUser, roles: string[]) {
   const invite = await owner.api.post(`/api/msps/${mspId}/invites`, { userEmail: member.email, roles });
   expect(invite.status, JSON.stringify(invite.body)).toBe(201);
-  const accepted = await member.api.put(`/api/users/${member.userId}/invites/${invite.body.invites[0].inviteId}`, {
-    acceptInvite: true,
-  });
+  const accepted = await member.api.put(
+    `/api/users/${member.userId}/invites/${invite.body.invites[0].inviteId}`,
+    {
+      acceptInvite: true,
+    },
+  );
   expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
 }
 
@@ -147,7 +150,11 @@ async function csvOf(caller: TestUser, path: string) {
   const response = await fetch(`${stack.baseUrl}${path}`, {
     headers: { Authorization: caller.token, Accept: "text/csv" },
   });
-  return { status: response.status, contentType: response.headers.get("content-type"), text: await response.text() };
+  return {
+    status: response.status,
+    contentType: response.headers.get("content-type"),
+    text: await response.text(),
+  };
 }
 
 describe("the walkthrough: the client's traffic shows up in the usage report", () => {
@@ -160,7 +167,10 @@ describe("the walkthrough: the client's traffic shows up in the usage report", (
     }
     const logs = await listRequestLogsOfProxy(REGION, { proxyId, clientId, max: 100 });
     expect(logs).toHaveLength(REQUESTS);
-    const ms = logs.reduce((sum, log) => sum + ((log.proxyData?.sentAt ?? 0) - (log.proxyData?.receivedAt ?? 0)), 0);
+    const ms = logs.reduce(
+      (sum, log) => sum + ((log.proxyData?.sentAt ?? 0) - (log.proxyData?.receivedAt ?? 0)),
+      0,
+    );
 
     // The telemetry consumer aggregates off the hot path: poll the report (bound: 30 s).
     const started = Date.now();
@@ -190,7 +200,12 @@ describe("the walkthrough: the client's traffic shows up in the usage report", (
           amountAtMspRates: atMsp,
         },
       ],
-      totals: { requests: REQUESTS, apiSeconds: ms / 1000, amountAtClientRates: atClient, amountAtMspRates: atMsp },
+      totals: {
+        requests: REQUESTS,
+        apiSeconds: ms / 1000,
+        amountAtClientRates: atClient,
+        amountAtMspRates: atMsp,
+      },
       pagination: { page: 1, limit: 100, total: 1, pages: 1 },
     });
     expect(atClient).toBeGreaterThan(atMsp);
@@ -208,8 +223,8 @@ describe("the walkthrough: the client's traffic shows up in the usage report", (
 
     // The budget: 0 was below the minimum (10), so the first draw-down triggered one automatic
     // top-up up to the maximum (50); every draw-down is at 90 nano-USD per ms, exactly.
-    let budget = (await admin.api.get(`/api/msps/${mspId}/clients/${clientId}/configurations`)).body.configuration
-      .budget;
+    let budget = (await admin.api.get(`/api/msps/${mspId}/clients/${clientId}/configurations`)).body
+      .configuration.budget;
     const charges = () => processor.paymentIntents.filter((intent) => intent.customer === customerId);
     while (charges().length === 0 && Date.now() - started < 30_000) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -217,9 +232,14 @@ describe("the walkthrough: the client's traffic shows up in the usage report", (
     expect(charges()).toHaveLength(1);
     const charged = (charges()[0]?.amount as number) / 100;
     expect(charged).toBeGreaterThanOrEqual(50);
-    budget = (await admin.api.get(`/api/msps/${mspId}/clients/${clientId}/configurations`)).body.configuration.budget;
+    budget = (await admin.api.get(`/api/msps/${mspId}/clients/${clientId}/configurations`)).body.configuration
+      .budget;
     expect(budget.current).toBe(Number((charged - atClient).toFixed(9)));
-    expect(charges()[0]).toMatchObject({ currency: "usd", status: "succeeded", payment_method: "pm_card_visa" });
+    expect(charges()[0]).toMatchObject({
+      currency: "usd",
+      status: "succeeded",
+      payment_method: "pm_card_visa",
+    });
   }, 90_000);
 });
 
@@ -296,10 +316,18 @@ describe("POST /api/msps/{mspId}/clients/{clientId}/top-ups", () => {
     expect(tooMuch.body.fields).toEqual(["amount"]);
     const response = await admin.api.post(topUps(), { amount: room });
     expect(response.status, JSON.stringify(response.body)).toBe(201);
-    expect(response.body.topUp).toMatchObject({ method: "manual", amount: room, currency: "usd", status: "succeeded" });
+    expect(response.body.topUp).toMatchObject({
+      method: "manual",
+      amount: room,
+      currency: "usd",
+      status: "succeeded",
+    });
     expect(response.body.budget.current).toBe(Number((before + room).toFixed(9)));
     expect(processor.paymentIntents.length).toBe(intents + 1);
-    expect(processor.paymentIntents.at(-1)).toMatchObject({ amount: Math.round(room * 100), customer: customerId });
+    expect(processor.paymentIntents.at(-1)).toMatchObject({
+      amount: Math.round(room * 100),
+      customer: customerId,
+    });
   });
 
   it.each([
@@ -316,10 +344,11 @@ describe("POST /api/msps/{mspId}/clients/{clientId}/top-ups", () => {
   });
 
   it("409 for a client billed to itself", async () => {
-    const other = (
-      await admin.api.post(`/api/msps/${mspId}/clients`, { clientName: "Fabrikam" })
-    ).body.client.clientId as string;
-    const switched = await admin.api.put(`/api/msps/${mspId}/clients/${other}/configurations`, { billingTo: "client" });
+    const other = (await admin.api.post(`/api/msps/${mspId}/clients`, { clientName: "Fabrikam" })).body.client
+      .clientId as string;
+    const switched = await admin.api.put(`/api/msps/${mspId}/clients/${other}/configurations`, {
+      billingTo: "client",
+    });
     expect(switched.status).toBe(200);
     const response = await admin.api.post(`/api/msps/${mspId}/clients/${other}/top-ups`, { amount: 5 });
     expect(response.status).toBe(409);

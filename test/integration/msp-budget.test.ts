@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler } from "#functions/telemetry-stream.ts";
 import { getConfig, resetConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
+import { marshallItem, PutCommand } from "#lib/db/document-client.ts";
 import { findTopUp } from "#lib/db/entities/budget.ts";
 import { findClientConfig } from "#lib/db/entities/client-config.ts";
 import { findMspWithConfig } from "#lib/db/entities/msp.ts";
-import { marshallItem, PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, nowIso, tableName } from "#lib/db/store.ts";
 import { defaultClientConfiguration } from "#lib/domain/client-config.ts";
@@ -51,7 +51,10 @@ afterAll(async () => {
 async function newMsp(paymentMethod: string | null = "pm_card_visa") {
   const ownerUserId = randomUUID();
   await homeDb().send(
-    new PutCommand({ TableName: tableName(), Item: { ...keys.user(ownerUserId), entity: "user", userId: ownerUserId } }),
+    new PutCommand({
+      TableName: tableName(),
+      Item: { ...keys.user(ownerUserId), entity: "user", userId: ownerUserId },
+    }),
   );
   const { msp } = await createMsp({ name: "Budget MSP", ownerUserId });
   const found = await findMspWithConfig(msp.mspId);
@@ -118,7 +121,14 @@ function logRecord(clientId: string, ms: number, offset = 0): DynamoDBRecord {
     status: 200,
     message: "",
     arnBase: "arn",
-    target: { sentAt: at + 1, receivedAt: at + ms - 1, status: 200, location: null, responseHeaders: {}, responseBody: undefined },
+    target: {
+      sentAt: at + 1,
+      receivedAt: at + ms - 1,
+      status: 200,
+      location: null,
+      responseHeaders: {},
+      responseBody: undefined,
+    },
     validation: {},
     processed: true,
     redactHeaders: [],
@@ -145,7 +155,8 @@ function logRecord(clientId: string, ms: number, offset = 0): DynamoDBRecord {
 }
 
 const currentOf = async (clientId: string) => (await findClientConfig(clientId))?.budget.current;
-const chargesOf = (customerId: string) => processor.paymentIntents.filter((intent) => intent.customer === customerId);
+const chargesOf = (customerId: string) =>
+  processor.paymentIntents.filter((intent) => intent.customer === customerId);
 
 describe("budget draw-down in the telemetry consumer", () => {
   it("draws a client billed to its MSP down by its priced request time, once per part however often delivered", async () => {
@@ -184,10 +195,19 @@ describe("automatic top-ups", () => {
     const clientId = await newClient(mspId, { topUpMethod: "automatic", current: 1.25 });
     const outcomes = await Promise.all(Array.from({ length: 25 }, () => runAutomaticTopUp(clientId)));
     expect(outcomes.filter((outcome) => outcome === "succeeded")).toHaveLength(1);
-    expect(outcomes.filter((outcome) => outcome === "succeeded" || outcome === "claimedElsewhere" || outcome === "notDue")).toHaveLength(25);
+    expect(
+      outcomes.filter(
+        (outcome) => outcome === "succeeded" || outcome === "claimedElsewhere" || outcome === "notDue",
+      ),
+    ).toHaveLength(25);
     const charges = chargesOf(customerId);
     expect(charges).toHaveLength(1);
-    expect(charges[0]).toMatchObject({ amount: 1875, currency: "usd", status: "succeeded", payment_method: "pm_card_visa" });
+    expect(charges[0]).toMatchObject({
+      amount: 1875,
+      currency: "usd",
+      status: "succeeded",
+      payment_method: "pm_card_visa",
+    });
     const config = await findClientConfig(clientId);
     expect(config?.budget.current).toBe(20);
     expect(config?.topUpSequence).toBe(1);
@@ -206,7 +226,9 @@ describe("automatic top-ups", () => {
     const { mspId, customerId } = await newMsp();
     const clientId = await newClient(mspId, { topUpMethod: "automatic", current: 5.00002, rate: 1 });
     // 12 batches, each 100 ms of request time = $0.00001: the first one below 5 triggers
-    const batches = Array.from({ length: 12 }, (_, index) => ({ Records: [logRecord(clientId, 100, index)] }));
+    const batches = Array.from({ length: 12 }, (_, index) => ({
+      Records: [logRecord(clientId, 100, index)],
+    }));
     const results = await Promise.all(batches.map((event) => handler(event)));
     expect(results.every((result) => result.batchItemFailures.length === 0)).toBe(true);
     const charges = chargesOf(customerId);
@@ -227,7 +249,10 @@ describe("automatic top-ups", () => {
     expect(config?.budget.current).toBe(0);
     expect(config?.topUpSequence).toBe(1);
     expect(config?.automaticTopUpFailedAt).not.toBeNull();
-    expect(await findTopUp(clientId, 0)).toMatchObject({ status: "failed", failureReason: "Your card was declined." });
+    expect(await findTopUp(clientId, 0)).toMatchObject({
+      status: "failed",
+      failureReason: "Your card was declined.",
+    });
     expect(await runAutomaticTopUp(clientId)).toBe("notDue"); // paused for an hour
     expect(chargesOf(customerId)).toHaveLength(1);
   });

@@ -158,7 +158,9 @@ describe("apiSecondsAmountNanos = ms × 100 nano-USD × rate, rounded half up on
     );
     const summed = parts.map((ms) => apiSecondsAmountNanos(ms, 0.85)).reduce((a, b) => a + b, 0n);
     expect(whole).toBe(summed); // 85 nano per ms: integer, so no rounding at all
-    expect(apiSecondsAmountNanos(3, 0.333333) * 2n - apiSecondsAmountNanos(6, 0.333333)).toBeLessThanOrEqual(1n);
+    expect(apiSecondsAmountNanos(3, 0.333333) * 2n - apiSecondsAmountNanos(6, 0.333333)).toBeLessThanOrEqual(
+      1n,
+    );
   });
 
   it.each([
@@ -228,9 +230,9 @@ describe("automatic top-ups", () => {
     [20, 20, 0],
     [25, 20, 0],
   ])("current %s, maximum %s: charge %s cents", (current, maximum, cents) => {
-    expect(
-      automaticTopUpCents({ current, minimumTopUpThreshold: 5, maximumTopUpThreshold: maximum }),
-    ).toBe(cents);
+    expect(automaticTopUpCents({ current, minimumTopUpThreshold: 5, maximumTopUpThreshold: maximum })).toBe(
+      cents,
+    );
   });
 });
 

@@ -140,7 +140,11 @@ export async function drawDownBudgets(digest: string, draws: readonly BudgetDraw
 /** Access pattern "top-up by sequence": a consistent GetItem. */
 export async function findTopUp(clientId: string, sequence: number): Promise<TopUpItem | undefined> {
   const result = await homeDb().send(
-    new GetCommand({ TableName: tableName(), Key: budgetKeys.topUp(clientId, sequence), ConsistentRead: true }),
+    new GetCommand({
+      TableName: tableName(),
+      Key: budgetKeys.topUp(clientId, sequence),
+      ConsistentRead: true,
+    }),
   );
   return result.Item ? topUpItemOf(result.Item) : undefined;
 }
@@ -154,7 +158,11 @@ export async function claimTopUp(
 ): Promise<{ claimed: true; topUp: TopUpItem } | { claimed: false; existing: TopUpItem | undefined }> {
   try {
     await homeDb().send(
-      new PutCommand({ TableName: tableName(), Item: claim, ConditionExpression: "attribute_not_exists(pKey)" }),
+      new PutCommand({
+        TableName: tableName(),
+        Item: claim,
+        ConditionExpression: "attribute_not_exists(pKey)",
+      }),
     );
     return { claimed: true, topUp: claim };
   } catch (error) {
@@ -196,7 +204,11 @@ function settleSteps(
             topUp.sequence === 0
               ? "attribute_not_exists(topUpSequence) OR topUpSequence = :sequence"
               : "topUpSequence = :sequence",
-          ExpressionAttributeValues: { ...configValues, ":next": topUp.sequence + 1, ":sequence": topUp.sequence },
+          ExpressionAttributeValues: {
+            ...configValues,
+            ":next": topUp.sequence + 1,
+            ":sequence": topUp.sequence,
+          },
           ...(configSet.includes("#current") ? { ExpressionAttributeNames: { "#current": "current" } } : {}),
         },
       },
@@ -217,8 +229,12 @@ async function settle(steps: TransactionStep[]): Promise<boolean> {
 }
 
 /** Access pattern "settle a top-up", charged: the claim `succeeded` and the amount added to the balance. */
-export const completeTopUp = (topUp: TopUpItem, paymentIntentId: string, now: string) =>
-  settle(
+export async function completeTopUp(
+  topUp: TopUpItem,
+  paymentIntentId: string,
+  now: string,
+): Promise<boolean> {
+  return settle(
     settleSteps(
       topUp,
       "paymentIntentId = :intent, updatedAt = :now",
@@ -227,10 +243,16 @@ export const completeTopUp = (topUp: TopUpItem, paymentIntentId: string, now: st
       { ":amount": topUp.amountCents / 100, ":cleared": null },
     ),
   );
+}
 
 /** Access pattern "settle a top-up", refused: the claim `failed`; an automatic one pauses automatic top-ups. */
-export const failTopUp = (topUp: TopUpItem, reason: string, paymentIntentId: string | null, now: string) =>
-  settle(
+export async function failTopUp(
+  topUp: TopUpItem,
+  reason: string,
+  paymentIntentId: string | null,
+  now: string,
+): Promise<boolean> {
+  return settle(
     settleSteps(
       topUp,
       "failureReason = :reason, paymentIntentId = :intent, updatedAt = :now",
@@ -239,3 +261,4 @@ export const failTopUp = (topUp: TopUpItem, reason: string, paymentIntentId: str
       topUp.method === "automatic" ? { ":now": now } : {},
     ),
   );
+}
