@@ -283,7 +283,7 @@ describe.each(regions)("RegionalStack %s", (region) => {
         },
         {
           Effect: "Allow",
-          Action: ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+          Action: ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
           // the home region's table, by its deterministic ARN (us-east-1 is the fixture's home region)
           Resource: [`arn:aws:dynamodb:us-east-1:<AWS::AccountId>:table/${appName}`],
         },
