@@ -306,6 +306,23 @@ describe("POST /api/msps/{mspId}/clients/{clientId}/top-ups", () => {
     }
   });
 
+  it("racing top-ups: each answer a 201 or a 409, one charge per 201, each added once", async () => {
+    const before = await current();
+    const intents = processor.paymentIntents.length;
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => admin.api.post(topUps(), { amount: 1 })),
+    );
+    const statuses = answers.map((answer) => answer.status);
+    const succeeded = statuses.filter((status) => status === 201).length;
+    expect(
+      statuses.every((status) => status === 201 || status === 409),
+      JSON.stringify(statuses),
+    ).toBe(true);
+    expect(succeeded).toBeGreaterThanOrEqual(1);
+    expect(processor.paymentIntents.length - intents).toBe(succeeded);
+    expect(await current()).toBe(Number((before + succeeded).toFixed(9)));
+  });
+
   it("charges the MSP and adds the amount, never beyond the maximum", async () => {
     const before = await current();
     const intents = processor.paymentIntents.length;

@@ -12,7 +12,7 @@ import { handler } from "#functions/telemetry-stream.ts";
 import { getConfig, resetConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
 import { marshallItem, PutCommand } from "#lib/db/document-client.ts";
-import { findTopUp } from "#lib/db/entities/budget.ts";
+import { drawDownBudgets, findTopUp } from "#lib/db/entities/budget.ts";
 import { findClientConfig } from "#lib/db/entities/client-config.ts";
 import { findMspWithConfig } from "#lib/db/entities/msp.ts";
 import { keys } from "#lib/db/keys.ts";
@@ -186,6 +186,26 @@ describe("budget draw-down in the telemetry consumer", () => {
     const clientId = await newClient(mspId, { current: 30, rate: 0.7 });
     expect(await handler({ Records: [logRecord(clientId, 10_000)] })).toEqual({ batchItemFailures: [] });
     expect(await currentOf(clientId)).toBe(30 - nanosToAmount(apiSecondsAmountNanos(10_000, 0.7))); // 30 − 0.0007
+  });
+});
+
+describe("the draw-down transaction", () => {
+  it("draws nothing and writes no marker when the rate changed since it was priced (stale), then applies once", async () => {
+    const { mspId } = await newMsp();
+    const clientId = await newClient(mspId, { current: 10, rate: 0.9 });
+    const digest = randomUUID();
+    expect(await drawDownBudgets(digest, [{ clientId, amount: 0.5, rate: 0.8 }])).toEqual({
+      outcome: "stale",
+      clientIds: [clientId],
+    });
+    expect(await currentOf(clientId)).toBe(10);
+    expect(await drawDownBudgets(digest, [{ clientId, amount: 0.5, rate: 0.9 }])).toEqual({
+      outcome: "applied",
+    });
+    expect(await drawDownBudgets(digest, [{ clientId, amount: 0.5, rate: 0.9 }])).toEqual({
+      outcome: "alreadyApplied",
+    });
+    expect(await currentOf(clientId)).toBe(9.5);
   });
 });
 
