@@ -83,6 +83,10 @@ async function chargeClaim(topUp: TopUpItem, customerId: string | null) {
   return charge;
 }
 
+/** A pending claim whose charger has not settled it within STALE_CLAIM_MS: taken as crashed. */
+const abandoned = (claim: TopUpItem | undefined): claim is TopUpItem =>
+  claim?.status === "pending" && Date.now() - Date.parse(claim.createdAt) > STALE_CLAIM_MS;
+
 export type AutomaticTopUpOutcome = "notDue" | "claimedElsewhere" | "succeeded" | "declined";
 
 /**
@@ -100,11 +104,7 @@ export async function runAutomaticTopUp(clientId: string): Promise<AutomaticTopU
     newClaim(config, config.mspId, "automatic", automaticTopUpCents(config.budget), null),
   );
   if (claim.claimed) topUp = claim.topUp;
-  else if (
-    claim.existing?.status === "pending" &&
-    Date.now() - Date.parse(claim.existing.createdAt) > STALE_CLAIM_MS
-  )
-    topUp = claim.existing;
+  else if (abandoned(claim.existing)) topUp = claim.existing;
   if (!topUp) return "claimedElsewhere";
   const charge = await chargeClaim(topUp, found?.config?.paymentCustomerId ?? null);
   if (charge.outcome === "declined")
@@ -154,7 +154,11 @@ export async function manualTopUp(access: MspAccess, amount: number): Promise<To
   const claim = await claimTopUp(
     newClaim(config, access.mspId, "manual", Math.round(amount * 100), access.userId),
   );
-  if (!claim.claimed) throw conflict(TOP_UP_IN_PROGRESS);
+  if (!claim.claimed) {
+    // A claim a crashed charger left: settle it (same key, so no second charge), then the caller retries.
+    if (abandoned(claim.existing)) await chargeClaim(claim.existing, found.config.paymentCustomerId);
+    throw conflict(TOP_UP_IN_PROGRESS);
+  }
   const charge = await chargeClaim(claim.topUp, found.config.paymentCustomerId);
   if (charge.outcome === "declined") throw paymentFailed(`Payment failed: ${charge.reason}`);
   const [settled, after] = await Promise.all([
