@@ -4,10 +4,15 @@
  * an SQS on-failure queue); locally the stream poller (local/stream-poller.ts) calls it with the
  * same event. Powertools' BatchProcessor decodes each record; the batch is then aggregated per
  * client and proxy bucket and written part by part, each part once (lib/db/entities/telemetry.ts).
+ * After each part, the budgets of managed clients billed to their MSP are drawn down by the part's
+ * request time, also once per part (lib/domain/msp-usage.ts); then the clients drawn down get their
+ * automatic top-up check (lib/domain/msp-top-ups.ts).
  */
 import { processPartialResponse } from "@aws-lambda-powertools/batch";
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { addTelemetryParts, splitIntoParts, type TelemetryRecordInput } from "#lib/db/entities/telemetry.ts";
+import { runAutomaticTopUps } from "#lib/domain/msp-top-ups.ts";
+import { drawDownPart } from "#lib/domain/msp-usage.ts";
 import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
 import type { CountryLookup } from "#lib/domain/telemetry/country.ts";
 import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
@@ -39,7 +44,12 @@ let deadline: () => boolean = () => true;
 const processor = new AggregatingBatchProcessor<Decoded>(async (records) => {
   const region = (records[0] as Decoded).region;
   const parts = splitIntoParts(records);
-  const result = await addTelemetryParts(region, parts, deadline);
+  const drawnDown = new Set<string>();
+  const result = await addTelemetryParts(region, parts, deadline, async (part) => {
+    for (const clientId of await drawDownPart(part.digest, part.deltas)) drawnDown.add(clientId);
+  });
+  // Best effort: a top-up that fails here is tried again after the next draw-down.
+  await runAutomaticTopUps([...drawnDown]);
   if (result.alreadyApplied > 0)
     log.info("Telemetry parts already applied by an earlier delivery", { parts: result.alreadyApplied });
   if (result.failedAt !== undefined)

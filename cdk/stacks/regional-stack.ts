@@ -321,7 +321,10 @@ export class RegionalStack extends Stack {
    * table's stream (lib/infra/region-stream.ts, TELEMETRY_STREAM_*): request-log INSERTs,
    * ReportBatchItemFailures, bounded retries, bisect on error, its own failure queue. It writes
    * telemetry buckets and batch markers in one TransactWriteItems (PutItem, UpdateItem): no read,
-   * no index, no Scan, no delete.
+   * no index, no Scan, no delete. In the home region's table (its deterministic ARN) it reads
+   * managed clients' configurations and draws their budgets down, and claims and settles
+   * automatic top-ups (GetItem, BatchGetItem, PutItem, UpdateItem: docs/msp-api.md), charging
+   * through the payment processor (the Stripe secret, when configured).
    */
   private addTelemetryConsumer(settings: AppSettings, functionsDir: string | undefined): GatewayFunction {
     const consumer = new GatewayFunction(this, "TelemetryConsumer", {
@@ -334,6 +337,22 @@ export class RegionalStack extends Stack {
       timeout: Duration.seconds(TELEMETRY_STREAM_FUNCTION.timeoutSeconds),
     });
     consumer.allowTableItemActions(this.table, ["dynamodb:PutItem", "dynamodb:UpdateItem"]);
+    const homeTableArn = this.formatArn({
+      service: "dynamodb",
+      region: settings.homeRegion,
+      resource: "table",
+      resourceName: tableNameOf(settings),
+    });
+    consumer.allowTableItemActions(homeTableArn, [
+      "dynamodb:GetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]);
+    if (settings.stripeSecretArn)
+      consumer
+        .addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn)
+        .allowReadSecret(settings.stripeSecretArn);
     this.addStreamMapping(
       consumer,
       TELEMETRY_STREAM_SETTINGS,

@@ -9,7 +9,8 @@
  * 3b. query and body parsed with the declared schemas (400 naming every failing field);
  * 4. the handler (it calls one domain function);
  * 5. the answer shaped by the declared response schema: a field that is not declared never
- *    leaves, whatever the stored item holds.
+ *    leaves, whatever the stored item holds; then, for an operation with `alternatives`, rendered
+ *    as the media type the request's `Accept` prefers (JSON unless another is preferred).
  */
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
@@ -30,6 +31,7 @@ import {
   parseBody,
   publicBaseUrl,
 } from "../http/api-handler.ts";
+import { headerValue, preferredMediaType } from "../http/content-negotiation.ts";
 import { methodNotAllowed, tooManyRequests } from "../http/errors.ts";
 import { decodePathParameter } from "../http/input-checks.ts";
 import { parseInput } from "../http/validation.ts";
@@ -155,6 +157,28 @@ export function createOperationHandler(operations: readonly Operation[]) {
           headers: { ...TEXT_HEADERS, "Content-Type": contentType, ...result.headers, ...headers },
           body: shaped,
         };
+      }
+      // Another representation of the same answer when the caller's Accept prefers it (the usage CSV).
+      const alternatives = operation.response.alternatives ?? [];
+      if (alternatives.length) {
+        const chosen = preferredMediaType(headerValue(event.headers, "accept"), [
+          "application/json",
+          ...alternatives.map((alternative) => alternative.contentType),
+        ]);
+        const alternative = alternatives.find((candidate) => candidate.contentType === chosen);
+        if (alternative)
+          return {
+            statusCode: status,
+            headers: {
+              ...TEXT_HEADERS,
+              "Content-Type": `${alternative.contentType}; charset=utf-8`,
+              Vary: "Accept",
+              ...result.headers,
+              ...headers,
+            },
+            body: alternative.render(shaped),
+          };
+        headers.Vary = "Accept";
       }
       return json(status, shaped, { ...result.headers, ...headers });
     });

@@ -174,6 +174,13 @@ function operationObject(operation: Operation, defs: Map<string, Json>): Json {
         [operation.response.contentType ?? "application/json"]: {
           schema: toSchema(operation.response.schema, "output", defs, operation.id),
         },
+        // Alternatives (chosen by Accept) are text renderings of the same answer.
+        ...Object.fromEntries(
+          (operation.response.alternatives ?? []).map((alternative) => [
+            alternative.contentType,
+            { schema: { type: "string" } },
+          ]),
+        ),
       },
     },
   };

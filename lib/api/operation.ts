@@ -73,6 +73,12 @@ export interface OperationResult<R> {
   headers?: Record<string, string>;
 }
 
+/** Another media type of a JSON answer: its text, rendered from the shaped JSON body. */
+export interface ResponseAlternative<T> {
+  contentType: string;
+  render: (body: T) => string;
+}
+
 type AnyObject = z.ZodType<Record<string, unknown>>;
 /** A JSON object, or (with a non-JSON `contentType`) the text of the answer. */
 type AnyResponse = z.ZodType<Record<string, unknown> | string>;
@@ -104,7 +110,17 @@ export interface Operation<
    * `contentType` (default JSON) is for the few answers that are not JSON, the API reference page:
    * the handler's body is then that text, sent as it is.
    */
-  response: { status: number; schema: R; contentType?: string };
+  response: {
+    status: number;
+    schema: R;
+    contentType?: string;
+    /**
+     * Other representations of the same JSON answer (the usage report's CSV), chosen by the
+     * request's `Accept` (lib/http/content-negotiation.ts; JSON when not asked for): the
+     * dispatcher shapes the body with `schema` first, then `render`s it as `contentType`.
+     */
+    alternatives?: readonly ResponseAlternative<z.output<R>>[];
+  };
   /** Error statuses the operation may answer besides the ones every operation may (400, 401, 429, 503). */
   errors: readonly number[];
   /** Set on routes that exist only to answer 405 (unsupportedOperation). */

@@ -20,6 +20,7 @@ export const CLIENT_SK = {
   memberPrefix: "MEMBER#",
   invitePrefix: "INVITE#",
   inviteEmailPrefix: "INVITEEMAIL#",
+  topUpPrefix: "TOPUP#",
 } as const;
 
 /** Sort-key prefixes inside a client's regional partition (CLIENT#<clientId> in a regional table). */
@@ -47,6 +48,9 @@ export const keys = {
   clientPartition: (clientId: string) => `CLIENT#${clientId}`,
   client: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.client),
   clientConfig: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.config),
+  /** One top-up of a managed client's budget, by its sequence number (its claim and its record). */
+  clientTopUp: (clientId: string, sequence: number) =>
+    key(`CLIENT#${clientId}`, `${CLIENT_SK.topUpPrefix}${String(sequence).padStart(8, "0")}`),
   member: (clientId: string, userId: string) =>
     key(`CLIENT#${clientId}`, `${CLIENT_SK.memberPrefix}${userId}`),
   invite: (clientId: string, inviteId: string) =>

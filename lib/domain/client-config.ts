@@ -34,6 +34,8 @@ export function defaultClientConfiguration(input: {
     limits: { requestsPerMinute: null, requestsPerDay: null },
     budget: { current: 0, minimumTopUpThreshold: 5, maximumTopUpThreshold: 20 },
     rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
+    topUpSequence: 0,
+    automaticTopUpFailedAt: null,
     featureOverrides: [],
     promoOverrides: [],
     ...input.payment,

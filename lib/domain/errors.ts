@@ -18,7 +18,9 @@ export type ErrorKind =
   /** An outside service the caller named did not answer in time; its message is for the caller. */
   | "upstreamTimeout"
   /** Our own store or service is unavailable: retry shortly. Nothing of it is shown. */
-  | "unavailable";
+  | "unavailable"
+  /** The payment processor refused a charge (a declined card): the payer must act. */
+  | "paymentFailed";
 
 export class DomainError extends Error {
   override name = "DomainError";
@@ -43,6 +45,7 @@ export const limitReached = (message: string, retryAfterSeconds?: number) =>
   new DomainError("limit", message, retryAfterSeconds === undefined ? {} : { retryAfter: retryAfterSeconds });
 export const upstreamFailed = (message: string) => new DomainError("upstream", message);
 export const upstreamTimedOut = (message: string) => new DomainError("upstreamTimeout", message);
+export const paymentFailed = (message: string) => new DomainError("paymentFailed", message);
 export const serviceUnavailable = (message: string) => new DomainError("unavailable", message);
 
 /** The canonical validation failure of the spec, naming each failing field. */

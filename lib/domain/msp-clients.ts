@@ -636,7 +636,7 @@ export async function updateManagedClientConfiguration(access: MspAccess, update
         TableName: tableName(),
         Key: clientConfigKeys.item(current.clientId),
         UpdateExpression:
-          "SET billingTo = :billingTo, billingType = :billingType, topUpMethod = :topUp, regionAccess = :regions, rates = :rates, budget = :budget, sharing = :sharing, limits = :limits, configUpdated = :now",
+          "SET billingTo = :billingTo, billingType = :billingType, topUpMethod = :topUp, regionAccess = :regions, rates = :rates, budget.minimumTopUpThreshold = :minimum, budget.maximumTopUpThreshold = :maximum, sharing = :sharing, limits = :limits, configUpdated = :now",
         // decided from the configuration read: a concurrent change (or a detach) is a 409
         ConditionExpression: "configUpdated = :read AND mspId = :msp",
         ExpressionAttributeValues: {
@@ -645,7 +645,9 @@ export async function updateManagedClientConfiguration(access: MspAccess, update
           ":topUp": stored.topUpMethod,
           ":regions": stored.regionAccess,
           ":rates": stored.rates,
-          ":budget": stored.budget,
+          // the thresholds only: `budget.current` is the draw-downs' and top-ups' (never overwritten here)
+          ":minimum": stored.budget.minimumTopUpThreshold,
+          ":maximum": stored.budget.maximumTopUpThreshold,
           ":sharing": stored.sharing,
           ":limits": stored.limits,
           ":now": stored.configUpdated,

@@ -134,3 +134,70 @@ export async function hasDefaultPaymentMethod(customerId: string | null | undefi
   if (customer.deleted) return false;
   return Boolean(customer.invoice_settings?.default_payment_method || customer.default_source);
 }
+
+export type ChargeOutcome =
+  | { outcome: "succeeded"; paymentIntentId: string }
+  /** The processor refused it (declined card, no payment method, authentication required). */
+  | { outcome: "declined"; reason: string; paymentIntentId: string | null };
+
+/**
+ * One off-session charge of a customer's default payment method: a PaymentIntent created and
+ * confirmed in one call. `idempotencyKey` makes a retried call (a redelivery, a race, a resumed
+ * claim) answer the first call's PaymentIntent instead of charging again (the processor keeps keys
+ * for 24 h). A refusal is an outcome; an unreachable processor (or none configured) throws
+ * `upstreamFailed`.
+ */
+export async function chargeCustomer(input: {
+  customerId: string | null | undefined;
+  amountCents: number;
+  currency: string;
+  idempotencyKey: string;
+  description: string;
+  metadata: Record<string, string>;
+}): Promise<ChargeOutcome> {
+  const client = await stripe();
+  if (!client) throw upstreamFailed("No payment processor is configured");
+  if (!input.customerId)
+    return { outcome: "declined", reason: "no payment method on file", paymentIntentId: null };
+  try {
+    const customer = await client.customers.retrieve(input.customerId);
+    const method = customer.deleted
+      ? undefined
+      : (customer.invoice_settings?.default_payment_method ?? customer.default_source ?? undefined);
+    if (!method) return { outcome: "declined", reason: "no payment method on file", paymentIntentId: null };
+    const intent = await client.paymentIntents.create(
+      {
+        amount: input.amountCents,
+        currency: input.currency,
+        customer: input.customerId,
+        payment_method: typeof method === "string" ? method : method.id,
+        off_session: true,
+        confirm: true,
+        description: input.description,
+        metadata: input.metadata,
+      },
+      { idempotencyKey: input.idempotencyKey },
+    );
+    if (intent.status === "succeeded") return { outcome: "succeeded", paymentIntentId: intent.id };
+    return { outcome: "declined", reason: `payment ${intent.status}`, paymentIntentId: intent.id };
+  } catch (error) {
+    const failure = error as {
+      type?: string;
+      statusCode?: number;
+      message?: string;
+      raw?: { payment_intent?: { id?: string } };
+    };
+    // Card errors (402) and a missing customer (404) are the payer's to fix; anything else is ours.
+    if (failure.type === "StripeCardError" || failure.statusCode === 402 || failure.statusCode === 404)
+      return {
+        outcome: "declined",
+        reason: failure.message ?? "payment declined",
+        paymentIntentId: failure.raw?.payment_intent?.id ?? null,
+      };
+    log.warn("Payment processor did not answer a charge", {
+      customerId: input.customerId,
+      ...describeError(error),
+    });
+    throw upstreamFailed("The payment processor could not be reached; try again");
+  }
+}

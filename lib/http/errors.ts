@@ -50,6 +50,7 @@ export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   upstream: 502,
   upstreamTimeout: 504,
   unavailable: 503,
+  paymentFailed: 402,
 };
 
 /** Kinds whose message is shown although the status is 5xx: what the caller's own upstream said. */

@@ -72,3 +72,25 @@ export const UpdateClientConfigurationBody = z
     limits: z.object({ requestsPerMinute: Limit, requestsPerDay: Limit }).partial().strict().optional(),
   })
   .strict();
+
+/** Rows of the usage report per page: up to every client an MSP may manage (1,000), so one page can hold them all. */
+export const MAX_USAGE_ROWS = 1000;
+export const DEFAULT_USAGE_ROWS = 100;
+
+/** `YYYY-MM`, a calendar month (UTC), as the telemetry month buckets are keyed. */
+export const MONTH_PATTERN = /^\d{4}-(0[1-9]|1[0-2])$/;
+
+/** GET /api/msps/{mspId}/usage: `month` (required, YYYY-MM, UTC) and the page of rows. */
+export const MspUsageQuery = z.object({
+  month: z
+    .string({ error: "required, a month as YYYY-MM" })
+    .regex(MONTH_PATTERN, "must be a month as YYYY-MM")
+    .describe("The calendar month (UTC), YYYY-MM"),
+  page: z.coerce.number().int().min(1).max(1000).default(1),
+  limit: z.coerce.number().int().min(1).max(MAX_USAGE_ROWS).default(DEFAULT_USAGE_ROWS),
+});
+
+/** POST /api/msps/{mspId}/clients/{clientId}/top-ups: dollars, whole cents (the rest: lib/domain/msp-pricing.ts). */
+export const MspTopUpBody = z
+  .object({ amount: z.number({ error: "required, an amount in dollars" }).positive().max(1_000_000) })
+  .strict();

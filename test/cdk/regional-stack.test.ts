@@ -272,7 +272,7 @@ describe.each(regions)("RegionalStack %s", (region) => {
       });
     });
 
-    it("may only put and update items of this table (one TransactWriteItems per part): no read, no Scan, no delete", () => {
+    it("may only put and update items of this table (one TransactWriteItems per part), and read and write items of the home table (budgets, top-ups): no Scan, no Query, no delete", () => {
       const statements = statementsOf(template, stack.telemetryConsumer);
       const items = statements.filter((st) => st.Action.some((a) => /^dynamodb:\w+Item$/.test(a)));
       expect(items).toEqual([
@@ -281,9 +281,15 @@ describe.each(regions)("RegionalStack %s", (region) => {
           Action: ["dynamodb:PutItem", "dynamodb:UpdateItem"],
           Resource: [`<${tableId}.Arn>`],
         },
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+          // the home region's table, by its deterministic ARN (us-east-1 is the fixture's home region)
+          Resource: [`arn:aws:dynamodb:us-east-1:<AWS::AccountId>:table/${appName}`],
+        },
       ]);
       const all = statements.flatMap((st) => st.Action);
-      for (const forbidden of ["dynamodb:Scan", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:GetItem"])
+      for (const forbidden of ["dynamodb:Scan", "dynamodb:Query", "dynamodb:DeleteItem"])
         expect(all).not.toContain(forbidden);
       const stream = statements.filter((st) => st.Action.includes("dynamodb:GetRecords"));
       expect(stream.flatMap((st) => st.Resource)).toEqual([`<${tableId}.StreamArn>`]);

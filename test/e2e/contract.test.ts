@@ -20,14 +20,18 @@ import { operationKey } from "#lib/api/dispatch.ts";
 import type { Operation } from "#lib/api/operation.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import { resetConfig } from "#lib/config.ts";
 import { putNotificationIfAbsent } from "#lib/db/entities/notification.ts";
+import { keys } from "#lib/db/keys.ts";
 import { usageNotification } from "#lib/domain/meter-digests.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { createNotification } from "#lib/domain/notifications.ts";
+import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { setClientPlan } from "../../cli/client-plan.ts";
 import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import {
   type ApiClient,
   callDataPlane,
@@ -35,6 +39,7 @@ import {
   created,
   joinClient,
   startTestStack,
+  storedItem,
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
@@ -582,6 +587,17 @@ const CONTRACT: Record<string, Entry> = {
       },
     }),
   },
+  "GET /api/msps/{mspId}/usage": {
+    status: 200,
+    call: (fx) => ({ params: { mspId: fx.mspId }, query: { month: new Date().toISOString().slice(0, 7) } }),
+  },
+  "POST /api/msps/{mspId}/clients/{clientId}/top-ups": {
+    status: 201,
+    call: async (fx) => ({
+      params: { mspId: fx.mspId, clientId: await managedClient("Topped Up") },
+      body: { amount: 5 },
+    }),
+  },
 
   // ---- 4.4 Users
   "GET /api/users": { status: 200, call: () => ({}) },
@@ -964,7 +980,15 @@ function expectErrorShape(response: { status: number; body: unknown }, status: n
     );
 }
 
+let processor: PaymentProcessor;
+
 beforeAll(async () => {
+  // The payment processor on loopback: a top-up charges the MSP's card.
+  processor = await startPaymentProcessor();
+  process.env.STRIPE_SECRET_KEY = "sk_test_contract";
+  process.env.STRIPE_API_BASE = processor.url;
+  resetConfig();
+  resetPayments();
   stack = await startTestStack();
   echo = createServer((req, res) => {
     req.resume();
@@ -1019,6 +1043,10 @@ beforeAll(async () => {
   f.pendingInviteId = await invite(invitee!.email);
   f.acceptInviteId = await invite(acceptor!.email);
   f.mspId = (await createMsp({ name: "Contract MSP", ownerUserId: owner!.userId })).msp.mspId;
+  processor.setDefaultPaymentMethod(
+    (await storedItem(keys.mspConfig(f.mspId)))?.paymentCustomerId as string,
+    "pm_card_visa",
+  );
   f.mspClientId = await managedClient("Managed Co");
   const asAdmin = await owner!.api.put(
     `/api/msps/${f.mspId}/clients/${f.mspClientId}/members/${owner!.userId}`,
@@ -1112,6 +1140,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await processor?.close();
+  delete process.env.STRIPE_SECRET_KEY;
+  delete process.env.STRIPE_API_BASE;
+  resetConfig();
+  resetPayments();
   await closeOutboundAgents();
   await oauth?.close();
   echo?.closeAllConnections();

@@ -33,7 +33,9 @@ const AT = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 60_000;
 let sequence = 10n ** 20n;
 
 beforeAll(async () => {
+  // The home table too: after each part the consumer reads client configurations (budget draw-down).
   await provisionTable(REGION, getConfig().tableName);
+  await provisionTable(getConfig().homeRegion, getConfig().tableName);
 });
 
 function requestLog(clientId: string, proxyId: string, at: number, status: number, reached: boolean) {

@@ -1,7 +1,10 @@
 /**
  * A payment-processor API on loopback that speaks the part of Stripe's REST API the service uses
- * (customers: create, retrieve, update of the default payment method, delete), so the real `stripe` package is exercised over real HTTP. It records
- * every request, honours idempotency keys as Stripe does, and can be told to fail.
+ * (customers: create, retrieve, update of the default payment method, delete; payment intents:
+ * create and confirm), so the real `stripe` package is exercised over real HTTP. It records every
+ * request, honours idempotency keys as Stripe does, and can be told to fail. A customer whose
+ * default payment method is `pm_card_chargeDeclined` is declined (402 card_error), as Stripe's
+ * test card of that name.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
@@ -19,6 +22,8 @@ export interface PaymentProcessor {
   url: string;
   requests: RecordedRequest[];
   customers: Map<string, Record<string, unknown>>;
+  /** Every PaymentIntent created (an idempotent replay is not a new one), succeeded or declined. */
+  paymentIntents: Record<string, unknown>[];
   failNext(status: number): void;
   /** Set (or, with null, clear) a customer's default payment method, as the dashboard would. */
   setDefaultPaymentMethod(customerId: string, paymentMethodId: string | null): void;
@@ -28,6 +33,7 @@ export interface PaymentProcessor {
 export async function startPaymentProcessor(): Promise<PaymentProcessor> {
   const requests: RecordedRequest[] = [];
   const customers = new Map<string, Record<string, unknown>>();
+  const paymentIntents: Record<string, unknown>[] = [];
   const byIdempotencyKey = new Map<string, Record<string, unknown>>();
   let failures: number[] = [];
 
@@ -79,6 +85,43 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
         if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, customer);
         return reply(200, customer);
       }
+      if (req.method === "POST" && path === "/v1/payment_intents") {
+        const previous = idempotencyKey ? byIdempotencyKey.get(idempotencyKey) : undefined;
+        if (previous) return reply(previous.status === "succeeded" ? 200 : 402, previous.reply);
+        const customer = customers.get(form.get("customer") ?? "");
+        const method = form.get("payment_method");
+        const declined = !customer || !method || method === "pm_card_chargeDeclined";
+        const intent = {
+          id: `pi_${randomBytes(7).toString("hex")}`,
+          object: "payment_intent",
+          amount: Number(form.get("amount")),
+          currency: form.get("currency"),
+          customer: form.get("customer"),
+          payment_method: method,
+          description: form.get("description"),
+          metadata: Object.fromEntries(
+            [...form].flatMap(([k, v]) => {
+              const m = /^metadata\[(.+)\]$/.exec(k);
+              return m?.[1] ? [[m[1], v]] : [];
+            }),
+          ),
+          status: declined ? "requires_payment_method" : "succeeded",
+          created: Math.floor(Date.now() / 1000),
+        };
+        paymentIntents.push(intent);
+        const body = declined
+          ? {
+              error: {
+                type: "card_error",
+                code: "card_declined",
+                message: "Your card was declined.",
+                payment_intent: intent,
+              },
+            }
+          : intent;
+        if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, { status: intent.status, reply: body });
+        return reply(declined ? 402 : 200, body);
+      }
       const del = /^\/v1\/customers\/([^/]+)$/.exec(path);
       if (req.method === "DELETE" && del?.[1]) {
         customers.delete(del[1]);
@@ -110,6 +153,7 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
     url: `http://127.0.0.1:${port}`,
     requests,
     customers,
+    paymentIntents,
     failNext(status) {
       failures = [...failures, status];
     },

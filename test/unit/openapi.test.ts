@@ -100,7 +100,11 @@ describe("the registry's OpenAPI document", () => {
     const responses = operationIn(document, op).responses as Record<string, Json>;
     const success = responses[String(op.response.status)];
     const contentType = op.response.contentType ?? "application/json";
-    expect(Object.keys(success?.content ?? {})).toEqual([contentType]);
+    // the declared type, then the alternatives chosen by Accept (the usage report's CSV)
+    expect(Object.keys(success?.content ?? {})).toEqual([
+      contentType,
+      ...(op.response.alternatives ?? []).map((alternative) => alternative.contentType),
+    ]);
     const expectedErrors = new Set([
       ...op.errors,
       ...(op.access.kind === "public" ? [] : AUTHENTICATED_ERRORS),

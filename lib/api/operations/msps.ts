@@ -29,6 +29,8 @@ import {
   updateMspInvite,
   updateMspTeamMember,
 } from "../../domain/msp-team.ts";
+import { manualTopUp } from "../../domain/msp-top-ups.ts";
+import { mspUsageReport, usageCsv } from "../../domain/msp-usage.ts";
 import { getMspConfiguration, updateMspConfiguration } from "../../domain/msps.ts";
 import { CLIENT_ROLES, MSP_ROLES } from "../../domain/roles.ts";
 import {
@@ -37,12 +39,22 @@ import {
   MspConfigurationQuery,
   MspPathClientRolesBody,
   MspRolesBody,
+  MspTopUpBody,
+  MspUsageQuery,
   UpdateClientConfigurationBody,
   UpdateMspClientBody,
   UpdateMspConfigurationBody,
 } from "../../http/msp-schemas.ts";
 import { PaginationQuery } from "../../http/pagination.ts";
-import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
+import {
+  access,
+  MessageResponse,
+  operation,
+  PaginationSchema,
+  paged,
+  pathParams,
+  wrapped,
+} from "../operation.ts";
 
 const ManagedClientSummary = z.object({
   clientId: z.string(),
@@ -148,6 +160,44 @@ export const ClientConfigurationSchema = ConfigurationUpdateSchema.extend({
   featureOverrides: z.array(z.string()),
   promoOverrides: z.array(z.string()),
   configCreated: z.string(),
+});
+
+const UsageRowSchema = z.object({
+  clientId: z.string(),
+  clientName: z.string(),
+  billingTo: z.enum(["client", "msp"]),
+  requests: z.number().int().describe("Requests the data plane answered for the client in the month"),
+  apiSeconds: z.number().describe("Sum of the requests' durations (received to answered), seconds, 3 places"),
+  clientRate: z.number().describe("The client's rates.apiSeconds (fraction of retail) now"),
+  amountAtClientRates: z.number().describe("apiSeconds × retail price × clientRate, USD, exact to 9 places"),
+  mspRate: z.number().describe("The MSP's rates.apiSeconds now"),
+  amountAtMspRates: z.number().describe("apiSeconds × retail price × mspRate, USD, exact to 9 places"),
+});
+
+export const UsageReportSchema = z.object({
+  message: z.string(),
+  month: z.string(),
+  currency: z.string(),
+  usage: z.array(UsageRowSchema),
+  totals: z
+    .object({
+      requests: z.number().int(),
+      apiSeconds: z.number(),
+      amountAtClientRates: z.number(),
+      amountAtMspRates: z.number(),
+    })
+    .describe("Over every managed client, not only this page"),
+  pagination: PaginationSchema,
+});
+
+const TopUpSchema = z.object({
+  topUpId: z.number().int().describe("The top-up's sequence number for this client"),
+  method: z.enum(["automatic", "manual"]),
+  amount: z.number(),
+  currency: z.string(),
+  status: z.enum(["pending", "succeeded", "failed"]),
+  paymentIntentId: z.string().nullable(),
+  createdAt: z.string(),
 });
 
 const MspParams = pathParams("mspId");
@@ -576,5 +626,51 @@ export const mspOperations = [
         configuration: await updateManagedClientConfiguration(msp!, body),
       },
     }),
+  }),
+
+  // ---- usage and budget
+  operation({
+    id: "getMspUsage",
+    method: "GET",
+    path: "/api/msps/{mspId}/usage",
+    group: "msps",
+    summary: "Report the managed clients' usage of a month",
+    description:
+      "Per managed client, for the calendar month `month` (YYYY-MM, UTC; required): requests, API seconds (the sum of request durations) and their price at the client's and at the MSP's `rates.apiSeconds` (USD, exact to 9 places; retail $0.0001 per API second). `totals` cover every managed client; rows are paged (`page`, `limit` default 100, at most 1000). With `Accept: text/csv` the same rows as CSV.",
+    access: access.msp("msp_user"),
+    effect: "read",
+    params: MspParams,
+    query: MspUsageQuery,
+    response: {
+      status: 200,
+      schema: UsageReportSchema,
+      alternatives: [{ contentType: "text/csv", render: usageCsv }],
+    },
+    errors: [403, 404],
+    handler: async ({ msp, query }) => ({
+      body: { message: "Usage retrieved", ...(await mspUsageReport(msp!, query)) },
+    }),
+  }),
+  operation({
+    id: "topUpMspClientBudget",
+    method: "POST",
+    path: `${CLIENT}/top-ups`,
+    group: "msps",
+    summary: "Top up a managed client's budget",
+    description:
+      "Charges `amount` (USD, whole cents, at least 0.50) to the MSP's payment method and adds it to the client's `budget.current`; the budget may not end above its `maximumTopUpThreshold` (400 naming `amount`). The client must be billed to the MSP by Stripe (409), and no other top-up of it may be in progress (409). A charge the processor refuses is 402 `Payment failed: <reason>`; an unreachable processor 502. Answers `topUp` and the client's `budget`.",
+    access: access.msp("msp_admin"),
+    effect: "write",
+    params: MspClientParams,
+    body: MspTopUpBody,
+    response: {
+      status: 201,
+      schema: z.object({ message: z.string(), topUp: TopUpSchema, budget: Budget }),
+    },
+    errors: [402, 403, 404, 409, 502],
+    handler: async ({ msp, body }) => {
+      const { budget, ...topUp } = await manualTopUp(msp!, body.amount);
+      return { status: 201, body: { message: "Budget topped up", topUp, budget } };
+    },
   }),
 ];

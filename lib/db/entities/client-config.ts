@@ -57,6 +57,14 @@ export const ClientConfigItem = z.object({
     maximumTopUpThreshold: z.number(),
   }),
   rates: ClientRates,
+  /**
+   * The sequence number of the next top-up claim (`CLIENT#<id>` / `TOPUP#<n>`, lib/db/entities/budget.ts):
+   * advanced when a claim is settled (charged or refused), so each top-up has its own claim and
+   * idempotency key. Never in an answer.
+   */
+  topUpSequence: z.number().int().min(0),
+  /** When the last automatic top-up charge was refused; automatic top-ups wait an hour after it. */
+  automaticTopUpFailedAt: z.string().nullable(),
   featureOverrides: z.array(z.string()),
   promoOverrides: z.array(z.string()),
   paymentProvider: z.string().nullable().optional(),
@@ -87,6 +95,8 @@ const NOT_MANAGED = {
   limits: { requestsPerMinute: null, requestsPerDay: null },
   budget: { current: 0, minimumTopUpThreshold: 5, maximumTopUpThreshold: 20 },
   rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
+  topUpSequence: 0,
+  automaticTopUpFailedAt: null,
   featureOverrides: [],
   promoOverrides: [],
   planTier: "basic",

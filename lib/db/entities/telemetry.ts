@@ -298,11 +298,15 @@ export interface AddPartsResult {
  * (its marker, put only if absent, and its ADDs). A part whose marker exists was applied by an
  * earlier delivery and is skipped; a conflict with another transaction is retried; anything else
  * stops there. `proceed` is asked before each part (the handler's time budget): false stops there.
+ * `afterPart` runs after each part is written or found written (the budget draw-down, itself
+ * idempotent per part): when it fails, the result stops at that part, so the part is delivered
+ * again, its telemetry skipped by the marker and `afterPart` run again.
  */
 export async function addTelemetryParts(
   region: string,
   parts: readonly TelemetryPart[],
   proceed: () => boolean = () => true,
+  afterPart?: (part: TelemetryPart) => Promise<void>,
 ): Promise<AddPartsResult> {
   const db = dynamo(region);
   const result: AddPartsResult = { applied: 0, alreadyApplied: 0 };
@@ -327,6 +331,13 @@ export async function addTelemetryParts(
         }
         if (!cancelled?.conflict || attempt >= MAX_ATTEMPTS) return { ...result, failedAt: part.from, error };
         await sleep(25 * 2 ** attempt);
+      }
+    }
+    if (afterPart) {
+      try {
+        await afterPart(part);
+      } catch (error) {
+        return { ...result, failedAt: part.from, error };
       }
     }
   }
