@@ -58,7 +58,7 @@ function extraTool<S extends z.ZodType<Record<string, unknown>>>(declaration: {
       ? { outputSchema: jsonSchemaOf(declaration.output, "output") as ObjectJsonSchema }
       : {}),
     annotations: annotationsOf(declaration.title, "read", "GET"),
-    run: (args, context) => declaration.run(parseInput(declaration.input, args, "arguments"), context),
+    run: async (args, context) => declaration.run(parseInput(declaration.input, args, "arguments"), context),
   };
 }
 

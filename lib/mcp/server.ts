@@ -62,6 +62,18 @@ export async function callTool(
   }
 }
 
+/** The `tools` of a tools/list answer for a selection. */
+export function listedTools(tools: readonly ToolDefinition[]) {
+  return tools.map((tool) => ({
+    name: tool.name,
+    title: tool.annotations.title,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+    annotations: tool.annotations,
+  }));
+}
+
 export function createMcpServer(selection: ToolSelection, context: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
@@ -69,16 +81,7 @@ export function createMcpServer(selection: ToolSelection, context: ToolContext):
   });
   const tools = selectTools(selection);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  server.server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: tools.map((tool) => ({
-      name: tool.name,
-      title: tool.annotations.title,
-      description: tool.description,
-      inputSchema: tool.inputSchema,
-      ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
-      annotations: tool.annotations,
-    })),
-  }));
+  server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools(tools) }));
   server.server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);

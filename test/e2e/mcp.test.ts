@@ -35,7 +35,11 @@ async function connect(token: string, options: { headers?: Record<string, string
   return client;
 }
 
-type ToolAnswer = { isError?: boolean; structuredContent?: Record<string, any>; content: { type: string; text?: string }[] };
+type ToolAnswer = {
+  isError?: boolean;
+  structuredContent?: Record<string, any>;
+  content: { type: string; text?: string }[];
+};
 
 async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<ToolAnswer> {
   return (await client.callTool({ name, arguments: args })) as ToolAnswer;
@@ -66,6 +70,11 @@ const post = (body: unknown, headers: Record<string, string> = {}) =>
     },
     body: JSON.stringify(body),
   });
+/** The text of a resource's first content. */
+const textOf = (resource: { contents: ({ text: string } | { blob: string })[] }) => {
+  const first = resource.contents[0];
+  return first && "text" in first ? first.text : "";
+};
 const listRequest = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
 
 beforeAll(async () => {
@@ -113,14 +122,24 @@ describe("tools/list and the selection", () => {
     ])
       expect(names).toContain(name);
     // Not offered: member invites, billing configuration, unsupported and public routes; deletes off.
-    for (const name of ["create_invite", "update_msp_client_configuration", "add_member", "get_api_reference", "delete_proxy"])
+    for (const name of [
+      "create_invite",
+      "update_msp_client_configuration",
+      "add_member",
+      "get_api_reference",
+      "delete_proxy",
+    ])
       expect(names).not.toContain(name);
     const createProxy = tools.find((tool) => tool.name === "create_proxy")!;
     expect(createProxy.inputSchema.required).toEqual(
       expect.arrayContaining(["clientId", "proxyName", "proxyProxyCredentialId", "proxyTargetId"]),
     );
     expect(createProxy.outputSchema?.properties).toHaveProperty("proxies");
-    expect(createProxy.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
+    expect(createProxy.annotations).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+    });
     const listClients = tools.find((tool) => tool.name === "list_clients")!;
     expect(listClients.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
     const updateTarget = tools.find((tool) => tool.name === "update_target")!;
@@ -144,11 +163,13 @@ describe("tools/list and the selection", () => {
 
     const unknown = await post(listRequest, { authorization: owner.token, "x-mcp-toolsets": "clients,nope" });
     expect(unknown.status).toBe(400);
-    expect((await unknown.json()).message).toContain("nope");
+    expect(((await unknown.json()) as { message: string }).message).toContain("nope");
   });
 
   it("read-only mode lists and allows read tools only", async () => {
-    const client = await connect(owner.token, { headers: { "X-MCP-Readonly": "true", "X-MCP-Toolsets": "all" } });
+    const client = await connect(owner.token, {
+      headers: { "X-MCP-Readonly": "true", "X-MCP-Toolsets": "all" },
+    });
     const { tools } = await client.listTools();
     expect(tools.length).toBeGreaterThan(30);
     expect(tools.every((tool) => tool.annotations?.readOnlyHint === true)).toBe(true);
@@ -279,7 +300,9 @@ describe("a tool of every domain", () => {
     const me = await ok(client, "get_current_user");
     expect(me.users[0].userId).toBe(owner.userId);
     await ok(client, "get_user", { userId: owner.userId });
-    expect((await ok(client, "list_clients")).clients.map((c: { clientId: string }) => c.clientId)).toContain(clientId);
+    expect((await ok(client, "list_clients")).clients.map((c: { clientId: string }) => c.clientId)).toContain(
+      clientId,
+    );
     await ok(client, "get_client", { clientId });
     await ok(client, "list_members", { clientId });
     await ok(client, "list_memberships", { userId: owner.userId });
@@ -325,11 +348,18 @@ describe("errors", () => {
     });
     const stranger = await stack.newUser();
     const other = await connect(stranger.token);
-    expect(await failed(other, "list_targets", { clientId })).toMatchObject({ status: 404, message: "Client not found" });
-    expect(await failed(other, "execute_proxy_read_request", { clientId, proxyId: "x", path: "/" })).toMatchObject({
+    expect(await failed(other, "list_targets", { clientId })).toMatchObject({
+      status: 404,
+      message: "Client not found",
+    });
+    expect(
+      await failed(other, "execute_proxy_read_request", { clientId, proxyId: "x", path: "/" }),
+    ).toMatchObject({
       status: 404,
     });
-    const unknown = await client.callTool({ name: "no_such_tool", arguments: {} }).catch((error: unknown) => error);
+    const unknown = await client
+      .callTool({ name: "no_such_tool", arguments: {} })
+      .catch((error: unknown) => error);
     expect((unknown as McpError).code).toBe(ErrorCode.InvalidParams);
   });
 });
@@ -356,11 +386,11 @@ describe("resources", () => {
       ]),
     );
     const schema = await client.readResource({ uri: "service://schemas/credentials/basicAuth" });
-    expect(JSON.parse(String(schema.contents[0]?.text)).required).toEqual(["username", "password"]);
+    expect(JSON.parse(textOf(schema)).required).toEqual(["username", "password"]);
     const example = await client.readResource({ uri: "service://examples/responses/create_proxy" });
-    expect(JSON.parse(String(example.contents[0]?.text)).proxies[0]).toHaveProperty("proxyId");
+    expect(JSON.parse(textOf(example)).proxies[0]).toHaveProperty("proxyId");
     const targets = await client.readResource({ uri: `service://client/${clientId}/targets` });
-    expect(JSON.parse(String(targets.contents[0]?.text))).toEqual(
+    expect(JSON.parse(textOf(targets))).toEqual(
       (await owner.api.get(`/api/clients/${clientId}/targets`)).body,
     );
     const stranger = await connect((await stack.newUser()).token);
@@ -387,11 +417,17 @@ describe("HTTP rules", () => {
     process.env.MCP_ALLOWED_ORIGINS = "https://app.example, http://evil.example";
     const listed = await post(listRequest, { authorization: owner.token, origin: "http://evil.example" });
     expect(listed.status).toBe(200);
-    expect((await listed.json()).result.tools.length).toBeGreaterThan(0);
+    expect(((await listed.json()) as { result: { tools: unknown[] } }).result.tools.length).toBeGreaterThan(
+      0,
+    );
   });
 
   it("401 with WWW-Authenticate naming the protected resource metadata", async () => {
-    for (const headers of [{}, { authorization: "u-not-a-token" }, { authorization: "Bearer not.a.jwt" }]) {
+    for (const headers of [
+      {},
+      { authorization: "u-not-a-token" },
+      { authorization: "Bearer not.a.jwt" },
+    ] as Record<string, string>[]) {
       const response = await post(listRequest, headers);
       expect(response.status).toBe(401);
       expect(response.headers.get("www-authenticate")).toBe(
