@@ -294,6 +294,55 @@ describe("setup order end to end, and redaction", () => {
   });
 });
 
+describe("execute_proxy_read_request with other caller credentials", () => {
+  /** A proxy to the echo target whose caller credential is `authType` with `secret`. */
+  async function proxyWith(client: Client, authType: string, secret: Record<string, unknown>) {
+    const create = (body: Record<string, unknown>) =>
+      ok(client, "create_credential", { clientId, region: US, ...body });
+    const [caller, upstream, target] = await Promise.all([
+      create({ credentialName: "caller", credentialType: "proxy", authType, secret }),
+      create({ credentialName: "upstream", credentialType: "target", authType: "none", secret: {} }),
+      ok(client, "create_target", {
+        clientId,
+        targetName: "echo",
+        targetRegion: US,
+        targetBaseURL: echoBase,
+        targetTestPath: "/",
+      }),
+    ]);
+    const proxy = await ok(client, "create_proxy", {
+      clientId,
+      proxyName: `${authType} proxy`,
+      proxyRegion: US,
+      proxyProxyCredentialId: caller.credentials[0].credentialId,
+      proxyTargetId: target.targets[0].targetId,
+      proxyTargetCredentialId: upstream.credentials[0].credentialId,
+    });
+    return proxy.proxies[0].proxyId as string;
+  }
+
+  it("presents a basicAuth caller credential, and refuses a jwtVerify one with a way forward", async () => {
+    const client = await connect(owner.token);
+    const password = `pw-${randomUUID()}`;
+    const basic = await proxyWith(client, "basicAuth", { username: "agent", password });
+    const answer = await ok(client, "execute_proxy_read_request", { clientId, proxyId: basic, path: "/b" });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body).url).toBe("/b");
+    expect(JSON.stringify(answer)).not.toContain(password);
+
+    const jwt = await proxyWith(client, "jwtVerify", {
+      algorithms: ["HS256"],
+      issuer: "https://issuer.test",
+      audience: "gw",
+      subject: "svc-*",
+      sharedSecret: `s-${randomUUID()}-${randomUUID()}`,
+    });
+    const refused = await failed(client, "execute_proxy_read_request", { clientId, proxyId: jwt, path: "/" });
+    expect(refused.status).toBe(400);
+    expect(refused.message).toContain(`${stack.regions[US]}/api/${jwt}/`);
+  });
+});
+
 describe("a tool of every domain", () => {
   it("answers what the Core API answers", async () => {
     const client = await connect(owner.token, { headers: { "X-MCP-Toolsets": "all" } });
