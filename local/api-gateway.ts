@@ -10,7 +10,9 @@ import type { AddressInfo } from "node:net";
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
+  APIGatewayProxyEventV2,
   APIGatewayProxyResult,
+  APIGatewayProxyStructuredResultV2,
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from "aws-lambda";
@@ -18,6 +20,19 @@ import { type RouteDefinition, SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/ap
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 export type TokenAuthorizer = (event: APIGatewayTokenAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+
+export type FunctionUrlHandler = (
+  event: APIGatewayProxyEventV2,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/**
+ * A Lambda behind a function URL served on the same port (the MCP endpoint: spec 4.15 puts it at
+ * `{base_url}/mcp`): requests whose path `matches` skip the REST API and its authorizer.
+ */
+export interface FunctionUrlRoute {
+  matches(path: string): boolean;
+  loadHandler(): Promise<FunctionUrlHandler>;
+}
 
 export interface RestApiOptions {
   routes: readonly RouteDefinition[];
@@ -29,6 +44,7 @@ export interface RestApiOptions {
   region?: string;
   /** API Gateway's payload limit. */
   maxBodyBytes?: number;
+  functionUrls?: readonly FunctionUrlRoute[];
 }
 
 interface CompiledRoute extends RouteDefinition {
@@ -85,6 +101,61 @@ export function valueMaps(pairs: Iterable<[string, string]>): {
 }
 
 const JSON_TYPE = { "Content-Type": "application/json" };
+
+/**
+ * The function URL event (payload 2.0) AWS would send for a request: the path as sent, headers
+ * from rawHeaders into a null-prototype map (Node's req.headers drops a header named `__proto__`,
+ * and `{}` would turn it into a prototype), cookies apart, the body in base64.
+ */
+export function functionUrlEvent(req: IncomingMessage, body: Buffer, apiId: string): APIGatewayProxyEventV2 {
+  const { path: rawPath, query: rawQuery } = splitTarget(req.url ?? "/");
+  const headers: Record<string, string> = Object.create(null);
+  const cookies: string[] = [];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = (req.rawHeaders[i] as string).toLowerCase();
+    const value = req.rawHeaders[i + 1] as string;
+    if (name === "cookie") cookies.push(...value.split(/;\s*/));
+    else headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
+  }
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath,
+    rawQueryString: rawQuery,
+    cookies: cookies.length ? cookies : undefined,
+    headers,
+    body: body.length ? body.toString("base64") : undefined,
+    isBase64Encoded: body.length > 0,
+    requestContext: {
+      accountId: "000000000000",
+      apiId,
+      domainName: headers.host ?? "127.0.0.1",
+      domainPrefix: "local",
+      http: {
+        method: req.method ?? "GET",
+        path: rawPath,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, "") ?? "127.0.0.1",
+        userAgent: headers["user-agent"] ?? "",
+      },
+      requestId: randomUUID(),
+      routeKey: "$default",
+      stage: "$default",
+      time: new Date().toISOString(),
+      timeEpoch: Date.now(),
+    },
+  } as APIGatewayProxyEventV2;
+}
+
+/** A function URL's buffered result written as the HTTP response. */
+function sendFunctionUrlResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2) {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
+  if (result.cookies?.length) headers["set-cookie"] = result.cookies;
+  res.writeHead(result.statusCode ?? 200, headers);
+  const body = result.body ?? "";
+  res.end(result.isBase64Encoded ? Buffer.from(body, "base64") : body);
+}
 
 function send(
   res: ServerResponse,
@@ -155,6 +226,14 @@ export function createRestApi(options: RestApiOptions) {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { path, query: rawQuery } = splitTarget(req.url ?? "/");
+    const functionUrl = options.functionUrls?.find((route) => route.matches(path));
+    if (functionUrl) {
+      const raw = await readBody(req, options.maxBodyBytes ?? 6 * 1024 * 1024);
+      if (raw === "too-large")
+        return send(res, 413, JSON.stringify({ message: "Request Entity Too Large" }), JSON_TYPE);
+      const handler = await functionUrl.loadHandler();
+      return sendFunctionUrlResult(res, await handler(functionUrlEvent(req, raw, `local-${region}`)));
+    }
     const method = (req.method ?? "GET").toUpperCase();
     const match = routes
       .filter((r) => r.method === method)

@@ -5,18 +5,22 @@
  * (local/stream-poller.ts). `npm start` and the end-to-end tests both use it.
  */
 
-import { randomUUID } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Writable } from "node:stream";
-import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createStreamingHandler, type StreamMetadata } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
 import { STREAM_CONSUMERS } from "#lib/infra/region-stream.ts";
-import { createRestApi, type ProxyHandler, splitTarget, type TokenAuthorizer } from "./api-gateway.ts";
+import {
+  createRestApi,
+  type FunctionUrlHandler,
+  functionUrlEvent,
+  type ProxyHandler,
+  type TokenAuthorizer,
+} from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
 import { allPollers, type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
 
@@ -45,6 +49,8 @@ export interface LocalStackOptions {
 export interface LocalStack {
   config: AppConfig;
   baseUrl: string;
+  /** The MCP endpoint (`{baseUrl}/mcp`, spec 4.15), served by functions/mcp.ts. */
+  mcpUrl: string;
   regions: Record<string, string>;
   /** The stream poller, when `streams` is on (tests drain it to wait for delivery). */
   streams?: StreamPoller;
@@ -110,46 +116,7 @@ function dataPlaneServer(region: string): Server {
       }
       // The path as sent, dot segments and escapes included (the engine refuses dot segments;
       // normalising them here would hide what a deployed function URL may pass through).
-      const { path: rawPath, query: rawQuery } = splitTarget(req.url ?? "/");
-      // From rawHeaders into a null-prototype map, as a function URL passes them: Node's
-      // req.headers drops a header named `__proto__`, and `{}` would turn it into a prototype.
-      const headers: Record<string, string> = Object.create(null);
-      const cookies: string[] = [];
-      for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-        const name = (req.rawHeaders[i] as string).toLowerCase();
-        const value = req.rawHeaders[i + 1] as string;
-        if (name === "cookie") cookies.push(...value.split(/;\s*/));
-        else headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
-      }
-      const body = Buffer.concat(chunks);
-      const event = {
-        version: "2.0",
-        routeKey: "$default",
-        rawPath,
-        rawQueryString: rawQuery,
-        cookies: cookies.length ? cookies : undefined,
-        headers,
-        body: body.length ? body.toString("base64") : undefined,
-        isBase64Encoded: body.length > 0,
-        requestContext: {
-          accountId: "000000000000",
-          apiId: `local-${region}`,
-          domainName: headers.host ?? "127.0.0.1",
-          domainPrefix: "local",
-          http: {
-            method: req.method ?? "GET",
-            path: rawPath,
-            protocol: `HTTP/${req.httpVersion}`,
-            sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, "") ?? "127.0.0.1",
-            userAgent: headers["user-agent"] ?? "",
-          },
-          requestId: randomUUID(),
-          routeKey: "$default",
-          stage: "$default",
-          time: new Date().toISOString(),
-          timeEpoch: Date.now(),
-        },
-      } as APIGatewayProxyEventV2;
+      const event = functionUrlEvent(req, Buffer.concat(chunks), `local-${region}`);
       // As a function URL in RESPONSE_STREAM mode: the answer is written and ended first, then the
       // handler goes on with the request log (lib/data-plane/function-url.ts).
       handler(event, res).catch((error: unknown) => {
@@ -195,6 +162,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const handlers = new Map<string, Promise<ProxyHandler>>();
   const api = createRestApi({
     routes: CORE_API_ROUTES,
+    // The MCP function URL on the Core API's port: `/mcp`, and the OAuth 2.1 documents and
+    // endpoints it answers (`/.well-known/*`, `/oauth/*`).
+    functionUrls: [
+      {
+        matches: (path) =>
+          path === "/mcp" || path.startsWith("/mcp/") || /^\/(\.well-known|oauth)\//.test(path),
+        loadHandler: () => loadFunction<FunctionUrlHandler>("mcp"),
+      },
+    ],
     authorizer,
     authorizerCacheTtlSeconds: options.authorizerCacheTtlSeconds ?? 300,
     region: config.homeRegion,
@@ -261,6 +237,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   return {
     config,
     baseUrl: apiServer.url,
+    mcpUrl: `${apiServer.url}/mcp`,
     regions,
     streams,
     async stop() {

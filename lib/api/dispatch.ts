@@ -85,12 +85,16 @@ async function checkAccess(
 }
 
 /** The declared path parameters, decoded (a malformed escape is a 400 naming the parameter). */
-function pathParamsOf(operation: Operation, event: APIGatewayProxyEvent): Record<string, unknown> {
+function pathParamsOf(operation: Operation, event: APIGatewayProxyEvent): Record<string, string> {
   const raw = event.pathParameters ?? {};
-  const names = [...operation.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
-  const decoded = Object.fromEntries(names.map((name) => [name, decodePathParameter(name, raw[name])]));
-  return parseInput(operation.params, decoded, "path");
+  return Object.fromEntries(
+    pathParamNames(operation).map((name) => [name, decodePathParameter(name, raw[name])]),
+  );
 }
+
+/** The names of the operation's path parameters, in path order. */
+export const pathParamNames = (operation: Operation): string[] =>
+  [...operation.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
 
 /** The answer's body, shaped by the declared schema; a handler that breaks its contract is a 500. */
 function shape(operation: Operation, body: unknown): Record<string, unknown> | string {
@@ -101,6 +105,61 @@ function shape(operation: Operation, body: unknown): Record<string, unknown> | s
     issues: result.error.issues.slice(0, 5).map((issue) => `${issue.path.join(".")}: ${issue.message}`),
   });
   throw new Error(`Response of ${operation.id} does not match its declared schema`);
+}
+
+/** An operation's input as it arrives: decoded path parameters, then (read after the access check) the query and the body. */
+export interface RawOperationInput {
+  params: Record<string, string>;
+  /** Called once the access is granted: the query's values and the parsed body (undefined: none sent). */
+  read(): { query: Record<string, unknown>; body: unknown };
+}
+
+export interface OperationContext {
+  requestId: string;
+  baseUrl: string;
+}
+
+export interface OperationAnswer {
+  status: number;
+  /** Shaped by the declared response schema. */
+  body: Record<string, unknown> | string;
+  headers: Record<string, string>;
+}
+
+/**
+ * One call of an operation, after authentication and the rate limit: the access check, then the
+ * query and the body parsed, the handler, and the answer shaped. The Lambda dispatch and the MCP
+ * tools (lib/mcp/tools.ts) both run operations through it, so a tool call is checked and shaped
+ * exactly as the HTTP request is. Domain errors are thrown as they are.
+ */
+export async function runOperation(
+  operation: Operation,
+  principal: Principal | undefined,
+  input: RawOperationInput,
+  context: OperationContext,
+): Promise<OperationAnswer> {
+  const params = parseInput(operation.params, input.params, "path");
+  // Access before the query and the body: a caller without access learns nothing from how
+  // its input would have been validated (a non-member gets 404 whatever it sends).
+  const { member, msp } = await checkAccess(operation, principal, params);
+  const raw = input.read();
+  const query = parseInput(operation.query, raw.query, "query");
+  const body = operation.body ? parseInput(operation.body, raw.body ?? {}) : undefined;
+  const result = await operation.handler({
+    principal: principal ?? { userId: "", tokenId: "", systemAdmin: false },
+    member,
+    msp,
+    params,
+    query,
+    body,
+    requestId: context.requestId,
+    baseUrl: context.baseUrl,
+  });
+  return {
+    status: result.status ?? operation.response.status,
+    body: shape(operation, result.body),
+    headers: result.headers ?? {},
+  };
 }
 
 export function createOperationHandler(operations: readonly Operation[]) {
@@ -131,30 +190,19 @@ export function createOperationHandler(operations: readonly Operation[]) {
         headers["X-RateLimit-Remaining"] = String(decision.remaining);
       }
       const params = pathParamsOf(operation, event);
-      // Access before the query and the body: a caller without access learns nothing from how
-      // its input would have been validated (a non-member gets 404 whatever it sends).
-      const { member, msp } = await checkAccess(operation, principal, params);
-      const query = parseInput(operation.query, event.queryStringParameters ?? {}, "query");
-      const rawBody = parseBody(event);
-      const body = operation.body ? parseInput(operation.body, rawBody ?? {}) : undefined;
-      const result = await operation.handler({
-        principal: principal ?? { userId: "", tokenId: "", systemAdmin: false },
-        member,
-        msp,
-        params,
-        query,
-        body,
-        requestId: event.requestContext?.requestId ?? "",
-        baseUrl: publicBaseUrl(event),
-      });
-      const status = result.status ?? operation.response.status;
-      const shaped = shape(operation, result.body);
+      const answer = await runOperation(
+        operation,
+        principal,
+        { params, read: () => ({ body: parseBody(event), query: event.queryStringParameters ?? {} }) },
+        { requestId: event.requestContext?.requestId ?? "", baseUrl: publicBaseUrl(event) },
+      );
+      const { status, body: shaped } = answer;
       const { contentType } = operation.response;
       // A non-JSON answer (the reference page) is the handler's text, sent as it is.
       if (contentType && typeof shaped === "string") {
         return {
           statusCode: status,
-          headers: { ...TEXT_HEADERS, "Content-Type": contentType, ...result.headers, ...headers },
+          headers: { ...TEXT_HEADERS, "Content-Type": contentType, ...answer.headers, ...headers },
           body: shaped,
         };
       }
@@ -173,13 +221,13 @@ export function createOperationHandler(operations: readonly Operation[]) {
               ...TEXT_HEADERS,
               "Content-Type": `${alternative.contentType}; charset=utf-8`,
               Vary: "Accept",
-              ...result.headers,
+              ...answer.headers,
               ...headers,
             },
             body: alternative.render(shaped),
           };
         headers.Vary = "Accept";
       }
-      return json(status, shaped, { ...result.headers, ...headers });
+      return json(status, shaped, { ...answer.headers, ...headers });
     });
 }

@@ -91,7 +91,9 @@ export const CredentialTestBody = z
   });
 export type CredentialTestInput = z.infer<typeof CredentialTestBody>;
 
-const TEXT_TYPES = /^(text\/|application\/(json|xml|x-www-form-urlencoded|javascript)|[^;]*\+(json|xml))/i;
+/** Content types shown as text (others as base64). */
+export const TEXT_TYPES =
+  /^(text\/|application\/(json|xml|x-www-form-urlencoded|javascript)|[^;]*\+(json|xml))/i;
 
 /** The target's base URL joined with a relative path; query strings are kept as written. */
 function joinUrl(base: string, path: string): URL {
@@ -104,7 +106,8 @@ function joinUrl(base: string, path: string): URL {
   return url;
 }
 
-async function loadSecret(clientId: string, credentialId: string) {
+/** A credential's decrypted secret and auth type (a credential still waiting for OAuth2 consent: 400). */
+export async function loadCredentialSecret(clientId: string, credentialId: string) {
   const { region, credential } = await requireCredential(clientId, credentialId);
   if (credential.credentialTemporary === true)
     throw badRequest("The credential is still waiting for its OAuth2 authorization");
@@ -129,7 +132,7 @@ export async function testCredential(member: ClientAccess, credentialId: string,
     throw forbidden(
       `Forbidden: testing against a full url requires the ${minimumRoleFor("manage")} role; use targetId`,
     );
-  const { secret, authType } = await loadSecret(clientId, credentialId);
+  const { secret, authType } = await loadCredentialSecret(clientId, credentialId);
   if (!TESTABLE_AUTH_TYPES.includes(authType)) {
     throw badRequest(
       authType === "customToken" || authType === "oauth2"
@@ -198,7 +201,7 @@ export async function testCredential(member: ClientAccess, credentialId: string,
 }
 
 /** Header names as they are, values with the secrets redacted. */
-function redactHeaderValues(
+export function redactHeaderValues(
   redactor: SecretRedactor,
   headers: Record<string, string | string[]>,
 ): Record<string, string | string[]> {
@@ -220,7 +223,7 @@ function outboundFailure(error: unknown): unknown {
  * and answer with when it expires, never with the token itself.
  */
 export async function testCredentialToken({ clientId }: ClientAccess, credentialId: string) {
-  const { secret, authType } = await loadSecret(clientId, credentialId);
+  const { secret, authType } = await loadCredentialSecret(clientId, credentialId);
   const redactor = secretRedactor(secretValues(authType, secret));
   const started = Date.now();
   let expiresAt: number | null;

@@ -1,0 +1,40 @@
+/**
+ * Who calls the MCP endpoint (spec 5.2): the raw user token in `Authorization`, exactly as the
+ * Core API's authorizer accepts it (lib/domain/authorizer.ts `authenticate`), or (added by the
+ * OAuth 2.1 part, lib/oauth/) `Authorization: Bearer <access token>`. Without a valid credential
+ * the answer is 401 with `WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/oauth-protected-resource"`
+ * (RFC 9728), which is how an MCP client finds the authorization server.
+ */
+import { type AuthorizerContext, authenticate } from "../domain/authorizer.ts";
+
+/** The authenticated caller: the same context the Core API's authorizer gives its handlers. */
+export type Caller = AuthorizerContext;
+
+/** The caller behind the request's credential, or undefined (-> 401). */
+export async function authenticateMcp(request: Request): Promise<Caller | undefined> {
+  const authorization = request.headers.get("authorization") ?? undefined;
+  if (!authorization?.trim()) return undefined;
+  // `Bearer <jwt>`: the OAuth 2.1 access token, verified by lib/oauth (merged by the lead). A user
+  // token never starts with `Bearer `, so this branch cannot shadow the raw token.
+  if (/^bearer\s/i.test(authorization.trim())) return undefined;
+  return authenticate(authorization);
+}
+
+/** `<origin>/.well-known/oauth-protected-resource`, the RFC 9728 document of this resource. */
+export function protectedResourceMetadataUrl(request: Request): string {
+  return `${new URL(request.url).origin}/.well-known/oauth-protected-resource`;
+}
+
+/** The 401 of a request without a valid credential. */
+export function unauthorizedResponse(request: Request): Response {
+  return Response.json(
+    { message: "Unauthorized" },
+    {
+      status: 401,
+      headers: {
+        "WWW-Authenticate": `Bearer resource_metadata="${protectedResourceMetadataUrl(request)}"`,
+        "Cache-Control": "no-store",
+      },
+    },
+  );
+}
