@@ -50,7 +50,7 @@ const EnvSchema = z.object({
    * tokens (docs/mcp-oauth.md): a key id, key ARN or alias. Default: `<KMS_KEY_ALIAS>-oauth-signing`,
    * the alias the local runner provisions in the emulator.
    */
-  OAUTH_SIGNING_KEY_ID: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+  OAUTH_SIGNING_KEY_ID: z.optional(z.string().check(z.minLength(1))),
 });
 
 export interface AppConfig {
