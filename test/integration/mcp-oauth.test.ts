@@ -5,6 +5,8 @@
  * (lib/domain/tokens.ts); the browser's part is plain fetch with manual redirects.
  */
 import { randomBytes } from "node:crypto";
+import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getConfig } from "#lib/config.ts";
@@ -484,5 +486,74 @@ describe("the token endpoint's errors", () => {
       client_id: "x",
     });
     expect(await unknownCode.json()).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("the MCP SDK's own OAuth client", () => {
+  /** The client side's storage, as an MCP client keeps it (the SDK asks a provider for it). */
+  class ClientStore implements OAuthClientProvider {
+    information?: OAuthClientInformationMixed;
+    stored?: OAuthTokens;
+    verifier = "";
+    authorizationUrl?: URL;
+    readonly redirectUrl = REDIRECT_URI;
+    readonly clientMetadata = {
+      redirect_uris: [REDIRECT_URI],
+      client_name: "SDK client",
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+    state = () => "sdk-state";
+    clientInformation = () => this.information;
+    saveClientInformation = (information: OAuthClientInformationMixed) => {
+      this.information = information;
+    };
+    tokens = () => this.stored;
+    saveTokens = (tokens: OAuthTokens) => {
+      this.stored = tokens;
+    };
+    redirectToAuthorization = (url: URL) => {
+      this.authorizationUrl = url;
+    };
+    saveCodeVerifier = (verifier: string) => {
+      this.verifier = verifier;
+    };
+    codeVerifier = () => this.verifier;
+  }
+
+  it("discovers, registers, authorizes with PKCE, exchanges and refreshes against this server", async () => {
+    const user = await newUser();
+    const client = new ClientStore();
+    const serverUrl = resource;
+
+    expect(await auth(client, { serverUrl })).toBe("REDIRECT");
+    const authorizationUrl = client.authorizationUrl ?? new URL("about:blank");
+    expect(`${authorizationUrl.origin}${authorizationUrl.pathname}`).toBe(`${base}/oauth/authorize`);
+    expect(authorizationUrl.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(authorizationUrl.searchParams.get("resource")).toBe(resource);
+
+    // The browser's part: the consent page, then the user approves with their API token.
+    const page = await fetch(authorizationUrl);
+    expect(page.status).toBe(200);
+    const answer = await approve(
+      { clientId: "", verifier: "", params: Object.fromEntries(authorizationUrl.searchParams) },
+      user.token,
+    );
+    expect(answer.get("state")).toBe("sdk-state");
+
+    expect(await auth(client, { serverUrl, authorizationCode: answer.get("code") ?? "" })).toBe("AUTHORIZED");
+    const first = client.stored;
+    expect(first?.token_type).toBe("Bearer");
+    expect(await verifyAccessToken(first?.access_token ?? "", resource)).toMatchObject({
+      userId: user.userId,
+    });
+
+    // With a refresh token stored, the SDK refreshes (rotation) instead of redirecting.
+    expect(await auth(client, { serverUrl })).toBe("AUTHORIZED");
+    expect(client.stored?.refresh_token).not.toBe(first?.refresh_token);
+    expect(await verifyAccessToken(client.stored?.access_token ?? "", resource)).toMatchObject({
+      userId: user.userId,
+    });
   });
 });
