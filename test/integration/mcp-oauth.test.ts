@@ -4,12 +4,13 @@
  * DynamoDB and KMS (an ECC_NIST_P256 signing key). Users and API tokens are real ones
  * (lib/domain/tokens.ts); the browser's part is plain fetch with manual redirects.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getConfig } from "#lib/config.ts";
+import { findAuthorizationCode, redeemAuthorizationCode } from "#lib/db/entities/oauth-code.ts";
 import { keys } from "#lib/db/keys.ts";
 import { issueToken, revokeToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
@@ -359,6 +360,33 @@ describe("the full flow with PKCE", () => {
     const refreshed = await refresh(authorization.clientId, body.refresh_token);
     expect(refreshed.status).toBe(400);
     expect(await refreshed.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("decides single use by the conditional write: a second redemption of a read code loses and writes nothing", async () => {
+    const user = await newUser();
+    const authorization = await newAuthorization();
+    const code = (await approve(authorization, user.token)).get("code") ?? "";
+    const codeHash = createHash("sha256").update(code).digest("hex");
+    const stored = await findAuthorizationCode(codeHash);
+    expect(stored?.redeemedAt).toBeUndefined();
+    expect((await exchange(authorization, code)).status).toBe(200);
+    // A redemption that read the code before the first one committed: the transaction refuses it.
+    const late = {
+      ...keys.oauthGrant("g-late"),
+      entity: "oauthGrant" as const,
+      grantId: "g-late",
+      clientId: authorization.clientId,
+      userId: user.userId,
+      tokenId: user.tokenId,
+      resource,
+      refreshHash: "x",
+      createdAt: "",
+      rotatedAt: "",
+      TTL: Math.floor(Date.now() / 1000) + 60,
+    };
+    expect(await redeemAuthorizationCode(stored!, late)).toBe(false);
+    expect(await storedItem(keys.oauthGrant("g-late"))).toBeUndefined();
+    expect((await findAuthorizationCode(codeHash))?.grantId).toMatch(/^g-/);
   });
 
   it("lets exactly one of two concurrent redemptions of a code win", async () => {
