@@ -45,6 +45,12 @@ const EnvSchema = z.object({
   STRIPE_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   STRIPE_API_BASE: z.optional(z.url()),
   CLIENT_DELETION_GRACE_DAYS: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(365)), 30),
+  /**
+   * The asymmetric KMS key (ECC_NIST_P256, SIGN_VERIFY) that signs the MCP endpoint's OAuth access
+   * tokens (docs/mcp-oauth.md): a key id, key ARN or alias. Default: `<KMS_KEY_ALIAS>-oauth-signing`,
+   * the alias the local runner provisions in the emulator.
+   */
+  OAUTH_SIGNING_KEY_ID: z.optional(z.string().check(z.minLength(1))),
 });
 
 export interface AppConfig {
@@ -59,7 +65,12 @@ export interface AppConfig {
   dataPlaneUrls: Record<string, string>;
   stripe: { secretKey?: string; secretArn?: string; apiBase?: string };
   clientDeletionGraceDays: number;
+  /** The KMS key that signs OAuth access tokens (id, ARN or alias), in the home region. */
+  oauthSigningKeyId: string;
 }
+
+/** The signing key's alias when OAUTH_SIGNING_KEY_ID is not set (local/provision.ts creates it). */
+export const oauthSigningKeyAlias = (kmsKeyAlias: string) => `${kmsKeyAlias}-oauth-signing`;
 
 let cached: AppConfig | undefined;
 
@@ -88,6 +99,7 @@ export function getConfig(): AppConfig {
       apiBase: env.STRIPE_API_BASE,
     },
     clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
+    oauthSigningKeyId: env.OAUTH_SIGNING_KEY_ID ?? oauthSigningKeyAlias(env.KMS_KEY_ALIAS),
   };
   return cached;
 }

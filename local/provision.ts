@@ -1,7 +1,7 @@
 /**
  * Creates what the CDK stacks create, in the emulator: each region's table (from the same
- * definition module the CDK construct uses) with TTL, a KMS key and alias per region, and the SES
- * sender identity in the home region. Idempotent: an existing resource is left as it is.
+ * definition module the CDK construct uses) with TTL, a KMS key and alias per region, the SES
+ * sender identity and the OAuth access-token signing key in the home region. Idempotent: an existing resource is left as it is.
  */
 import {
   CreateTableCommand,
@@ -17,7 +17,7 @@ import {
   KMSClient,
 } from "@aws-sdk/client-kms";
 import { CreateEmailIdentityCommand, SESv2Client } from "@aws-sdk/client-sesv2";
-import type { AppConfig } from "#lib/config.ts";
+import { type AppConfig, oauthSigningKeyAlias } from "#lib/config.ts";
 import { createTableInput, TTL_ATTRIBUTE } from "#lib/infra/table-definition.ts";
 
 const alreadyExists = (error: unknown, ...names: string[]) =>
@@ -59,6 +59,34 @@ export async function provisionKey(region: string, alias: string): Promise<strin
   }
 }
 
+/**
+ * The asymmetric key that signs the MCP endpoint's OAuth access tokens (docs/mcp-oauth.md):
+ * ECC_NIST_P256 for SIGN_VERIFY (ES256), as in AWS. moto 5 supports CreateKey with this spec, Sign
+ * (ECDSA_SHA_256, DER signature as KMS returns it) and GetPublicKey (DER SubjectPublicKeyInfo).
+ */
+export async function provisionSigningKey(region: string, alias: string): Promise<string> {
+  const client = new KMSClient({ region });
+  try {
+    const existing = await client.send(new DescribeKeyCommand({ KeyId: alias })).catch((error: unknown) => {
+      if (alreadyExists(error, "NotFoundException")) return undefined;
+      throw error;
+    });
+    if (existing?.KeyMetadata?.KeyId) return existing.KeyMetadata.KeyId;
+    const key = await client.send(
+      new CreateKeyCommand({
+        Description: `proxy gateway OAuth access-token signing (${region})`,
+        KeySpec: "ECC_NIST_P256",
+        KeyUsage: "SIGN_VERIFY",
+      }),
+    );
+    const keyId = key.KeyMetadata?.KeyId as string;
+    await client.send(new CreateAliasCommand({ AliasName: alias, TargetKeyId: keyId }));
+    return keyId;
+  } finally {
+    client.destroy();
+  }
+}
+
 export async function provisionEmailIdentity(region: string, email: string): Promise<void> {
   const client = new SESv2Client({ region });
   try {
@@ -78,4 +106,7 @@ export async function provisionStack(config: AppConfig): Promise<void> {
     }),
   );
   await provisionEmailIdentity(config.homeRegion, config.emailSender);
+  // The default signing key (an alias derived from KMS_KEY_ALIAS); a configured one is left alone.
+  if (config.oauthSigningKeyId === oauthSigningKeyAlias(config.kmsKeyAlias))
+    await provisionSigningKey(config.homeRegion, config.oauthSigningKeyId);
 }

@@ -192,6 +192,14 @@ export const keys = {
     key(`METERDIGEST#${cadence}`, String(periodStart).padStart(13, "0")),
   /** Single-use OAuth2 authorization state (TTL-bound). */
   oauthState: (state: string) => key(`OAUTHSTATE#${state}`, "STATE"),
+  /**
+   * The MCP endpoint's OAuth authorization server (docs/mcp-oauth.md), home table: a dynamically
+   * registered client, an authorization code (by its SHA-256; single use, TTL 60 s) and a grant
+   * (the refresh token's family, by grant id; the current refresh token's SHA-256 on the item).
+   */
+  oauthClient: (clientId: string) => key(`OAUTHCLIENT#${clientId}`, "CLIENT"),
+  oauthCode: (codeHash: string) => key(`OAUTHCODE#${codeHash}`, "CODE"),
+  oauthGrant: (grantId: string) => key(`OAUTHGRANT#${grantId}`, "GRANT"),
   /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */
   credentialTokenCache: (credentialId: string) => key(`CREDTOKEN#${credentialId}`, "TOKEN"),
 };

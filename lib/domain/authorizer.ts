@@ -3,6 +3,7 @@
  * `Bearer`), looked up by hash. API Gateway caches the decision per token for the configured TTL,
  * so the policy allows every route of the stage and the context carries what handlers need.
  */
+import type { UserItem } from "../db/entities/user.ts";
 import { keys } from "../db/keys.ts";
 import { batchGet } from "../db/store.ts";
 import { coreApiRateLimit } from "./plans.ts";
@@ -26,10 +27,18 @@ export async function authenticate(
   if (!token) return undefined;
   const user = await getUser(token.userId);
   if (!user) return undefined;
+  return callerOf(user, token.tokenId);
+}
+
+/**
+ * The caller's context from the user and the API token used (the raw token here, or the one an
+ * OAuth grant is bound to: lib/oauth/access-tokens.ts), so both credentials give the same caller.
+ */
+export async function callerOf(user: UserItem, tokenId: string): Promise<AuthorizerContext> {
   const configs = await batchGet(userClientIds(user).map((clientId) => keys.clientConfig(clientId)));
   return {
-    userId: token.userId,
-    tokenId: token.tokenId,
+    userId: user.userId,
+    tokenId,
     rateLimitPerMinute: coreApiRateLimit(configs),
     systemAdmin: user.systemAdmin,
   };

@@ -14,6 +14,7 @@ const OPTIONAL = [
   "STRIPE_SECRET_KEY",
   "STRIPE_SECRET_ARN",
   "STRIPE_API_BASE",
+  "OAUTH_SIGNING_KEY_ID",
   "CLIENT_DELETION_GRACE_DAYS",
 ];
 
@@ -71,7 +72,17 @@ describe("getConfig", () => {
       dataPlaneUrls: {},
       stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
+      oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
     });
+  });
+
+  it("takes the OAuth signing key from OAUTH_SIGNING_KEY_ID, or derives its alias from KMS_KEY_ALIAS", () => {
+    minimalEnv();
+    process.env.KMS_KEY_ALIAS = "alias/gw-x";
+    expect(getConfig().oauthSigningKeyId).toBe("alias/gw-x-oauth-signing");
+    resetConfig();
+    process.env.OAUTH_SIGNING_KEY_ID = "arn:aws:kms:us-east-1:111122223333:key/abcd";
+    expect(getConfig().oauthSigningKeyId).toBe("arn:aws:kms:us-east-1:111122223333:key/abcd");
   });
 
   it("parses the values it is given", () => {

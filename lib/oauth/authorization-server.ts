@@ -1,0 +1,277 @@
+/**
+ * The MCP endpoint's OAuth 2.1 authorization server (docs/mcp-oauth.md): registration, the
+ * authorization request's checks, approval (an authorization code), and the token endpoint's two
+ * grants. Plain functions on parsed parameters; lib/oauth/http.ts parses, calls and shapes.
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import {
+  extendOAuthClient,
+  findOAuthClient,
+  OAUTH_CLIENT_TTL_SECONDS,
+  type OAuthClientItem,
+  oauthClientKeys,
+  putOAuthClient,
+} from "../db/entities/oauth-client.ts";
+import {
+  AUTHORIZATION_CODE_TTL_SECONDS,
+  findAuthorizationCode,
+  oauthCodeKeys,
+  putAuthorizationCode,
+  redeemAuthorizationCode,
+} from "../db/entities/oauth-code.ts";
+import {
+  findOAuthGrant,
+  type OAuthGrantItem,
+  oauthGrantKeys,
+  REFRESH_TOKEN_TTL_SECONDS,
+  revokeOAuthGrant,
+  rotateRefreshToken,
+} from "../db/entities/oauth-grant.ts";
+import { findUser } from "../db/entities/user.ts";
+import { nowIso, nowSeconds } from "../db/store.ts";
+import { resolveToken } from "../domain/tokens.ts";
+import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from "./access-tokens.ts";
+import { type ClientRegistration, registrationResponse } from "./client-metadata.ts";
+import { oauthError } from "./errors.ts";
+import { isS256Challenge, verifierMatches } from "./pkce.ts";
+
+const MAX_STATE_LENGTH = 1024;
+const MAX_SCOPE_LENGTH = 1000;
+const MAX_PARAM_LENGTH = 2048;
+
+const sha256 = (value: string) => createHash("sha256").update(value, "utf8").digest("hex");
+const secret = () => randomBytes(32).toString("base64url");
+
+/**
+ * Request parameters (query or form), each at most once (RFC 6749 3.1) and bounded. Throws
+ * `invalid_request` naming the parameter.
+ */
+export function singleParams(params: URLSearchParams): Map<string, string> {
+  const single = new Map<string, string>();
+  for (const [name, value] of params) {
+    if (single.has(name)) throw oauthError("invalid_request", `${name}: given more than once`);
+    if (value.length > MAX_PARAM_LENGTH) throw oauthError("invalid_request", `${name}: too long`);
+    single.set(name, value);
+  }
+  return single;
+}
+
+const required = (params: Map<string, string>, name: string) => {
+  const value = params.get(name);
+  if (!value) throw oauthError("invalid_request", `${name}: required`);
+  return value;
+};
+
+// ---- registration (RFC 7591) ----
+
+export async function registerClient(registration: ClientRegistration) {
+  const clientId = `mcp-${randomUUID()}`;
+  const now = nowSeconds();
+  const item: OAuthClientItem = {
+    ...oauthClientKeys.item(clientId),
+    entity: "oauthClient",
+    clientId,
+    clientName: registration.clientName,
+    redirectUris: registration.redirectUris,
+    createdAt: nowIso(),
+    TTL: now + OAUTH_CLIENT_TTL_SECONDS,
+  };
+  await putOAuthClient(item);
+  return registrationResponse(clientId, now, registration);
+}
+
+// ---- the authorization request ----
+
+/** Who asks and where the answer goes: until both are known good, errors are shown, never redirected. */
+export interface ClientAndRedirect {
+  client: OAuthClientItem;
+  redirectUri: string;
+}
+
+/** The client and redirect URI (exactly one of the client's registered ones), or `invalid_request`. */
+export async function resolveClientAndRedirect(params: Map<string, string>): Promise<ClientAndRedirect> {
+  const clientId = required(params, "client_id");
+  const redirectUri = required(params, "redirect_uri");
+  const client = await findOAuthClient(clientId);
+  if (!client) throw oauthError("invalid_request", "client_id: unknown client");
+  if (!client.redirectUris.includes(redirectUri))
+    throw oauthError("invalid_request", "redirect_uri: not registered for this client");
+  return { client, redirectUri };
+}
+
+/** The rest of an authorization request, checked; errors here are redirected to the client. */
+export interface AuthorizationParams {
+  codeChallenge: string;
+  state?: string;
+  resource: string;
+  scope?: string;
+}
+
+export function checkAuthorizationParams(params: Map<string, string>, resource: string): AuthorizationParams {
+  const responseType = params.get("response_type");
+  if (responseType !== "code") throw oauthError("unsupported_response_type", "response_type: must be code");
+  const codeChallenge = required(params, "code_challenge");
+  if (params.get("code_challenge_method") !== "S256")
+    throw oauthError("invalid_request", "code_challenge_method: must be S256");
+  if (!isS256Challenge(codeChallenge))
+    throw oauthError("invalid_request", "code_challenge: must be a base64url SHA-256 (43 characters)");
+  const state = params.get("state");
+  if (state !== undefined && state.length > MAX_STATE_LENGTH)
+    throw oauthError("invalid_request", `state: at most ${MAX_STATE_LENGTH} characters`);
+  const scope = params.get("scope");
+  if (scope !== undefined && scope.length > MAX_SCOPE_LENGTH)
+    throw oauthError("invalid_request", `scope: at most ${MAX_SCOPE_LENGTH} characters`);
+  checkResource(params, resource);
+  return { codeChallenge, state, resource, scope };
+}
+
+/** RFC 8707: a `resource` given must be the MCP resource (one value: parameters are single here). */
+function checkResource(params: Map<string, string>, resource: string) {
+  const given = params.get("resource");
+  if (given !== undefined && given !== resource)
+    throw oauthError("invalid_target", `resource: this server issues tokens for ${resource} only`);
+}
+
+/**
+ * Approve an authorization request with the user's API token: a single-use code bound to the
+ * client, redirect URI, PKCE challenge, resource, user and API token. Undefined when the token is
+ * not valid (the consent page asks again); `invalid_request` when the client has gone meanwhile.
+ */
+export async function approveAuthorization(
+  request: ClientAndRedirect & AuthorizationParams,
+  rawToken: string,
+): Promise<string | undefined> {
+  const token = await resolveToken(rawToken.trim());
+  if (!token) return undefined;
+  if (!(await extendOAuthClient(request.client.clientId)))
+    throw oauthError("invalid_request", "client_id: unknown client");
+  const code = secret();
+  await putAuthorizationCode({
+    ...oauthCodeKeys.item(sha256(code)),
+    entity: "oauthCode",
+    clientId: request.client.clientId,
+    redirectUri: request.redirectUri,
+    codeChallenge: request.codeChallenge,
+    resource: request.resource,
+    userId: token.userId,
+    tokenId: token.tokenId,
+    createdAt: nowIso(),
+    TTL: nowSeconds() + AUTHORIZATION_CODE_TTL_SECONDS,
+  });
+  return code;
+}
+
+// ---- the token endpoint ----
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  refresh_token: string;
+}
+
+/** A refresh token names its grant: `<grantId>.<secret>`; only its SHA-256 is stored. */
+const refreshTokenOf = (grantId: string) => `${grantId}.${secret()}`;
+const grantIdOfRefreshToken = (token: string) => {
+  const match = /^(g-[A-Za-z0-9_-]{22})\.[A-Za-z0-9_-]{43}$/.exec(token);
+  return match?.[1];
+};
+
+async function tokenResponse(grant: OAuthGrantItem, refreshToken: string): Promise<TokenResponse> {
+  return {
+    access_token: await signAccessToken(grant),
+    token_type: "Bearer",
+    expires_in: ACCESS_TOKEN_TTL_SECONDS,
+    refresh_token: refreshToken,
+  };
+}
+
+const invalidGrant = (description: string) => oauthError("invalid_grant", description);
+
+/**
+ * grant_type=authorization_code: code + code_verifier (S256) + redirect_uri + client_id. The
+ * code's single use is decided by a conditional write; a code used again revokes the grant the
+ * first use issued (RFC 6749 10.5).
+ */
+export async function exchangeAuthorizationCode(
+  params: Map<string, string>,
+  resource: string,
+): Promise<TokenResponse> {
+  const code = required(params, "code");
+  const verifier = required(params, "code_verifier");
+  const redirectUri = required(params, "redirect_uri");
+  const clientId = required(params, "client_id");
+  checkResource(params, resource);
+  const stored = await findAuthorizationCode(sha256(code));
+  if (!stored) throw invalidGrant("code: unknown or expired");
+  if (stored.redeemedAt !== undefined) {
+    if (stored.grantId) await revokeOAuthGrant(stored.grantId);
+    throw invalidGrant("code: already used; the tokens it issued are revoked");
+  }
+  if (stored.TTL <= nowSeconds()) throw invalidGrant("code: unknown or expired");
+  if (stored.clientId !== clientId) throw invalidGrant("client_id: the code was issued to another client");
+  if (stored.redirectUri !== redirectUri)
+    throw invalidGrant("redirect_uri: does not match the authorization request");
+  if (stored.resource !== resource) throw invalidGrant("resource: the code was issued for another resource");
+  if (!verifierMatches(verifier, stored.codeChallenge))
+    throw invalidGrant("code_verifier: does not match the code challenge");
+  const grantId = `g-${randomBytes(16).toString("base64url")}`;
+  const refreshToken = refreshTokenOf(grantId);
+  const now = nowIso();
+  const grant: OAuthGrantItem = {
+    ...oauthGrantKeys.item(grantId),
+    entity: "oauthGrant",
+    grantId,
+    clientId,
+    userId: stored.userId,
+    tokenId: stored.tokenId,
+    resource,
+    refreshHash: sha256(refreshToken),
+    createdAt: now,
+    rotatedAt: now,
+    TTL: nowSeconds() + REFRESH_TOKEN_TTL_SECONDS,
+  };
+  if (!(await redeemAuthorizationCode(stored, grant))) {
+    // Another use of the code won the conditional write: this is a reuse; revoke what it issued.
+    const winner = await findAuthorizationCode(sha256(code));
+    if (winner?.grantId) await revokeOAuthGrant(winner.grantId);
+    throw invalidGrant("code: already used; the tokens it issued are revoked");
+  }
+  return tokenResponse(grant, refreshToken);
+}
+
+/**
+ * grant_type=refresh_token: rotation. The grant takes the new refresh token only while it holds the
+ * presented one (a conditional write); an old or forged refresh token of a live grant revokes the
+ * grant (OAuth 2.1 4.3.1: replay detection for public clients). A grant whose API token was revoked
+ * is revoked too.
+ */
+export async function refreshGrant(params: Map<string, string>, resource: string): Promise<TokenResponse> {
+  const presented = required(params, "refresh_token");
+  const clientId = required(params, "client_id");
+  checkResource(params, resource);
+  const grantId = grantIdOfRefreshToken(presented);
+  if (!grantId) throw invalidGrant("refresh_token: unknown, used or expired");
+  const current = await findOAuthGrant(grantId);
+  if (!current) throw invalidGrant("refresh_token: unknown, used or expired");
+  if (current.clientId !== clientId) throw invalidGrant("client_id: the token was issued to another client");
+  if (current.resource !== resource)
+    throw invalidGrant("resource: the token was issued for another resource");
+  if (current.refreshHash !== sha256(presented)) {
+    await revokeOAuthGrant(grantId);
+    throw invalidGrant("refresh_token: already used; the grant is revoked");
+  }
+  // Is the API token the grant is bound to still alive?
+  const user = await findUser(current.userId);
+  if (!user?.tokens[current.tokenId]) {
+    await revokeOAuthGrant(grantId);
+    throw invalidGrant("refresh_token: the API token it was approved with is revoked");
+  }
+  const next = refreshTokenOf(grantId);
+  const rotated = await rotateRefreshToken(grantId, current.refreshHash, sha256(next));
+  if (!rotated) {
+    await revokeOAuthGrant(grantId);
+    throw invalidGrant("refresh_token: already used; the grant is revoked");
+  }
+  return tokenResponse(rotated, next);
+}

@@ -1,0 +1,196 @@
+/**
+ * The MCP endpoint's authorization server over HTTP (docs/mcp-oauth.md): answers a web `Request`
+ * whose path is one of OAUTH_PATHS, else undefined (the caller serves it otherwise). The issuer
+ * and the MCP resource derive from the request's own origin. Handlers parse, call
+ * lib/oauth/authorization-server.ts, and shape the answer.
+ */
+import { isServiceUnavailable } from "../aws/clients.ts";
+import { describeError, log } from "../log.ts";
+import {
+  approveAuthorization,
+  checkAuthorizationParams,
+  exchangeAuthorizationCode,
+  refreshGrant,
+  registerClient,
+  resolveClientAndRedirect,
+  singleParams,
+} from "./authorization-server.ts";
+import { MAX_OAUTH_BODY_BYTES, parseClientRegistration } from "./client-metadata.ts";
+import { consentPage, errorPage, pageHeaders } from "./consent-page.ts";
+import { OAuthError, oauthError } from "./errors.ts";
+import {
+  authorizationServerMetadata,
+  endpointsOf,
+  OAUTH_PATHS,
+  protectedResourceMetadata,
+} from "./metadata.ts";
+
+type Endpoint = (request: Request, origin: { issuer: string; resource: string }) => Promise<Response>;
+
+/** Answers a browser-based client may read cross-origin (metadata, registration, token). */
+const CORS_HEADERS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+  "Access-Control-Allow-Headers": "Content-Type, Authorization, MCP-Protocol-Version",
+  "Access-Control-Max-Age": "600",
+};
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { "Content-Type": "application/json", ...CORS_HEADERS, ...headers },
+  });
+
+const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" };
+
+/** A request body, bounded; throws `invalid_request` when it is larger or of another type. */
+async function bodyOf(request: Request, contentType: string): Promise<string> {
+  const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+  if (type !== contentType) throw oauthError("invalid_request", `Content-Type: must be ${contentType}`);
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  if (declared > MAX_OAUTH_BODY_BYTES) throw oauthError("invalid_request", "body: too large");
+  const text = await request.text();
+  if (Buffer.byteLength(text) > MAX_OAUTH_BODY_BYTES) throw oauthError("invalid_request", "body: too large");
+  return text;
+}
+
+const formOf = async (request: Request) =>
+  singleParams(new URLSearchParams(await bodyOf(request, "application/x-www-form-urlencoded")));
+
+// ---- endpoints ----
+
+const protectedResource: Endpoint = async (_request, { issuer }) =>
+  json(200, protectedResourceMetadata(issuer), { "Cache-Control": "max-age=300" });
+
+const authorizationServer: Endpoint = async (_request, { issuer }) =>
+  json(200, authorizationServerMetadata(issuer), { "Cache-Control": "max-age=300" });
+
+const register: Endpoint = async (request) => {
+  const text = await bodyOf(request, "application/json");
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw oauthError("invalid_client_metadata", "The body must be JSON");
+  }
+  return json(201, await registerClient(parseClientRegistration(body)), NO_STORE);
+};
+
+const token: Endpoint = async (request, { resource }) => {
+  const params = await formOf(request);
+  const grantType = params.get("grant_type");
+  if (grantType === "authorization_code")
+    return json(200, await exchangeAuthorizationCode(params, resource), NO_STORE);
+  if (grantType === "refresh_token") return json(200, await refreshGrant(params, resource), NO_STORE);
+  if (!grantType) throw oauthError("invalid_request", "grant_type: required");
+  throw oauthError("unsupported_grant_type", "grant_type: authorization_code or refresh_token");
+};
+
+/** A 302/303 back to the client's (registered) redirect URI with the answer's parameters. */
+function redirectTo(
+  redirectUri: string,
+  status: 302 | 303,
+  answer: Record<string, string | undefined>,
+): Response {
+  const location = new URL(redirectUri);
+  for (const [name, value] of Object.entries(answer))
+    if (value !== undefined) location.searchParams.set(name, value);
+  return new Response(null, { status, headers: { Location: location.href, ...NO_STORE } });
+}
+
+const htmlPage = (status: number, html: string, redirectOrigin?: string) =>
+  new Response(html, { status, headers: pageHeaders(redirectOrigin) });
+
+/** GET shows the consent page; POST (form) approves or denies. */
+const authorize: Endpoint = async (request, { issuer, resource }) => {
+  const isPost = request.method === "POST";
+  let params: Map<string, string>;
+  let target: Awaited<ReturnType<typeof resolveClientAndRedirect>>;
+  try {
+    params = isPost ? await formOf(request) : singleParams(new URL(request.url).searchParams);
+    target = await resolveClientAndRedirect(params);
+  } catch (error) {
+    // Client or redirect URI not known good: say so here, never redirect (RFC 6749 4.1.2.1).
+    if (error instanceof OAuthError) return htmlPage(400, errorPage(error.message));
+    throw error;
+  }
+  const status = isPost ? 303 : 302;
+  const redirectOrigin = new URL(target.redirectUri).origin;
+  let checked: ReturnType<typeof checkAuthorizationParams>;
+  try {
+    checked = checkAuthorizationParams(params, resource);
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    return redirectTo(target.redirectUri, status, {
+      error: error.code,
+      error_description: error.message,
+      state: params.get("state"),
+      iss: issuer,
+    });
+  }
+  const authorization = { ...target, ...checked };
+  const authorizeUrl = `${issuer}${OAUTH_PATHS.authorize}`;
+  if (!isPost) return htmlPage(200, consentPage(authorization, params, { authorizeUrl }), redirectOrigin);
+  if (params.get("consent") !== "approve")
+    return redirectTo(target.redirectUri, status, {
+      error: "access_denied",
+      error_description: "The user denied the request",
+      state: checked.state,
+      iss: issuer,
+    });
+  const code = await approveAuthorization(authorization, params.get("token") ?? "");
+  if (!code)
+    return htmlPage(
+      401,
+      consentPage(authorization, params, { authorizeUrl, error: "That API token is not valid. Try again." }),
+      redirectOrigin,
+    );
+  return redirectTo(target.redirectUri, status, { code, state: checked.state, iss: issuer });
+};
+
+const ROUTES: Record<string, { methods: string[]; endpoint: Endpoint; cors: boolean }> = {
+  [OAUTH_PATHS.protectedResource]: { methods: ["GET"], endpoint: protectedResource, cors: true },
+  [OAUTH_PATHS.protectedResourceOfMcp]: { methods: ["GET"], endpoint: protectedResource, cors: true },
+  [OAUTH_PATHS.authorizationServer]: { methods: ["GET"], endpoint: authorizationServer, cors: true },
+  [OAUTH_PATHS.register]: { methods: ["POST"], endpoint: register, cors: true },
+  [OAUTH_PATHS.token]: { methods: ["POST"], endpoint: token, cors: true },
+  [OAUTH_PATHS.authorize]: { methods: ["GET", "POST"], endpoint: authorize, cors: false },
+};
+
+/** The answer to a request for one of the authorization server's paths, or undefined for any other path. */
+export async function handleOAuthRequest(request: Request): Promise<Response | undefined> {
+  const url = new URL(request.url);
+  const route = ROUTES[url.pathname];
+  if (!route) return undefined;
+  if (request.method === "OPTIONS" && route.cors)
+    return new Response(null, { status: 204, headers: CORS_HEADERS });
+  if (!route.methods.includes(request.method))
+    return json(
+      405,
+      { error: "invalid_request", error_description: `method: use ${route.methods.join(" or ")}` },
+      {
+        Allow: route.methods.join(", "),
+      },
+    );
+  try {
+    return await route.endpoint(request, endpointsOf(request.url));
+  } catch (error) {
+    if (error instanceof OAuthError) {
+      const status = error.code === "invalid_client" ? 401 : 400;
+      return json(status, error.toJSON(), NO_STORE);
+    }
+    if (isServiceUnavailable(error)) {
+      log.warn("OAuth request: a service is unavailable", { path: url.pathname, ...describeError(error) });
+      return json(
+        503,
+        { error: "temporarily_unavailable", error_description: "Try again shortly" },
+        {
+          ...NO_STORE,
+          "Retry-After": "1",
+        },
+      );
+    }
+    log.error("OAuth request failed", { path: url.pathname, ...describeError(error) });
+    return json(500, { error: "server_error", error_description: "Internal error" }, NO_STORE);
+  }
+}
