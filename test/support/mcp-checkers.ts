@@ -99,6 +99,8 @@ export const NOT_APPLICABLE: Readonly<Record<string, string>> = {
 // ---------------------------------------------------------------------------------------------
 // The loopback forwarder
 
+const LOOPBACK_HOSTNAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
 export interface AuthForwarder {
   /** `http://127.0.0.1:<port><path of the target>`: the same path as the target URL. */
   readonly url: string;
@@ -111,16 +113,19 @@ export interface AuthForwarder {
  * A node:http server on 127.0.0.1 (ephemeral port) that forwards every request to the origin of
  * `targetUrl` (same method, path, query and body; the answer streamed back unchanged) with
  * `Authorization: <authorization>` set. Every other header is passed through as the client sent
- * it, Host and Origin included: the DNS-rebinding scenario sends a forged Host and Origin, and
- * the endpoint must see them. (Its port is the forwarder's; the endpoint validates host names.)
+ * it, Origin included, and Host too when the target is on loopback: the DNS-rebinding scenario
+ * sends a forged Host and Origin, and the endpoint must see them (the port in Host is the
+ * forwarder's, so the endpoint must validate host names, not ports). A remote target (a deployed
+ * function URL, routed by its host name) gets its own Host.
  */
 export async function startAuthForwarder(targetUrl: string, authorization: string): Promise<AuthForwarder> {
   const target = new URL(targetUrl);
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+  const loopback = LOOPBACK_HOSTNAMES.has(target.hostname);
   let forwarded = 0;
   const server: Server = createServer((req: IncomingMessage, res) => {
     forwarded += 1;
-    const headers = { ...req.headers, authorization };
+    const headers = { ...req.headers, authorization, ...(loopback ? {} : { host: target.host }) };
     const upstream = send(
       {
         protocol: target.protocol,
@@ -370,5 +375,36 @@ export async function runInspector<T = unknown>(
     return { exitCode: run.code, result, stdout: run.stdout, stderr: run.stderr };
   } finally {
     await rm(home, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// By hand: `npx tsx test/support/mcp-checkers.ts <mcp url> <user token>` runs both checkers
+// against any endpoint (docs/mcp-deploy.md) and exits non-zero when one fails.
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const [url, token] = process.argv.slice(2);
+  if (!url || !token) {
+    console.error("usage: tsx test/support/mcp-checkers.ts <mcp url> <user token>");
+    process.exit(2);
+  }
+  const local = LOOPBACK_HOSTNAMES.has(new URL(url).hostname);
+  // The DNS-rebinding scenario is for servers on localhost; a deployed endpoint has its own host name.
+  const scenarios = APPLICABLE_SCENARIOS.filter((name) => local || name !== "dns-rebinding-protection");
+  const forwarder = await startAuthForwarder(url, token);
+  try {
+    const results = await runConformance(forwarder.url, scenarios);
+    console.log(describeResults(results));
+    const inspector = await runInspector<{ result?: { tools?: unknown[] } }>(url, {
+      headers: { Authorization: token },
+      strict: true,
+    });
+    console.log(
+      `${inspector.exitCode === 0 ? "PASS" : "FAIL"} inspector tools/list: exit ${inspector.exitCode}, ${inspector.result?.result?.tools?.length ?? 0} tools`,
+    );
+    if (inspector.exitCode !== 0) console.log(inspector.stderr || inspector.stdout);
+    process.exitCode = results.every(scenarioPassed) && inspector.exitCode === 0 ? 0 : 1;
+  } finally {
+    await forwarder.close();
   }
 }
