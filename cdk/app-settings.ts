@@ -34,6 +34,19 @@ const urlRecord = z
   ])
   .pipe(z.record(z.string().regex(REGION), z.url()));
 
+/** `-c mcpDeleteEnabled=true` arrives as a string; cdk.json gives a boolean. */
+const flag = z.union([z.boolean(), z.enum(["true", "false"]).transform((value) => value === "true")]);
+
+/** An origin exactly as browsers send it: scheme, host and port, no path or trailing slash. */
+const origin = z.string().refine((value) => URL.canParse(value) && new URL(value).origin === value, {
+  message: "not an origin (scheme://host[:port], no path)",
+});
+/** `-c mcpAllowedOrigins=https://a.example,https://b.example` arrives as a string; cdk.json gives an array. */
+const originList = z
+  .union([z.array(z.string()), z.string().transform((value) => value.split(","))])
+  .transform((values) => [...new Set(values.map((value) => value.trim()).filter(Boolean))])
+  .pipe(z.array(origin).max(20));
+
 const ContextSchema = z
   .object({
     appName,
@@ -53,6 +66,17 @@ const ContextSchema = z
       .optional(),
     /** Data-plane base URL of each region, once the data plane is deployed (DATA_PLANE_URLS). */
     dataPlaneUrls: urlRecord.optional(),
+    /**
+     * The MCP endpoint offers its delete tools (DELETE_ENABLED=true). Off by default: an agent
+     * cannot delete anything unless the deployer opts in.
+     */
+    mcpDeleteEnabled: flag.default(false),
+    /**
+     * Browser origins allowed to call the MCP endpoint: MCP_ALLOWED_ORIGINS (comma list), which
+     * the function checks the Origin header against (DNS rebinding), and the only origins its
+     * function URL's CORS allows. Empty by default: no browser origin, no CORS.
+     */
+    mcpAllowedOrigins: originList.default([]),
   })
   .superRefine((settings, ctx) => {
     if (!settings.regions.includes(settings.homeRegion)) {
@@ -80,6 +104,8 @@ export const CONTEXT_KEYS = [
   "authorizerCacheTtlSeconds",
   "stripeSecretArn",
   "dataPlaneUrls",
+  "mcpDeleteEnabled",
+  "mcpAllowedOrigins",
 ] as const satisfies readonly (keyof AppSettings)[];
 
 export function readAppSettings(node: Node): AppSettings {
@@ -99,3 +125,7 @@ export const tableNameOf = (settings: Pick<AppSettings, "appName">): string => s
 
 /** The alias of each region's KMS key (KMS_KEY_ALIAS); the same alias in every region. */
 export const kmsKeyAliasOf = (settings: Pick<AppSettings, "appName">): string => `alias/${settings.appName}`;
+
+/** The alias of the MCP endpoint's OAuth signing key (home region only). */
+export const oauthSigningKeyAliasOf = (settings: Pick<AppSettings, "appName">): string =>
+  `alias/${settings.appName}-oauth-signing`;

@@ -4,13 +4,16 @@
  * logging and the common environment are decided once.
  *
  * Permissions are added only through the methods below (bindTable, allowSendEmail,
- * allowReadSecret), each granting exactly the actions it names on exactly the resources given.
+ * allowSecretKeys, allowSigningKey, allowReadSecret), each granting exactly the actions it names
+ * on exactly the resources given.
  * The role carries no AWS-managed policy: it writes only to its own log group.
  */
 import { basename, join } from "node:path";
 import { AssetHashType, DockerImage, Duration, Stack, Validations } from "aws-cdk-lib";
+import * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as iam from "aws-cdk-lib/aws-iam";
+import type * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -47,6 +50,14 @@ export const TABLE_WRITE_ACTIONS = [
   "dynamodb:DeleteItem",
   "dynamodb:BatchWriteItem",
 ] as const;
+
+/** An alarm raised as soon as its metric reaches 1 in one period; no data is not a breach. */
+export const ALARM_ON_ANY = {
+  threshold: 1,
+  evaluationPeriods: 1,
+  comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+  treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+} as const;
 
 export type TableAccess = "RO" | "RW";
 /** A table construct, or a table ARN (for another region's table, built from its deterministic name). */
@@ -275,6 +286,30 @@ export class GatewayFunction extends Construct {
       });
     }
     return this;
+  }
+
+  /**
+   * Signing with an asymmetric key that never leaves KMS (the MCP endpoint's OAuth access tokens):
+   * kms:Sign and kms:GetPublicKey on that one key, nothing else (no Verify: verification uses the
+   * public key locally; no Decrypt, no key administration).
+   */
+  allowSigningKey(key: kms.IKey): this {
+    this.role.addToPolicy(
+      new iam.PolicyStatement({ actions: ["kms:Sign", "kms:GetPublicKey"], resources: [key.keyArn] }),
+    );
+    return this;
+  }
+
+  /**
+   * An alarm raised by any failed invocation (an uncaught error or a timeout) in 5 minutes: the
+   * stream consumers and the MCP endpoint have one each. Created in `scope` with `id`.
+   */
+  errorsAlarm(scope: Construct, id: string, description: string): cloudwatch.Alarm {
+    return new cloudwatch.Alarm(scope, id, {
+      alarmDescription: description,
+      metric: this.function.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+      ...ALARM_ON_ANY,
+    });
   }
 
   /** secretsmanager:GetSecretValue on this one secret (give its full ARN, random suffix included). */

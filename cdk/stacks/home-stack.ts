@@ -5,12 +5,18 @@
  *
  * Tables are addressed by deterministic ARN (every region's table is named appName), so this stack
  * needs no cross-region reference to the RegionalStacks; it only deploys after them.
+ *
+ * The MCP endpoint (issue 13) lives here too: a function URL, not an API Gateway route (its
+ * requests authenticate in the function, with a user token or an OAuth access token).
  */
 
-import { CfnOutput, Duration, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
 import * as apigateway from "aws-cdk-lib/aws-apigateway";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
+import * as kms from "aws-cdk-lib/aws-kms";
+import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as ses from "aws-cdk-lib/aws-ses";
 import type { Construct } from "constructs";
@@ -20,12 +26,13 @@ import {
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
+  MCP_FUNCTION,
   type RouteDefinition,
   SCHEDULED_FUNCTIONS,
   type ScheduledFunction,
   SERVICE_UNAVAILABLE_MESSAGE,
 } from "../../lib/infra/api-manifest.ts";
-import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import { type AppSettings, kmsKeyAliasOf, oauthSigningKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
 
 export interface HomeStackProps extends StackProps {
@@ -37,6 +44,18 @@ export interface HomeStackProps extends StackProps {
 /** Stage-wide throttling (per account and region, API Gateway's own limit is 10,000 rps). */
 export const API_THROTTLING = { rateLimit: 100, burstLimit: 200 } as const;
 export const API_STAGE_NAME = "v1";
+
+/** Request headers a browser client of the MCP endpoint sends (CORS, when origins are allowed). */
+export const MCP_CORS_ALLOWED_HEADERS = [
+  "authorization",
+  "content-type",
+  "accept",
+  "mcp-protocol-version",
+  "mcp-session-id",
+  "last-event-id",
+  "x-mcp-toolsets",
+  "x-mcp-readonly",
+];
 
 /** "account-purge" -> "AccountPurge": construct ids derived from the manifest names. */
 const pascal = (name: string) =>
@@ -51,12 +70,31 @@ const publicRouteReason = (route: RouteDefinition): string =>
     ? "The API's own documentation (the OpenAPI document and its reference page), generated from the operation registry: no account data, no table access."
     : "The OAuth2 provider redirects the user's browser here without a gateway token; the handler accepts only a single-use, expiring state created by an authenticated credential creation.";
 
+/**
+ * The MCP function: above the data plane's 75 s (execute_proxy_read_request waits for a proxied
+ * read, whose target may take up to 60 s), far below a function URL's 15 minutes. Memory as the
+ * API groups (1024 MB on arm64): tools/list renders about 90 JSON schemas per request.
+ */
+export const MCP_TIMEOUT = Duration.seconds(90);
+export const MCP_MEMORY_MB = 1024;
+
+export interface McpEndpoint {
+  readonly function: GatewayFunction;
+  /** Public (auth NONE): the function authenticates every request (user token or OAuth access token). */
+  readonly url: lambda.FunctionUrl;
+  /** ECC_NIST_P256 SIGN_VERIFY: signs the OAuth access tokens (ES256); the private key never leaves KMS. */
+  readonly signingKey: kms.Key;
+  readonly errorsAlarm: cloudwatch.Alarm;
+}
+
 export class HomeStack extends Stack {
   readonly api: apigateway.RestApi;
   readonly groupFunctions: Record<FunctionGroupName, GatewayFunction>;
   readonly authorizerFunction: GatewayFunction;
   readonly scheduledFunctions: Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>;
   readonly emailIdentity: ses.EmailIdentity;
+  /** The MCP endpoint (issue 13): its function, function URL, OAuth signing key and errors alarm. */
+  readonly mcp: McpEndpoint;
 
   constructor(scope: Construct, id: string, props: HomeStackProps) {
     super(scope, id, props);
@@ -90,6 +128,17 @@ export class HomeStack extends Stack {
     this.emailIdentity = new ses.EmailIdentity(this, "EmailSender", {
       identity: ses.Identity.email(settings.emailSender),
     });
+    /** Everything a group's manifest entry asks for (the route groups, and the MCP endpoint's union of them). */
+    const grantGroup = (fn: GatewayFunction, group: FunctionGroup) => {
+      bindTables(fn, group.tables);
+      if (group.sendsEmail) fn.allowSendEmail(this.emailIdentity.emailIdentityArn);
+      if (group.usesKms) fn.allowSecretKeys(settings.regions, kmsKeyAliasOf(settings));
+      if (group.usesPayments && settings.stripeSecretArn) {
+        fn.addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn).allowReadSecret(
+          settings.stripeSecretArn,
+        );
+      }
+    };
 
     // One function per route group.
     const groupFunctions: Partial<Record<FunctionGroupName, GatewayFunction>> = {};
@@ -101,14 +150,7 @@ export class HomeStack extends Stack {
         description: `${settings.appName} Core API: ${group.name}`,
         packageFiles: group.packageFiles,
       });
-      bindTables(fn, group.tables);
-      if (group.sendsEmail) fn.allowSendEmail(this.emailIdentity.emailIdentityArn);
-      if ("usesKms" in group && group.usesKms) fn.allowSecretKeys(settings.regions, kmsKeyAliasOf(settings));
-      if (group.usesPayments && settings.stripeSecretArn) {
-        fn.addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn).allowReadSecret(
-          settings.stripeSecretArn,
-        );
-      }
+      grantGroup(fn, group);
       groupFunctions[key] = fn;
     }
     this.groupFunctions = groupFunctions as Record<FunctionGroupName, GatewayFunction>;
@@ -162,6 +204,8 @@ export class HomeStack extends Stack {
     }
     this.scheduledFunctions = scheduled as Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>;
 
+    this.mcp = this.buildMcp(settings, functionsDir, grantGroup);
+
     this.api = this.buildApi(settings);
     // One output with a stable name instead of RestApi's generated "CoreApiEndpointXXXX".
     this.api.node.tryRemoveChild("Endpoint");
@@ -169,6 +213,68 @@ export class HomeStack extends Stack {
       description: "Base URL of the Core API (stage v1)",
       value: this.api.url,
     });
+  }
+
+  /**
+   * The MCP endpoint: functions/mcp.ts behind a buffered Lambda function URL at `<url>mcp` (JSON
+   * responses, no streaming), with the union of the route groups' grants (MCP_FUNCTION), Sign and
+   * GetPublicKey on its own signing key, DELETE_ENABLED and MCP_ALLOWED_ORIGINS from the context.
+   */
+  private buildMcp(
+    settings: AppSettings,
+    functionsDir: string | undefined,
+    grantGroup: (fn: GatewayFunction, group: FunctionGroup) => void,
+  ): McpEndpoint {
+    const signingKey = new kms.Key(this, "OAuthSigningKey", {
+      alias: oauthSigningKeyAliasOf(settings),
+      description: `${settings.appName}: signs the MCP endpoint's OAuth access tokens (ES256)`,
+      keySpec: kms.KeySpec.ECC_NIST_P256,
+      keyUsage: kms.KeyUsage.SIGN_VERIFY,
+      // KMS rotates symmetric keys only; a new signing key is a new key (and a new kid).
+      enableKeyRotation: false,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    const fn = new GatewayFunction(this, pascal(MCP_FUNCTION.name), {
+      name: MCP_FUNCTION.name,
+      settings,
+      functionsDir,
+      description: `${settings.appName} MCP endpoint (tools over the Core API, OAuth 2.1)`,
+      timeout: MCP_TIMEOUT,
+      memorySize: MCP_MEMORY_MB,
+    });
+    grantGroup(fn, MCP_FUNCTION);
+    fn.allowSigningKey(signingKey)
+      .addEnvironment("OAUTH_SIGNING_KEY_ID", signingKey.keyId)
+      .addEnvironment("DELETE_ENABLED", settings.mcpDeleteEnabled ? "true" : "false")
+      .addEnvironment("MCP_ALLOWED_ORIGINS", settings.mcpAllowedOrigins.join(","));
+
+    const url = fn.function.addFunctionUrl({
+      authType: lambda.FunctionUrlAuthType.NONE,
+      invokeMode: lambda.InvokeMode.BUFFERED,
+      // No CORS unless the deployer allows browser origins, and then only those, for POST.
+      ...(settings.mcpAllowedOrigins.length > 0
+        ? {
+            cors: {
+              allowedOrigins: [...settings.mcpAllowedOrigins],
+              allowedMethods: [lambda.HttpMethod.POST],
+              allowedHeaders: MCP_CORS_ALLOWED_HEADERS,
+              exposedHeaders: ["mcp-session-id", "www-authenticate"],
+              maxAge: Duration.hours(1),
+            },
+          }
+        : {}),
+    });
+    const errorsAlarm = fn.errorsAlarm(
+      this,
+      "McpErrors",
+      `${settings.appName}: the MCP endpoint failed (an uncaught error or a timeout)`,
+    );
+    new CfnOutput(this, "McpUrl", {
+      description: "URL of the MCP endpoint (Streamable HTTP, POST only)",
+      value: `${url.url}mcp`,
+    });
+    return { function: fn, url, signingKey, errorsAlarm };
   }
 
   private buildApi(settings: AppSettings): apigateway.RestApi {

@@ -27,7 +27,7 @@ import {
 import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { DataTable } from "../constructs/data-table.ts";
-import { GatewayFunction } from "../constructs/gateway-function.ts";
+import { ALARM_ON_ANY, GatewayFunction } from "../constructs/gateway-function.ts";
 import { wildcardResourceFinding } from "../nag.ts";
 
 export interface RegionalStackProps extends StackProps {
@@ -215,28 +215,15 @@ export class RegionalStack extends Stack {
     consumer: GatewayFunction,
     queue: sqs.Queue,
   ): cloudwatch.Alarm[] {
-    const common = {
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    };
     return [
-      new cloudwatch.Alarm(this, `${id}Errors`, {
-        alarmDescription: `${settings.appName} (${this.region}): ${what} failed`,
-        metric: consumer.function.metricErrors({
-          period: Duration.minutes(5),
-          statistic: cloudwatch.Stats.SUM,
-        }),
-        ...common,
-      }),
+      consumer.errorsAlarm(this, `${id}Errors`, `${settings.appName} (${this.region}): ${what} failed`),
       new cloudwatch.Alarm(this, `${id}FailuresQueued`, {
         alarmDescription: `${settings.appName} (${this.region}): batches of ${what} failed every retry (replay them from the stream)`,
         metric: queue.metricApproximateNumberOfMessagesVisible({
           period: Duration.minutes(5),
           statistic: cloudwatch.Stats.MAXIMUM,
         }),
-        ...common,
+        ...ALARM_ON_ANY,
       }),
     ];
   }

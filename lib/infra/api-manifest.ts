@@ -61,6 +61,47 @@ export const FUNCTION_GROUPS = {
 
 export type FunctionGroupName = keyof typeof FUNCTION_GROUPS;
 
+/** Table access as (home table, every other region's table), each 0 none, 1 read, 2 write. */
+const TABLE_ACCESS: Record<FunctionGroup["tables"], readonly [home: number, others: number]> = {
+  none: [0, 0],
+  "home-read": [1, 0],
+  "home-write": [2, 0],
+  "all-regions-read": [1, 1],
+  "all-regions-write": [2, 2],
+  "all-regions-read-home-write": [2, 1],
+};
+
+/**
+ * What one function needs to run the handlers of every given group in-process: the widest table
+ * access of each table (home, others), and e-mail, payments, KMS and call-outs when any group has
+ * them. Package files are bundling, not grants: they are not merged.
+ */
+export function unionOfGroups(name: string, groups: readonly FunctionGroup[]): FunctionGroup {
+  const home = Math.max(0, ...groups.map((group) => TABLE_ACCESS[group.tables][0]));
+  const others = Math.max(0, ...groups.map((group) => TABLE_ACCESS[group.tables][1]));
+  const tables = (Object.keys(TABLE_ACCESS) as FunctionGroup["tables"][]).find(
+    (key) => TABLE_ACCESS[key][0] === home && TABLE_ACCESS[key][1] === others,
+  );
+  // Every level has home >= others, so their maxima are a level too; kept as a guard.
+  if (!tables) throw new Error(`${name}: no table access covers home ${home}, other regions ${others}`);
+  return {
+    name,
+    tables,
+    sendsEmail: groups.some((group) => group.sendsEmail === true),
+    usesPayments: groups.some((group) => group.usesPayments === true),
+    usesKms: groups.some((group) => group.usesKms === true),
+    callsOut: groups.some((group) => group.callsOut === true),
+  };
+}
+
+/**
+ * The MCP endpoint (issue 13, functions/mcp.ts behind a Lambda function URL): its tools run every
+ * Core API operation in-process through the same handlers, so it gets exactly the union of what
+ * the route groups get, derived here and nowhere else. Beyond that it signs OAuth access tokens
+ * with its own asymmetric key (cdk/stacks/home-stack.ts).
+ */
+export const MCP_FUNCTION: FunctionGroup = unionOfGroups("mcp", Object.values(FUNCTION_GROUPS));
+
 /**
  * The body message of every Core API 503: the store (or another AWS service) did not answer in
  * time. The handlers answer it (lib/http/api-handler.ts), and so does the API itself when the

@@ -2,13 +2,19 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Stack } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
-import { AUTHORIZER_FUNCTION, FUNCTION_GROUPS, SCHEDULED_FUNCTIONS } from "../../lib/infra/api-manifest.ts";
+import {
+  AUTHORIZER_FUNCTION,
+  FUNCTION_GROUPS,
+  MCP_FUNCTION,
+  SCHEDULED_FUNCTIONS,
+} from "../../lib/infra/api-manifest.ts";
 import { REGION_STREAM_FUNCTION, TELEMETRY_STREAM_FUNCTION } from "../../lib/infra/region-stream.ts";
 import { buildTestApp, CDK_CONTEXT, PROJECT_ROOT, STUB_FUNCTIONS_DIR } from "./helpers.ts";
 
 const FUNCTION_NAMES = [
   ...Object.values(FUNCTION_GROUPS).map((group) => group.name),
   AUTHORIZER_FUNCTION.name,
+  MCP_FUNCTION.name,
   ...Object.values(SCHEDULED_FUNCTIONS).map((job) => job.name),
   REGION_STREAM_FUNCTION.name,
   TELEMETRY_STREAM_FUNCTION.name,
@@ -54,8 +60,25 @@ describe("buildApp", () => {
       /stripeSecretArn: the secret must be in homeRegion/,
     ],
     [{ dataPlaneUrls: "{not json" }, /dataPlaneUrls/],
+    [{ mcpDeleteEnabled: "yes" }, /mcpDeleteEnabled/],
+    [{ mcpAllowedOrigins: "https://agent.example.com/callback" }, /mcpAllowedOrigins\.0: not an origin/],
+    [{ mcpAllowedOrigins: ["agent.example.com"] }, /mcpAllowedOrigins/],
   ])("rejects invalid context %j", (override, message) => {
     expect(() => buildTestApp(override)).toThrow(message);
+  });
+
+  it("reads the MCP settings: off and empty by default, booleans and comma lists from -c", () => {
+    expect(buildTestApp().settings).toMatchObject({ mcpDeleteEnabled: false, mcpAllowedOrigins: [] });
+    expect(
+      buildTestApp({
+        mcpDeleteEnabled: "true",
+        mcpAllowedOrigins: " https://a.example.com,http://localhost:6274 ",
+      }).settings,
+    ).toMatchObject({
+      mcpDeleteEnabled: true,
+      mcpAllowedOrigins: ["https://a.example.com", "http://localhost:6274"],
+    });
+    expect(buildTestApp({ mcpDeleteEnabled: false }).settings.mcpDeleteEnabled).toBe(false);
   });
 
   it("points every function at an entry of the stub directory in tests", () => {

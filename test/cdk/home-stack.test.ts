@@ -3,11 +3,13 @@ import { describe, expect, it } from "vitest";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import type { GatewayFunction } from "../../cdk/constructs/gateway-function.ts";
 import { TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from "../../cdk/constructs/gateway-function.ts";
+import { MCP_CORS_ALLOWED_HEADERS, MCP_MEMORY_MB, MCP_TIMEOUT } from "../../cdk/stacks/home-stack.ts";
 import {
   AUTHORIZER_FUNCTION,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
+  MCP_FUNCTION,
   SCHEDULED_FUNCTIONS,
 } from "../../lib/infra/api-manifest.ts";
 import {
@@ -37,6 +39,7 @@ const allGatewayFunctions: [string, GatewayFunction][] = [
   ...Object.entries(home.groupFunctions),
   ["authorizer", home.authorizerFunction],
   ...Object.entries(home.scheduledFunctions),
+  ["mcp", home.mcp.function],
 ];
 
 const dynamoStatements = (statements: Statement[]) =>
@@ -59,6 +62,7 @@ describe("HomeStack", () => {
     it("has one function per group, the authorizer and the scheduled jobs", () => {
       expect(Object.keys(home.groupFunctions).sort()).toEqual(Object.keys(FUNCTION_GROUPS).sort());
       expect(Object.keys(home.scheduledFunctions).sort()).toEqual(Object.keys(SCHEDULED_FUNCTIONS).sort());
+      expect(home.mcp.function.function.node.path).toMatch(/\/Mcp\/Function$/);
       expect(Object.keys(functions)).toHaveLength(allGatewayFunctions.length);
     });
 
@@ -228,11 +232,11 @@ describe("HomeStack", () => {
 
   describe("secret keys (KMS)", () => {
     const kmsUsers = allGatewayFunctions.filter(([, fn]) =>
-      statementsOf(template, fn).some((statement) => statement.Action.some((a) => a.startsWith("kms:"))),
+      statementsOf(template, fn).some((statement) => statement.Action.includes("kms:Decrypt")),
     );
 
-    it("lets only the credentials and webhooks functions use the keys", () => {
-      expect(kmsUsers.map(([name]) => name).sort()).toEqual(["credentials", "webhooks"]);
+    it("lets only the credentials and webhooks functions (and the MCP endpoint, which runs them) use the keys", () => {
+      expect(kmsUsers.map(([name]) => name).sort()).toEqual(["credentials", "mcp", "webhooks"]);
     });
 
     it("grants GenerateDataKey and Decrypt on each region's gateway key, by alias and credential context only", () => {
@@ -241,7 +245,7 @@ describe("HomeStack", () => {
       }[];
       const kmsStatements = policies
         .flatMap((policy) => policy.Properties.PolicyDocument.Statement)
-        .filter((statement) => [statement.Action].flat().some((a: string) => a.startsWith("kms:")));
+        .filter((statement) => [statement.Action].flat().includes("kms:Decrypt"));
       // CDK merges one function's per-region statements (same actions and conditions) into one.
       expect(kmsStatements.length).toBe(kmsUsers.length);
       for (const statement of kmsStatements) {
@@ -267,13 +271,14 @@ describe("HomeStack", () => {
       template.hasResourceProperties("AWS::SES::EmailIdentity", { EmailIdentity: CDK_CONTEXT.emailSender });
     });
 
-    it("lets only the invites and MSP functions and the meter digest send e-mail, from the sender identity only", () => {
-      expect(senders.map(([name]) => name)).toEqual(["invites", "msps", "meterDigest"]);
+    it("lets only the invites and MSP functions, the meter digest and the MCP endpoint send e-mail, from the sender identity only", () => {
+      expect(senders.map(([name]) => name)).toEqual(["invites", "msps", "meterDigest", "mcp"]);
       const identityId = logicalId(home.emailIdentity);
       for (const fn of [
         home.groupFunctions.invites,
         home.groupFunctions.msps,
         home.scheduledFunctions.meterDigest,
+        home.mcp.function,
       ]) {
         const sesStatements = statementsOf(template, fn).filter((s) =>
           s.Action.some((a) => a.startsWith("ses:")),
@@ -482,6 +487,143 @@ describe("HomeStack", () => {
   });
 });
 
+describe("HomeStack: the MCP endpoint", () => {
+  const mcp = home.mcp;
+  const fnId = logicalId(mcp.function.function);
+  const keyId = logicalId(mcp.signingKey);
+  const props = () => functions[fnId]?.Properties;
+  /** Each statement as "action resource" pairs, without the per-function logs and X-Ray statements. */
+  const grantsOf = (fn: GatewayFunction) =>
+    new Set(
+      statementsOf(template, fn)
+        .filter((st) => !st.Action.some((a) => a.startsWith("logs:") || a.startsWith("xray:")))
+        .flatMap((st) =>
+          st.Action.flatMap((action) => st.Resource.map((resource) => `${action} ${resource}`)),
+        ),
+    );
+
+  it("is functions/mcp.ts, 90 s and 1024 MB (above the data plane's 75 s for execute_proxy_read_request)", () => {
+    expect(MCP_FUNCTION.name).toBe("mcp");
+    expect(props()).toMatchObject({ Timeout: MCP_TIMEOUT.toSeconds(), MemorySize: MCP_MEMORY_MB });
+    expect(MCP_TIMEOUT.toSeconds()).toBe(90);
+    expect(props()?.Description).toMatch(/MCP endpoint/);
+  });
+
+  it("has a public, buffered function URL without CORS (the function authenticates every request)", () => {
+    const urls = template.findResources("AWS::Lambda::Url");
+    expect(Object.values(urls)).toHaveLength(1);
+    expect(urls[logicalId(mcp.url)]?.Properties).toEqual({
+      AuthType: "NONE",
+      InvokeMode: "BUFFERED",
+      TargetFunctionArn: { "Fn::GetAtt": [fnId, "Arn"] },
+    });
+    const permissions = Object.values(template.findResources("AWS::Lambda::Permission"))
+      .map((p) => p.Properties)
+      .filter((p) => p.Principal === "*");
+    // Function URLs need both: InvokeFunctionUrl (auth NONE) and InvokeFunction via the URL only.
+    expect(permissions).toEqual([
+      {
+        Action: "lambda:InvokeFunctionUrl",
+        FunctionName: { "Fn::GetAtt": [fnId, "Arn"] },
+        FunctionUrlAuthType: "NONE",
+        Principal: "*",
+      },
+      {
+        Action: "lambda:InvokeFunction",
+        FunctionName: { "Fn::GetAtt": [fnId, "Arn"] },
+        InvokedViaFunctionUrl: true,
+        Principal: "*",
+      },
+    ]);
+  });
+
+  it("signs with an ECC_NIST_P256 SIGN_VERIFY key, retained, under its own alias", () => {
+    const key = template.findResources("AWS::KMS::Key")[keyId];
+    expect(key?.Properties).toMatchObject({
+      KeySpec: "ECC_NIST_P256",
+      KeyUsage: "SIGN_VERIFY",
+      EnableKeyRotation: false,
+    });
+    expect(key?.DeletionPolicy).toBe("Retain");
+    expect(key?.UpdateReplacePolicy).toBe("Retain");
+    // The key policy is KMS's default (the account administers it); no service or other principal.
+    expect(key?.Properties.KeyPolicy.Statement).toEqual([
+      { Action: "kms:*", Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Resource: "*" },
+    ]);
+    template.hasResourceProperties("AWS::KMS::Alias", {
+      AliasName: `alias/${appName}-oauth-signing`,
+      TargetKeyId: { "Fn::GetAtt": [keyId, "Arn"] },
+    });
+  });
+
+  it("lets only the MCP function use the signing key, with kms:Sign and kms:GetPublicKey only", () => {
+    const onKey = allStatements(template).filter((st) => st.Resource.includes(`<${keyId}.Arn>`));
+    expect(onKey).toEqual([
+      { Effect: "Allow", Action: ["kms:GetPublicKey", "kms:Sign"], Resource: [`<${keyId}.Arn>`] },
+    ]);
+    const mine = statementsOf(template, mcp.function).filter((st) => st.Resource.includes(`<${keyId}.Arn>`));
+    expect(mine).toEqual(onKey);
+    for (const [name, fn] of allGatewayFunctions) {
+      if (fn === mcp.function) continue;
+      const actions = statementsOf(template, fn).flatMap((st) => st.Action);
+      expect(
+        actions.filter((a) => a === "kms:Sign" || a === "kms:GetPublicKey"),
+        name,
+      ).toEqual([]);
+    }
+  });
+
+  it("gets exactly the union of the route groups' grants, plus the signing key", () => {
+    const union = new Set(Object.values(home.groupFunctions).flatMap((fn) => [...grantsOf(fn)]));
+    const expected = [...union, `kms:GetPublicKey <${keyId}.Arn>`, `kms:Sign <${keyId}.Arn>`].sort();
+    expect([...grantsOf(mcp.function)].sort()).toEqual(expected);
+    // The union as the manifest derives it: every table read and written, e-mail, KMS, payments.
+    expect(MCP_FUNCTION).toMatchObject({
+      tables: "all-regions-write",
+      sendsEmail: true,
+      usesKms: true,
+      usesPayments: true,
+      callsOut: true,
+    });
+    expect(dynamoResources(mcp.function).sort()).toEqual(withIndexes(regions.map((r) => tableArn(r))));
+  });
+
+  it("gets OAUTH_SIGNING_KEY_ID, and DELETE_ENABLED off and no allowed origin by default", () => {
+    expect(props()?.Environment.Variables).toMatchObject({
+      OAUTH_SIGNING_KEY_ID: { Ref: keyId },
+      DELETE_ENABLED: "false",
+      MCP_ALLOWED_ORIGINS: "",
+    });
+    for (const fn of Object.values(home.groupFunctions)) {
+      const variables = functions[logicalId(fn.function)]?.Properties.Environment.Variables;
+      expect(Object.keys(variables)).not.toEqual(
+        expect.arrayContaining(["OAUTH_SIGNING_KEY_ID", "DELETE_ENABLED", "MCP_ALLOWED_ORIGINS"]),
+      );
+    }
+  });
+
+  it("raises an alarm on any failed invocation (5 minutes, sum >= 1)", () => {
+    const alarm = template.findResources("AWS::CloudWatch::Alarm")[logicalId(mcp.errorsAlarm)];
+    expect(alarm?.Properties).toMatchObject({
+      Namespace: "AWS/Lambda",
+      MetricName: "Errors",
+      Dimensions: [{ Name: "FunctionName", Value: { Ref: fnId } }],
+      Statistic: "Sum",
+      Period: 300,
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      TreatMissingData: "notBreaching",
+    });
+  });
+
+  it("outputs the MCP URL: the function URL (which ends with /) followed by mcp", () => {
+    template.hasOutput("McpUrl", {
+      Value: { "Fn::Join": ["", [{ "Fn::GetAtt": [logicalId(mcp.url), "FunctionUrl"] }, "mcp"]] },
+    });
+  });
+});
+
 describe("HomeStack with optional context", () => {
   const stripeSecretArn = `arn:aws:secretsmanager:${homeRegion}:${ACCOUNT}:secret:proxy-gateway/stripe-AbCdEf`;
   const dataPlaneUrls = Object.fromEntries(regions.map((r) => [r, `https://data.${r}.example.com`]));
@@ -509,9 +651,47 @@ describe("HomeStack with optional context", () => {
     }
   });
 
+  it("gives the MCP endpoint STRIPE_SECRET_ARN and GetSecretValue too (it creates clients)", () => {
+    expect(variablesOf(configured.mcp.function).STRIPE_SECRET_ARN).toBe(stripeSecretArn);
+    expect(
+      statementsOf(configuredTemplate, configured.mcp.function).filter((s) =>
+        s.Action.some((a) => a.startsWith("secretsmanager:")),
+      ),
+    ).toEqual([{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [stripeSecretArn] }]);
+  });
+
   it("gives every function DATA_PLANE_URLS as JSON", () => {
     for (const fn of [...Object.values(configured.groupFunctions), configured.authorizerFunction]) {
       expect(JSON.parse(variablesOf(fn).DATA_PLANE_URLS)).toEqual(dataPlaneUrls);
     }
+  });
+});
+
+describe("HomeStack: MCP settings from the context", () => {
+  const origins = ["https://agent.example.com", "http://localhost:6274"];
+  const configured = buildTestApp(
+    { mcpDeleteEnabled: "true", mcpAllowedOrigins: origins.join(",") },
+    { account: ACCOUNT },
+  ).homeStack;
+  const configuredTemplate = Template.fromStack(configured);
+
+  it("sets DELETE_ENABLED=true and MCP_ALLOWED_ORIGINS as a comma list", () => {
+    const variables =
+      configuredTemplate.findResources("AWS::Lambda::Function")[logicalId(configured.mcp.function.function)]
+        ?.Properties.Environment.Variables;
+    expect(variables).toMatchObject({ DELETE_ENABLED: "true", MCP_ALLOWED_ORIGINS: origins.join(",") });
+  });
+
+  it("restricts the function URL's CORS to exactly those origins, for POST", () => {
+    const url = configuredTemplate.findResources("AWS::Lambda::Url")[logicalId(configured.mcp.url)];
+    expect(url?.Properties).toMatchObject({ AuthType: "NONE", InvokeMode: "BUFFERED" });
+    expect(url?.Properties.Cors).toEqual({
+      AllowOrigins: origins,
+      AllowMethods: ["POST"],
+      AllowHeaders: MCP_CORS_ALLOWED_HEADERS,
+      ExposeHeaders: ["mcp-session-id", "www-authenticate"],
+      MaxAge: 3600,
+    });
+    expect(url?.Properties.Cors.AllowCredentials).toBeUndefined();
   });
 });

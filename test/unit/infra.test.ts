@@ -5,7 +5,14 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { operationKey } from "#lib/api/dispatch.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
-import { AUTHORIZER_FUNCTION, FUNCTION_GROUPS, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
+import {
+  AUTHORIZER_FUNCTION,
+  FUNCTION_GROUPS,
+  type FunctionGroup,
+  MCP_FUNCTION,
+  SCHEDULED_FUNCTIONS,
+  unionOfGroups,
+} from "#lib/infra/api-manifest.ts";
 import {
   createTableInput,
   GLOBAL_SECONDARY_INDEXES,
@@ -128,5 +135,67 @@ describe("CORE_API_ROUTES", () => {
 
   it("formats route keys as METHOD and path", () => {
     expect(routeKey({ method: "GET", path: "/api/users" })).toBe("GET /api/users");
+  });
+});
+
+describe("unionOfGroups (the MCP endpoint's grants)", () => {
+  const group = (tables: FunctionGroup["tables"], extra: Partial<FunctionGroup> = {}): FunctionGroup => ({
+    name: tables,
+    tables,
+    ...extra,
+  });
+
+  it.each([
+    [["none"], "none"],
+    [["none", "home-read"], "home-read"],
+    [["home-read", "home-write"], "home-write"],
+    [["home-read", "all-regions-read"], "all-regions-read"],
+    [["home-write", "all-regions-read"], "all-regions-read-home-write"],
+    [["all-regions-read-home-write", "home-read"], "all-regions-read-home-write"],
+    [["all-regions-read-home-write", "all-regions-write"], "all-regions-write"],
+    [["none", "all-regions-write", "home-read"], "all-regions-write"],
+  ] as [FunctionGroup["tables"][], FunctionGroup["tables"]][])(
+    "%j -> %s (the widest access to the home table and to the others)",
+    (tables, expected) => {
+      expect(
+        unionOfGroups(
+          "x",
+          tables.map((t) => group(t)),
+        ).tables,
+      ).toBe(expected);
+    },
+  );
+
+  it("adds e-mail, payments, KMS and call-outs when any group has them, never package files", () => {
+    expect(unionOfGroups("x", [group("home-read"), group("none")])).toEqual({
+      name: "x",
+      tables: "home-read",
+      sendsEmail: false,
+      usesPayments: false,
+      usesKms: false,
+      callsOut: false,
+    });
+    const union = unionOfGroups("x", [
+      group("home-write", { sendsEmail: true }),
+      group("none", { usesKms: true, packageFiles: ["redoc/bundles/redoc.standalone.js"] }),
+      group("home-read", { usesPayments: true, callsOut: true }),
+    ]);
+    expect(union).toEqual({
+      name: "x",
+      tables: "home-write",
+      sendsEmail: true,
+      usesPayments: true,
+      usesKms: true,
+      callsOut: true,
+    });
+  });
+
+  it("gives MCP_FUNCTION what every route group has, from FUNCTION_GROUPS", () => {
+    const groups = Object.values(FUNCTION_GROUPS) as FunctionGroup[];
+    expect(MCP_FUNCTION).toEqual(unionOfGroups("mcp", groups));
+    expect(MCP_FUNCTION.tables).toBe("all-regions-write");
+    for (const flag of ["sendsEmail", "usesPayments", "usesKms", "callsOut"] as const) {
+      expect(MCP_FUNCTION[flag]).toBe(groups.some((g) => g[flag] === true));
+    }
   });
 });
