@@ -197,6 +197,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
   // Proxies show their data-plane URL: tell the handlers (they run in this process) where each region is.
   process.env.DATA_PLANE_URLS = JSON.stringify(regions);
+  // The MCP endpoint answers only to the names this machine serves it under (DNS rebinding).
+  process.env.MCP_ALLOWED_HOSTS ??= ["localhost", "127.0.0.1", "[::1]", host].join(",");
   resetConfig();
 
   // One poller per event source mapping (docs/streams.md): each reads the stream on its own.

@@ -1,11 +1,12 @@
 /**
  * Who calls the MCP endpoint (spec 5.2): the raw user token in `Authorization`, exactly as the
- * Core API's authorizer accepts it (lib/domain/authorizer.ts `authenticate`), or (added by the
- * OAuth 2.1 part, lib/oauth/) `Authorization: Bearer <access token>`. Without a valid credential
+ * Core API's authorizer accepts it (lib/domain/authorizer.ts `authenticate`), or an OAuth 2.1
+ * access token from lib/oauth, `Authorization: Bearer <access token>`. Without a valid credential
  * the answer is 401 with `WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/oauth-protected-resource"`
  * (RFC 9728), which is how an MCP client finds the authorization server.
  */
 import { type AuthorizerContext, authenticate } from "../domain/authorizer.ts";
+import { verifyAccessToken } from "../oauth/access-tokens.ts";
 
 /** The authenticated caller: the same context the Core API's authorizer gives its handlers. */
 export type Caller = AuthorizerContext;
@@ -14,10 +15,16 @@ export type Caller = AuthorizerContext;
 export async function authenticateMcp(request: Request): Promise<Caller | undefined> {
   const authorization = request.headers.get("authorization") ?? undefined;
   if (!authorization?.trim()) return undefined;
-  // `Bearer <jwt>`: the OAuth 2.1 access token, verified by lib/oauth (merged by the lead). A user
-  // token never starts with `Bearer `, so this branch cannot shadow the raw token.
-  if (/^bearer\s/i.test(authorization.trim())) return undefined;
+  // `Bearer <jwt>`: the OAuth 2.1 access token (lib/oauth), whose audience must be this resource,
+  // `<origin>/mcp`. A user token never starts with `Bearer `, so this cannot shadow the raw token.
+  const bearer = /^bearer\s+(\S+)$/i.exec(authorization.trim());
+  if (bearer?.[1]) return verifyAccessToken(bearer[1], mcpResourceUrl(request));
   return authenticate(authorization);
+}
+
+/** The MCP resource (RFC 8707), the audience of its access tokens: `<origin>/mcp`. */
+export function mcpResourceUrl(request: Request): string {
+  return `${new URL(request.url).origin}/mcp`;
 }
 
 /** `<origin>/.well-known/oauth-protected-resource`, the RFC 9728 document of this resource. */

@@ -1,6 +1,7 @@
 /**
  * The MCP endpoint's whole HTTP behaviour (spec 4.15, issue 13), for a web `Request`:
- * 1. `/.well-known/*` and `/oauth/*`: the OAuth 2.1 part (lib/oauth, merged by the lead);
+ * 0. the Host checked against MCP_ALLOWED_HOSTS when set (the local runner: DNS rebinding), 403;
+ * 1. `/.well-known/*` and `/oauth/*`: the OAuth 2.1 authorization server (lib/oauth);
  * 2. `/mcp` only (404 elsewhere); POST only: GET and DELETE (and anything else) get 405 with
  *    `Allow: POST` (stateless: no SSE stream, no session to delete);
  * 3. Origin validation against DNS rebinding: no Origin header (a non-browser client) is allowed,
@@ -16,6 +17,7 @@ import { isServiceUnavailable } from "../aws/clients.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import { SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
 import { describeError, log } from "../log.ts";
+import { handleOAuthRequest } from "../oauth/http.ts";
 import { authenticateMcp, unauthorizedResponse } from "./auth.ts";
 import { createMcpServer } from "./server.ts";
 import { selectionOf, UnknownToolsetError } from "./toolsets.ts";
@@ -35,6 +37,21 @@ const NO_STORE = { "Cache-Control": "no-store", "X-Content-Type-Options": "nosni
 const jsonResponse = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   Response.json(body, { status, headers: { ...NO_STORE, ...headers } });
 
+/**
+ * Whether the request's Host names this server (DNS rebinding: a page on `evil.example` whose name
+ * now resolves to the local server sends `Host: evil.example`). With `MCP_ALLOWED_HOSTS` (comma list
+ * of host names, ports ignored; the local runner sets its loopback names) the host must be one of
+ * them. Deployed, the host is the function URL's own domain from the event, never a header, so the
+ * list is not needed there.
+ */
+export function isAllowedHost(request: Request, env: NodeJS.ProcessEnv = process.env): boolean {
+  const allowed = (env.MCP_ALLOWED_HOSTS ?? "")
+    .split(",")
+    .map((entry) => entry.trim().toLowerCase())
+    .filter(Boolean);
+  return allowed.length === 0 || allowed.includes(new URL(request.url).hostname.toLowerCase());
+}
+
 /** Whether a browser's Origin may call the endpoint (absent: not a browser, allowed). */
 export function isAllowedOrigin(request: Request, env: NodeJS.ProcessEnv = process.env): boolean {
   const origin = request.headers.get("origin");
@@ -51,8 +68,10 @@ export async function handleMcpHttp(request: Request, context: McpHttpContext): 
   const env = context.env ?? process.env;
   const url = new URL(request.url);
   try {
-    // OAUTH-SEAM: `/.well-known/*` and `/oauth/*` go to the OAuth 2.1 part first, e.g.
-    // const oauth = await handleOAuthRequest(request); if (oauth) return oauth;
+    if (!isAllowedHost(request, env)) return jsonResponse(403, { message: "Forbidden: host not allowed" });
+    // `/.well-known/*` and `/oauth/*`: the OAuth 2.1 authorization server (lib/oauth).
+    const oauth = await handleOAuthRequest(request);
+    if (oauth) return oauth;
     if (url.pathname !== MCP_PATH && url.pathname !== `${MCP_PATH}/`)
       return jsonResponse(404, { message: "Not found" });
     if (request.method !== "POST")
