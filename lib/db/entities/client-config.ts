@@ -50,7 +50,14 @@ export const ClientConfigItem = z.object({
   topUpMethod: z.enum(TOP_UP_METHODS),
   regionAccess: z.array(z.string()),
   sharing: ClientSharing,
-  limits: z.object({ requestsPerMinute: z.number().nullable(), requestsPerDay: z.number().nullable() }),
+  /**
+   * An enterprise plan's item may hold only `requestsPerMinute` (spec 2.x: the enterprise limit);
+   * a missing window is no limit.
+   */
+  limits: z.object({
+    requestsPerMinute: z.number().nullable().default(null),
+    requestsPerDay: z.number().nullable().default(null),
+  }),
   budget: z.object({
     current: z.number(),
     minimumTopUpThreshold: z.number(),
