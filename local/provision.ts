@@ -41,7 +41,12 @@ export async function provisionTable(region: string, tableName: string): Promise
   }
 }
 
-export async function provisionKey(region: string, alias: string): Promise<string> {
+/** The key behind `alias`, created by `create` (which also names it) when the alias is not there yet. */
+async function ensureKey(
+  region: string,
+  alias: string,
+  create: (client: KMSClient) => Promise<string>,
+): Promise<string> {
   const client = new KMSClient({ region });
   try {
     const existing = await client.send(new DescribeKeyCommand({ KeyId: alias })).catch((error: unknown) => {
@@ -49,9 +54,7 @@ export async function provisionKey(region: string, alias: string): Promise<strin
       throw error;
     });
     if (existing?.KeyMetadata?.KeyId) return existing.KeyMetadata.KeyId;
-    const key = await client.send(new CreateKeyCommand({ Description: `proxy gateway secrets (${region})` }));
-    const keyId = key.KeyMetadata?.KeyId as string;
-    await client.send(new EnableKeyRotationCommand({ KeyId: keyId }));
+    const keyId = await create(client);
     await client.send(new CreateAliasCommand({ AliasName: alias, TargetKeyId: keyId }));
     return keyId;
   } finally {
@@ -59,19 +62,22 @@ export async function provisionKey(region: string, alias: string): Promise<strin
   }
 }
 
+export function provisionKey(region: string, alias: string): Promise<string> {
+  return ensureKey(region, alias, async (client) => {
+    const key = await client.send(new CreateKeyCommand({ Description: `proxy gateway secrets (${region})` }));
+    const keyId = key.KeyMetadata?.KeyId as string;
+    await client.send(new EnableKeyRotationCommand({ KeyId: keyId }));
+    return keyId;
+  });
+}
+
 /**
  * The asymmetric key that signs the MCP endpoint's OAuth access tokens (docs/mcp-oauth.md):
  * ECC_NIST_P256 for SIGN_VERIFY (ES256), as in AWS. moto 5 supports CreateKey with this spec, Sign
  * (ECDSA_SHA_256, DER signature as KMS returns it) and GetPublicKey (DER SubjectPublicKeyInfo).
  */
-export async function provisionSigningKey(region: string, alias: string): Promise<string> {
-  const client = new KMSClient({ region });
-  try {
-    const existing = await client.send(new DescribeKeyCommand({ KeyId: alias })).catch((error: unknown) => {
-      if (alreadyExists(error, "NotFoundException")) return undefined;
-      throw error;
-    });
-    if (existing?.KeyMetadata?.KeyId) return existing.KeyMetadata.KeyId;
+export function provisionSigningKey(region: string, alias: string): Promise<string> {
+  return ensureKey(region, alias, async (client) => {
     const key = await client.send(
       new CreateKeyCommand({
         Description: `proxy gateway OAuth access-token signing (${region})`,
@@ -79,12 +85,8 @@ export async function provisionSigningKey(region: string, alias: string): Promis
         KeyUsage: "SIGN_VERIFY",
       }),
     );
-    const keyId = key.KeyMetadata?.KeyId as string;
-    await client.send(new CreateAliasCommand({ AliasName: alias, TargetKeyId: keyId }));
-    return keyId;
-  } finally {
-    client.destroy();
-  }
+    return key.KeyMetadata?.KeyId as string;
+  });
 }
 
 export async function provisionEmailIdentity(region: string, email: string): Promise<void> {

@@ -175,29 +175,44 @@ export async function testCredential(member: ClientAccess, credentialId: string,
       // A little more than is shown, so a secret crossing the cut is recognised and redacted whole.
       maxResponseBytes: TEST_BODY_LIMIT + redactor.lookahead,
     });
-    const contentType = String(response.headers["content-type"] ?? "");
-    const isText = TEXT_TYPES.test(contentType) || contentType === "";
     const shown = new URL(response.url);
     redactQueryPairs(shown, credentialQueryParamNames(authType, secret as never));
-    // Redacted first, then cut at TEST_BODY_LIMIT (on a UTF-8 character boundary for text).
-    const shownBody = redactedPrefix(redactor, response.body, TEST_BODY_LIMIT, {
-      utf8: isText,
-      truncatedInput: response.truncated,
-    });
     return {
       request: { method: applied.method, url: redactor.text(shown.toString()) },
-      status: response.status,
-      headers: redactHeaderValues(redactor, response.headers),
-      body: isText
-        ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(shownBody.bytes)
-        : shownBody.bytes.toString("base64"),
-      bodyEncoding: isText ? ("utf8" as const) : ("base64" as const),
-      bodyTruncated: shownBody.truncated,
+      ...shownAnswer(redactor, response, TEST_BODY_LIMIT),
       durationMs: response.timings.endedAt - response.timings.startedAt,
     };
   } catch (error) {
     throw outboundFailure(error);
   }
+}
+
+/**
+ * A target's answer as a person (or an agent) is shown it: status, headers with the secrets
+ * redacted, and the body redacted first, then cut at `limit` (on a UTF-8 character boundary for
+ * text; base64 otherwise). Fetch at least `limit + redactor.lookahead` bytes, so a secret crossing
+ * the cut is recognised and redacted whole.
+ */
+export function shownAnswer(
+  redactor: SecretRedactor,
+  response: { status: number; headers: Record<string, string | string[]>; body: Buffer; truncated: boolean },
+  limit: number,
+) {
+  const contentType = String(response.headers["content-type"] ?? "");
+  const isText = TEXT_TYPES.test(contentType) || contentType === "";
+  const shown = redactedPrefix(redactor, response.body, limit, {
+    utf8: isText,
+    truncatedInput: response.truncated,
+  });
+  return {
+    status: response.status,
+    headers: redactHeaderValues(redactor, response.headers),
+    body: isText
+      ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(shown.bytes)
+      : shown.bytes.toString("base64"),
+    bodyEncoding: isText ? ("utf8" as const) : ("base64" as const),
+    bodyTruncated: shown.truncated,
+  };
 }
 
 /** Header names as they are, values with the secrets redacted. */

@@ -14,7 +14,7 @@
  */
 import { getConfig } from "../config.ts";
 import type { ClientAccess } from "../domain/access.ts";
-import { loadCredentialSecret, redactHeaderValues, TEXT_TYPES } from "../domain/credential-test.ts";
+import { loadCredentialSecret, shownAnswer } from "../domain/credential-test.ts";
 import {
   badRequest,
   serviceUnavailable,
@@ -26,7 +26,7 @@ import { requireProxy } from "../domain/proxies.ts";
 import { OutboundConnectError, OutboundTimeoutError, sendOutbound } from "../net/outbound.ts";
 import { setQueryPairs } from "../net/query-pairs.ts";
 import { applyTargetCredential, type OutgoingRequest } from "../vault/apply-credential.ts";
-import { redactedPrefix, secretRedactor, secretValues } from "../vault/secret-redaction.ts";
+import { secretRedactor, secretValues } from "../vault/secret-redaction.ts";
 import type { TargetSecret } from "../vault/secret-schemas.ts";
 
 /** Body bytes shown (as the credential test). */
@@ -76,21 +76,7 @@ export async function executeProxyReadRequest({ clientId }: ClientAccess, input:
       timeoutMs: TIMEOUT_MS,
       maxResponseBytes: PROXY_READ_BODY_LIMIT + redactor.lookahead,
     });
-    const contentType = String(response.headers["content-type"] ?? "");
-    const isText = TEXT_TYPES.test(contentType) || contentType === "";
-    const shown = redactedPrefix(redactor, response.body, PROXY_READ_BODY_LIMIT, {
-      utf8: isText,
-      truncatedInput: response.truncated,
-    });
-    return {
-      status: response.status,
-      headers: redactHeaderValues(redactor, response.headers),
-      body: isText
-        ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(shown.bytes)
-        : shown.bytes.toString("base64"),
-      bodyEncoding: isText ? ("utf8" as const) : ("base64" as const),
-      bodyTruncated: shown.truncated,
-    };
+    return shownAnswer(redactor, response, PROXY_READ_BODY_LIMIT);
   } catch (error) {
     if (error instanceof OutboundTimeoutError)
       throw upstreamTimedOut("The data plane did not answer in time");
