@@ -20,6 +20,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { JWTPayload, ProtectedHeaderParameters } from "jose";
+import { loadOnce } from "../lazy.ts";
 import { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "../vault/jwt-algorithms.ts";
 import type {
   ApiKeySecret,
@@ -232,6 +233,9 @@ function checkBasic(request: CallerRequest, secret: BasicAuthSecret): CallerAuth
 
 const ALLOWED_ALGORITHMS: ReadonlySet<string> = new Set(JWT_ALGORITHMS);
 
+/** The JWKS cache and jose, loaded on the first jwtVerify request (lib/lazy.ts). */
+const jwksCacheModule = loadOnce(() => import("./jwks-cache.ts"));
+
 function subjectMatches(pattern: string, sub: unknown): boolean {
   if (typeof sub !== "string") return false;
   if (pattern.endsWith("*")) return sub.startsWith(pattern.slice(0, -1));
@@ -300,7 +304,7 @@ async function checkJwtVerify(
   if (approved) return { ok: true, claims: approved.claims };
 
   // The JWKS cache and jose are loaded on the first jwtVerify request, not at a cold start.
-  const { jwksCache: defaultJwksCache, loadJose } = await import("./jwks-cache.ts");
+  const { jwksCache: defaultJwksCache, loadJose } = await jwksCacheModule();
   const { decodeProtectedHeader, jwtVerify } = await loadJose();
   let header: ProtectedHeaderParameters;
   try {

@@ -30,6 +30,7 @@
  * times, then the request is decided on the configuration just loaded, still counted).
  */
 import { isServiceUnavailable } from "../aws/clients.ts";
+import { loadOnce } from "../lazy.ts";
 import { describeError, log, logSettled } from "../log.ts";
 import { sendOutbound } from "../net/outbound.ts";
 import type { OutgoingRequest } from "../vault/apply-credential.ts";
@@ -80,6 +81,12 @@ export interface PipelineDeps {
 
 // ---- transforms (issue 10): the stage is loaded only when the proxy has transforms ----------
 
+// Modules loaded on demand, each resolved once per instance (lib/lazy.ts).
+const transformStage = loadOnce(() => import("./stages/transform.ts"));
+const customTokenModule = loadOnce(() => import("../vault/custom-token.ts"));
+const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
+const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
+
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(
   ctx: RequestContext,
@@ -87,14 +94,14 @@ async function requestTransformOf(
   deps: PipelineDeps,
 ): Promise<OutgoingRequest | Answer> {
   if (!ctx.runtime?.transforms) return outgoing;
-  const { transformRequest } = await import("./stages/transform.ts");
+  const { transformRequest } = await transformStage();
   return transformRequest(ctx, outgoing, deps.transformDeps);
 }
 
 /** The response transform, when the proxy has one and the target answered. */
 async function responseTransformOf(ctx: RequestContext, answer: Answer, deps: PipelineDeps): Promise<Answer> {
   if (!ctx.runtime?.transforms?.response.length || !ctx.processed) return answer;
-  const { transformResponse } = await import("./stages/transform.ts");
+  const { transformResponse } = await transformStage();
   return transformResponse(ctx, answer, deps.transformDeps);
 }
 
@@ -106,7 +113,7 @@ async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefine
   const credential = runtime.targetCredential!;
   const authType = credential.item.credentialAuthType;
   if (authType === "customToken") {
-    const { getCustomToken } = await import("../vault/custom-token.ts");
+    const { getCustomToken } = await customTokenModule();
     const token = await getCustomToken(
       `${runtime.clientId}/${credential.item.credentialId}`,
       credential.secret as CustomTokenSecret,
@@ -114,7 +121,7 @@ async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefine
     return token.token;
   }
   if (authType === "oauth2") {
-    const { currentOAuthToken } = await import("./oauth-tokens.ts");
+    const { currentOAuthToken } = await oauthTokensModule();
     return currentOAuthToken(runtime.region, credential);
   }
   return undefined;
@@ -227,7 +234,7 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
         }
         try {
           // Loaded after the first answer: the cold start does not carry it (docs/performance.md).
-          const { publishRequestMetrics, requestMetricFacts } = await import("./request-metrics.ts");
+          const { publishRequestMetrics, requestMetricFacts } = await requestMetricsModule();
           await publishRequestMetrics(requestMetricFacts(ctx, answer));
         } catch (error) {
           log.error("Request metrics could not be written", {

@@ -9,12 +9,16 @@
 import { dynamo } from "../../aws/clients.ts";
 import { PutCommand, TransactWriteCommand } from "../../db/document-client.ts";
 import { tableName, transactItemsOf } from "../../db/store.ts";
+import { loadOnce } from "../../lazy.ts";
 import { ALARMED_METRICS, describeError, log, metricFields } from "../../log.ts";
 import { credentialHeaderNames, credentialQueryParamNames } from "../../vault/apply-credential.ts";
 import type { AuthType } from "../../vault/secret-schemas.ts";
 import type { Answer, RequestContext } from "../context.ts";
 import { type CounterStep, clientRequestToken, counterTransaction } from "../counters.ts";
 import type { LoadedCredential } from "../runtime-config.ts";
+
+const requestLogModule = loadOnce(() => import("../request-log.ts"));
+const secretRedactionModule = loadOnce(() => import("../../vault/secret-redaction.ts"));
 
 /**
  * The request log item of this request, or undefined when there is no proxy to file it under.
@@ -25,8 +29,8 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
   const runtime = ctx.runtime;
   if (!runtime) return undefined;
   const [{ buildRequestLogItem }, { secretValues }] = await Promise.all([
-    import("../request-log.ts"),
-    import("../../vault/secret-redaction.ts"),
+    requestLogModule(),
+    secretRedactionModule(),
   ]);
   const credentials = [runtime.proxyCredential, runtime.targetCredential].filter(
     (credential): credential is LoadedCredential => credential !== undefined,

@@ -16,6 +16,7 @@
  */
 import { isJsonContentType } from "../../domain/predicates/dot-path.ts";
 import { preparePredicateRequest } from "../../domain/predicates/evaluate.ts";
+import { loadOnce } from "../../lazy.ts";
 import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
 import type { OutgoingRequest } from "../../vault/apply-credential.ts";
 import { type Answer, type RequestContext, serviceAnswer } from "../context.ts";
@@ -54,9 +55,11 @@ export interface TransformDeps {
   run: (compiled: CompiledTransform, args: unknown[]) => Promise<TransformResult>;
 }
 
+const sandboxModule = loadOnce(() => import("../sandbox.ts"));
+
 export const sandboxRunner: TransformDeps = {
   async run(compiled, args) {
-    const { runTransform } = await import("../sandbox.ts");
+    const { runTransform } = await sandboxModule();
     return runTransform(compiled, args);
   },
 };
