@@ -96,7 +96,12 @@ async function main() {
   const { issueToken } = await import("#lib/domain/tokens.ts");
   const { setClientPlan } = await import("../cli/client-plan.ts");
   const emulator = await startEmulator();
-  process.env.AWS_ENDPOINT_URL = emulator.endpoint;
+  // BENCH_KEEP_ALIVE=1: the store calls go through a keep-alive front (bench/keep-alive-front.ts).
+  const front =
+    process.env.BENCH_KEEP_ALIVE === "1"
+      ? await (await import("./keep-alive-front.ts")).startKeepAliveFront(emulator.endpoint)
+      : undefined;
+  process.env.AWS_ENDPOINT_URL = front?.endpoint ?? emulator.endpoint;
   const stack = await startLocalStack({ authorizerCacheTtlSeconds: 300 });
   const body = JSON.stringify({ ok: true, items: [1, 2, 3], note: "benchmark target" });
   const target = createServer((req, res) => {
@@ -179,6 +184,7 @@ async function main() {
     target.closeAllConnections();
     target.close();
     await stack.stop();
+    front?.stop();
     await emulator.stop();
   }
 }

@@ -1,0 +1,48 @@
+/**
+ * A keep-alive front for the emulator, in a child process: the gateway's SDK clients talk to it
+ * over connections it keeps open, and it forwards each call to moto (which answers every call with
+ * `Connection: close`). In AWS the SDK's keep-alive agent reuses its connections to DynamoDB, so
+ * the TCP connect per store call that moto forces on the gateway is an emulator artefact; with the
+ * front, that cost is paid by the child process, which `process.cpuUsage()` of the bench does not
+ * count. Plain HTTP: the TLS record cost of a real endpoint (small beside the SDK's own, with
+ * connections reused) is not in the figure.
+ */
+import { fork } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const FRONT = `import { createServer, request } from "node:http";
+const upstream = new URL(process.argv[2]);
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (chunk) => chunks.push(chunk));
+  req.on("end", () => {
+    const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      const headers = { ...answer.headers };
+      delete headers.connection;
+      res.writeHead(answer.statusCode ?? 502, headers);
+      answer.pipe(res);
+    });
+    out.on("error", () => { res.writeHead(502); res.end(); });
+    out.end(Buffer.concat(chunks));
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(0, "127.0.0.1", () => process.send(server.address().port));`;
+
+export interface KeepAliveFront {
+  endpoint: string;
+  stop(): void;
+}
+
+export async function startKeepAliveFront(upstream: string): Promise<KeepAliveFront> {
+  const file = join(tmpdir(), `keep-alive-front-${process.pid}.mjs`);
+  writeFileSync(file, FRONT);
+  const child = fork(file, [upstream], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (message) => resolve(Number(message)));
+    child.once("exit", (code) => reject(new Error(`keep-alive front exited with code ${code}`)));
+  });
+  return { endpoint: `http://127.0.0.1:${port}`, stop: () => child.kill() };
+}
