@@ -194,6 +194,13 @@ function definedWindows(
   return kept.length > 0 ? Object.fromEntries(kept) : null;
 }
 
+/** The canonical configuration part of a stored meter: its MeterConfig fields and nothing else. */
+export function meterConfigOf(stored: MeterConfig): MeterConfig {
+  const config: MeterConfig = { ...DEFAULTS, meterType: stored.meterType, meterActive: stored.meterActive };
+  for (const field of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[])
+    Object.assign(config, { [field]: stored[field] });
+  return config;
+}
 /** One validated field in its canonical form (null and {} limits become the default). */
 function canonical<K extends keyof typeof DEFAULTS>(
   field: K,

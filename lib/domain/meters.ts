@@ -35,8 +35,8 @@ import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import {
   type CreateMeterInput,
   MAX_METERS_PER_PROXY,
-  type MeterConfig,
   mergeMeterUpdate,
+  meterConfigOf,
   meterConfigProblems,
   normaliseMeter,
   type UpdateMeterInput,
@@ -53,46 +53,6 @@ const ATTEMPTS = 8;
 export function toApiMeter(meter: MeterItem) {
   const { entity: _entity, meterVersion: _version, ...fields } = meter;
   return { ...fields, pKey: meter.proxyId, sKey: meter.meterId };
-}
-
-/** The canonical configuration part of a stored meter. */
-function configOf(meter: MeterItem): MeterConfig {
-  const {
-    meterType,
-    meterActive,
-    meterMode,
-    effect,
-    limits,
-    extraction,
-    methods,
-    path,
-    query,
-    headers,
-    body,
-    token,
-    variables,
-    limitBy,
-    alerts,
-    notes,
-  } = meter;
-  return {
-    meterType,
-    meterActive,
-    meterMode,
-    effect,
-    limits,
-    extraction,
-    methods,
-    path,
-    query,
-    headers,
-    body,
-    token,
-    variables,
-    limitBy,
-    alerts,
-    notes,
-  };
 }
 
 const concurrently = () => conflict("The meters of this proxy are being changed concurrently; retry");
@@ -168,7 +128,7 @@ export async function updateMeter(
   for (let attempt = 1; ; attempt++) {
     const current = await findMeter(region, clientId, proxyId, meterId);
     if (!current) throw notFound(METER_NOT_FOUND);
-    const config = mergeMeterUpdate(configOf(current), input);
+    const config = mergeMeterUpdate(meterConfigOf(current), input);
     const problems = meterConfigProblems(config);
     if (problems.length > 0) throw validationFailed(problems);
     const next: MeterItem = {

@@ -7,6 +7,7 @@ import {
   MAX_METERS_PER_PROXY,
   type MeterConfig,
   mergeMeterUpdate,
+  meterConfigOf,
   meterConfigProblems,
   normaliseMeter,
   UpdateMeterBody,
@@ -242,5 +243,16 @@ describe("the meter entity", () => {
     expect(meterKeys.item("c", "p", "m")).toEqual({ pKey: "CLIENT#c", sKey: "METER#p#m" });
     expect(meterKeys.count("c", "p")).toEqual({ pKey: "CLIENT#c", sKey: "METER#p##COUNT" });
     expect(MAX_METERS_PER_PROXY).toBe(20);
+  });
+});
+
+describe("meterConfigOf", () => {
+  it("keeps a stored meter's configuration fields and nothing else", () => {
+    const config = normaliseMeter(
+      parseInput(CreateMeterBody, { ...base, limits: { day: 5 }, notes: "n", limitBy: null }),
+    );
+    const stored = { ...config, pKey: "CLIENT#c", sKey: "METER#p#m", createdAt: 1, configVersion: 3 };
+    expect(meterConfigOf(stored)).toEqual(config);
+    expect(Object.keys(meterConfigOf(stored)).sort()).toEqual(Object.keys(config).sort());
   });
 });
