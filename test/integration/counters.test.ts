@@ -5,10 +5,7 @@
  * real retry of the AWS SDK after the answer of a committed transaction was lost on the wire.
  */
 import { randomUUID } from "node:crypto";
-import { createServer, request as httpRequest } from "node:http";
-import type { AddressInfo } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
-import { resetClients } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { bumpConfigVersion } from "#lib/data-plane/client-runtime.ts";
 import {
@@ -19,6 +16,7 @@ import {
 } from "#lib/data-plane/counters.ts";
 import { windowAt } from "#lib/domain/meters/windows.ts";
 import { provisionTable } from "#local/provision.ts";
+import { routeThrough, startLossyFront, type TransactionAttempt } from "../support/lossy-front.ts";
 import { storedItem } from "../support/stack.ts";
 
 const REGION = "eu-west-1";
@@ -143,71 +141,22 @@ describe("commitCounters", () => {
   });
 });
 
-/** What a lossy front saw: each TransactWriteItems attempt and the token it carried. */
-interface FrontLog {
-  attempts: { token: string | undefined; answered: boolean }[];
-}
-
 /**
- * Run `body` with the SDK talking to the emulator through a front on loopback that passes every
- * call on, except the FIRST TransactWriteItems: that one is passed to the emulator, which applies
- * it, and then the caller's socket is destroyed instead of returning the answer (a committed
- * transaction whose answer is lost). The SDK sees a reset connection, a retryable error, and sends
- * the same request again. `stripToken` removes ClientRequestToken from every transaction on its
- * way through (what the retry would do without one).
+ * Run `body` with the SDK talking to the emulator through the lossy front (test/support): the
+ * first TransactWriteItems is applied and its answer lost, so the SDK retries it. `stripToken`
+ * removes ClientRequestToken from every transaction on its way through.
  */
 async function throughLossyFront<T>(
   options: { stripToken: boolean },
-  body: (log: FrontLog) => Promise<T>,
+  body: (attempts: TransactionAttempt[]) => Promise<T>,
 ): Promise<T> {
-  const emulator = process.env.AWS_ENDPOINT_URL!;
-  const log: FrontLog = { attempts: [] };
-  const front = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      let payload = Buffer.concat(chunks);
-      const headers = { ...req.headers };
-      const transaction = req.headers["x-amz-target"] === "DynamoDB_20120810.TransactWriteItems";
-      let drop = false;
-      if (transaction) {
-        const parsed = JSON.parse(payload.toString("utf8")) as { ClientRequestToken?: string };
-        drop = log.attempts.length === 0;
-        log.attempts.push({ token: parsed.ClientRequestToken, answered: !drop });
-        if (options.stripToken) {
-          delete parsed.ClientRequestToken;
-          payload = Buffer.from(JSON.stringify(parsed));
-          headers["content-length"] = String(payload.length);
-        }
-      }
-      const upstream = httpRequest(
-        new URL(req.url ?? "/", emulator),
-        { method: req.method, headers },
-        (answer) => {
-          const answerChunks: Buffer[] = [];
-          answer.on("data", (chunk: Buffer) => answerChunks.push(chunk));
-          answer.on("end", () => {
-            // The emulator has answered, so the transaction is applied: lose the answer.
-            if (drop) return req.socket.destroy();
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            res.end(Buffer.concat(answerChunks));
-          });
-        },
-      );
-      upstream.on("error", () => res.destroy());
-      upstream.end(payload);
-    });
-  });
-  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
-  process.env.AWS_ENDPOINT_URL = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
-  resetClients();
+  const front = await startLossyFront(process.env.AWS_ENDPOINT_URL!);
+  const restore = routeThrough(front);
   try {
-    return await body(log);
+    return await body(front.loseFirstAnswer(options));
   } finally {
-    process.env.AWS_ENDPOINT_URL = emulator;
-    resetClients();
-    front.closeAllConnections();
-    await new Promise((resolve) => front.close(resolve));
+    restore();
+    await front.close();
   }
 }
 
@@ -215,13 +164,13 @@ describe("commitCounters under a real SDK retry", () => {
   it("a committed transaction whose answer was lost is retried by the SDK with the same token: counted once", async () => {
     const meterId = randomUUID();
     const token = clientRequestToken(randomUUID(), "count:1");
-    const { decision, log } = await throughLossyFront({ stripToken: false }, async (log) => ({
+    const { decision, attempts } = await throughLossyFront({ stripToken: false }, async (attempts) => ({
       decision: await commitCounters(REGION, [step("m", meterId, 10)], { token }),
-      log,
+      attempts,
     }));
     expect(decision).toEqual({ outcome: "counted" });
     // Two attempts reached the emulator (the first applied, its answer lost), with one token.
-    expect(log.attempts).toEqual([
+    expect(attempts).toEqual([
       { token, answered: false },
       { token, answered: true },
     ]);
@@ -235,14 +184,14 @@ describe("commitCounters under a real SDK retry", () => {
 
   it("the same retry without a ClientRequestToken counts the request twice", async () => {
     const meterId = randomUUID();
-    const { decision, log } = await throughLossyFront({ stripToken: true }, async (log) => ({
+    const { decision, attempts } = await throughLossyFront({ stripToken: true }, async (attempts) => ({
       decision: await commitCounters(REGION, [step("m", meterId, 10)], {
         token: clientRequestToken(randomUUID(), "count:1"),
       }),
-      log,
+      attempts,
     }));
     expect(decision).toEqual({ outcome: "counted" });
-    expect(log.attempts).toHaveLength(2);
+    expect(attempts).toHaveLength(2);
     expect(await storedValue(meterId)).toBe(2);
   });
 });

@@ -1,0 +1,198 @@
+/**
+ * Meters under a real AWS SDK retry, over real HTTP against the local stack: every AWS call of the
+ * stack goes through a lossy front (test/support/lossy-front.ts) that loses the answer of one
+ * committed TransactWriteItems, so the SDK sends it again. The count transaction (before the
+ * target) and the settlement transaction (request log + response_value, after the answer) carry a
+ * ClientRequestToken derived from the request id, so the retry is a no-op in the store: the
+ * request is counted once, the target called once, one request log written. Without the token
+ * (the front strips it) the same retry counts twice: the tests can fail.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { clientRequestToken } from "#lib/data-plane/counters.ts";
+import { keys } from "#lib/db/keys.ts";
+import { windowAt } from "#lib/domain/meters/windows.ts";
+import {
+  keysOf,
+  type LossyFront,
+  putsAnItem,
+  routeThrough,
+  startLossyFront,
+  type TransactWriteRequest,
+} from "../support/lossy-front.ts";
+import {
+  callDataPlane,
+  createClientFor,
+  created,
+  createProxyParts,
+  startTestStack,
+  storedItem,
+  type TestStack,
+  type TestUser,
+} from "../support/stack.ts";
+
+const REGION = "us-east-1";
+const KEY = "sdk-retry-caller-key-1234567890";
+
+let front: LossyFront;
+let restoreEndpoint: () => void;
+let stack: TestStack;
+let owner: TestUser;
+let clientId: string;
+let target: Server;
+let targetHits = 0;
+let parts: Awaited<ReturnType<typeof createProxyParts>>;
+
+beforeAll(async () => {
+  // The target answers {"usage":{"tokens":N}}, N from the query's `tokens`.
+  target = createServer((req, res) => {
+    targetHits++;
+    req.resume();
+    req.on("end", () => {
+      const tokens = new URL(req.url ?? "/", "http://x").searchParams.get("tokens") ?? "0";
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ usage: { tokens: Number(tokens) } }));
+    });
+  });
+  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+  front = await startLossyFront(process.env.AWS_ENDPOINT_URL!);
+  restoreEndpoint = routeThrough(front);
+  stack = await startTestStack();
+  owner = await stack.newUser();
+  clientId = await createClientFor(owner, "Retry Co");
+  parts = await createProxyParts(owner, clientId, {
+    region: REGION,
+    key: KEY,
+    targetBaseURL: `http://127.0.0.1:${(target.address() as AddressInfo).port}`,
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  restoreEndpoint?.();
+  await front?.close();
+  target?.closeAllConnections();
+  await new Promise((resolve) => target?.close(resolve));
+});
+
+async function proxyWithMeter(body: Record<string, unknown>): Promise<{ proxyId: string; meterId: string }> {
+  const proxy = await created(
+    owner.api.post(`/api/clients/${clientId}/proxies`, {
+      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
+      proxyRegion: REGION,
+      proxyProxyCredentialId: parts.proxyCredentialId,
+      proxyTargetId: parts.targetId,
+      proxyTargetCredentialId: parts.targetCredentialId,
+    }),
+    "proxies",
+  );
+  const meter = await created(
+    owner.api.post(`/api/clients/${clientId}/proxies/${proxy.proxyId}/meters`, body),
+    "meters",
+  );
+  return { proxyId: proxy.proxyId, meterId: meter.meterId };
+}
+
+const call = (proxyId: string, path = "/x") =>
+  callDataPlane(`${stack.regions[REGION]}/api/${proxyId}${path}`, { headers: { "x-api-key": KEY } });
+
+const hourValue = async (meterId: string) =>
+  (await storedItem(keys.meterWindow(meterId, "hour", windowAt("hour", Date.now()).start), REGION))?.value;
+
+/** The transaction of a meter: its count (before the target) or its settlement (after the answer). */
+const transactionOf =
+  (meterId: string, which: "count" | "settle") =>
+  (request: TransactWriteRequest): boolean =>
+    keysOf(request).includes(`METERUSE#${meterId}`) && putsAnItem(request) === (which === "settle");
+
+/** The listed request log records of one request (once it has been written). */
+async function logRecords(proxyId: string, requestId: string) {
+  const result = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`);
+  expect(result.status).toBe(200);
+  return (result.body.requests as { requestId: string }[]).filter((r) => r.requestId === requestId);
+}
+
+afterEach(() => front.disarm());
+
+describe("the count transaction's answer is lost and the SDK retries it", () => {
+  it("with the ClientRequestToken: the request is counted once and the target called once", async () => {
+    const { proxyId, meterId } = await proxyWithMeter({
+      meterType: "request_count",
+      meterActive: true,
+      limits: { hour: 5 },
+    });
+    const attempts = front.loseFirstAnswer({ matches: transactionOf(meterId, "count") });
+    const hitsBefore = targetHits;
+    const answered = await call(proxyId);
+    expect(answered.status, answered.text).toBe(200);
+    expect(targetHits - hitsBefore).toBe(1);
+    expect(await hourValue(meterId)).toBe(1);
+    // Two attempts reached the store (the first applied, its answer lost), with one token: the
+    // request id's count token.
+    const token = clientRequestToken(answered.headers.get("x-request-id")!, "count:1");
+    expect(attempts).toEqual([
+      { token, answered: false },
+      { token, answered: true },
+    ]);
+    // The next request (another request id, another token) counts again.
+    front.disarm();
+    expect((await call(proxyId)).status).toBe(200);
+    expect(await hourValue(meterId)).toBe(2);
+  });
+
+  it("without it (stripped on the wire): the same retry counts the request twice", async () => {
+    const { proxyId, meterId } = await proxyWithMeter({
+      meterType: "request_count",
+      meterActive: true,
+      limits: { hour: 5 },
+    });
+    const attempts = front.loseFirstAnswer({ matches: transactionOf(meterId, "count"), stripToken: true });
+    const hitsBefore = targetHits;
+    expect((await call(proxyId)).status).toBe(200);
+    expect(targetHits - hitsBefore).toBe(1);
+    expect(attempts).toHaveLength(2);
+    expect(await hourValue(meterId)).toBe(2);
+  });
+});
+
+describe("the settlement transaction's answer is lost and the SDK retries it", () => {
+  const responseValueMeter = {
+    meterType: "response_value",
+    meterActive: true,
+    extraction: { location: "body", path: "usage.tokens" },
+    limits: { hour: 1000 },
+  };
+
+  it("with the ClientRequestToken: the response's value is counted once and one request log is written", async () => {
+    const { proxyId, meterId } = await proxyWithMeter(responseValueMeter);
+    const attempts = front.loseFirstAnswer({ matches: transactionOf(meterId, "settle") });
+    const hitsBefore = targetHits;
+    const answered = await call(proxyId, "/x?tokens=7");
+    expect(answered.status, answered.text).toBe(200);
+    const requestId = answered.headers.get("x-request-id")!;
+    // The settlement runs after the answer: wait for the SDK's retry to have been answered.
+    await vi.waitFor(() => expect(attempts).toHaveLength(2), { timeout: 10_000, interval: 50 });
+    expect(targetHits - hitsBefore).toBe(1);
+    expect(await hourValue(meterId)).toBe(7);
+    const records = await logRecords(proxyId, requestId);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ metering: { applied: [meterId], refused: [] } });
+    const token = clientRequestToken(requestId, "settle:0");
+    expect(attempts).toEqual([
+      { token, answered: false },
+      { token, answered: true },
+    ]);
+    // The next request settles again.
+    front.disarm();
+    expect((await call(proxyId, "/x?tokens=5")).status).toBe(200);
+    await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(12), { timeout: 10_000 });
+  });
+
+  it("without it (stripped on the wire): the same retry adds the response's value twice", async () => {
+    const { proxyId, meterId } = await proxyWithMeter(responseValueMeter);
+    const attempts = front.loseFirstAnswer({ matches: transactionOf(meterId, "settle"), stripToken: true });
+    expect((await call(proxyId, "/x?tokens=7")).status).toBe(200);
+    await vi.waitFor(() => expect(attempts).toHaveLength(2), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(14), { timeout: 10_000 });
+  });
+});
