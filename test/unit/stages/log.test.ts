@@ -122,7 +122,10 @@ describe("requestLogItem", () => {
     for (const secret of [CALLER_KEY, TARGET_TOKEN, ctx.dynamicToken]) expect(stored).not.toContain(secret);
     expect(item?.requestHeaders).toMatchObject({ "x-forwarded-key": REDACTED });
     expect(item?.requestBody).toBe(JSON.stringify({ note: `key ${REDACTED}`, token: REDACTED }));
-    expect((item?.proxyData as Record<string, unknown>).apiParams).toEqual({ access: REDACTED, page: "2" });
+    expect((item?.proxyData as Record<string, unknown> | undefined)?.apiParams).toEqual({
+      access: REDACTED,
+      page: "2",
+    });
     expect(item?.responseHeaders).toMatchObject({ "x-echo": REDACTED, "content-type": "text/plain" });
     expect(item?.responseBody).toBe(`you sent Bearer ${REDACTED} and ${REDACTED}`);
   });
