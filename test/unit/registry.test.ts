@@ -2,7 +2,7 @@
  * The operation registry's own rules (issue 8): every operation has a handler and every handler an
  * operation (functions/<group>.ts exports exactly its group's operations), ids fit the MCP tool
  * names derived from them, path parameters are declared, access fits the path, and every operation
- * is described for a person.
+ * is described for a person; a reader (client or MSP) only reads.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
