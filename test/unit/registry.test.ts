@@ -2,7 +2,7 @@
  * The operation registry's own rules (issue 8): every operation has a handler and every handler an
  * operation (functions/<group>.ts exports exactly its group's operations), ids fit the MCP tool
  * names derived from them, path parameters are declared, access fits the path, and every operation
- * is described for a person.
+ * is described for a person; a reader (client or MSP) only reads.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -13,7 +13,9 @@ import { access, type Operation } from "#lib/api/operation.ts";
 import { ROLES_DOC, renderPermissionMatrix } from "#lib/api/permission-matrix.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import { MEMBER_MANAGER_ROLE, planMemberRemoval } from "#lib/domain/member-rules.ts";
 import { FUNCTION_GROUPS } from "#lib/infra/api-manifest.ts";
+import { errorOf } from "../support/errors.ts";
 
 const functionFile = (group: string) =>
   fileURLToPath(new URL(`../../functions/${group}.ts`, import.meta.url));
@@ -153,5 +155,65 @@ describe("the permission matrix (docs/roles.md)", () => {
       `| \`ownThing\` Own a thing | \`PUT ${base.path}\` | self | self | self | self | self |`,
     );
     expect(rendered).not.toContain("Not yet in the registry");
+  });
+});
+
+/**
+ * A reader only reads (issue 8): an operation open to the lowest role of a client (`reader`) or of
+ * an MSP (`msp_reader`) must be a `read`, unless it is listed here with the domain rule that
+ * narrows it. Declaring a write or a delete for readers fails this test.
+ */
+const READER_NON_READS: Readonly<Record<string, string>> = {
+  // Any member may leave an organisation (DELETE of their own membership); removing anyone else
+  // needs MEMBER_MANAGER_ROLE (admin), checked in lib/domain/member-rules.ts planMemberRemoval.
+  removeMember: "a member leaving; removing others needs admin (planMemberRemoval)",
+};
+const MSP_READER_NON_READS: Readonly<Record<string, string>> = {};
+
+const openTo = (kind: "client" | "msp", role: string) =>
+  OPERATIONS.filter((op) => op.access.kind === kind && "role" in op.access && op.access.role === role);
+
+describe("a reader only reads", () => {
+  it.each([
+    ["client", "reader", READER_NON_READS],
+    ["msp", "msp_reader", MSP_READER_NON_READS],
+  ] as const)("every %s operation open to %s is a read, but the listed exceptions", (kind, role, allowed) => {
+    const ops = openTo(kind, role);
+    if (kind === "client") expect(ops.length).toBeGreaterThan(0);
+    const nonReads = ops.filter((op) => op.effect !== "read").map((op) => `${op.id} (${op.effect})`);
+    expect(
+      nonReads.filter((entry) => !Object.hasOwn(allowed, entry.split(" ")[0] as string)),
+      `a ${role} must only read: give these a higher role, or list them with the rule that narrows them`,
+    ).toEqual([]);
+    // No stale exception: each listed one is still open to the role and not a read.
+    for (const id of Object.keys(allowed)) {
+      const op = ops.find((candidate) => candidate.id === id);
+      expect(op, `${id} is listed as an exception for ${role} but is not open to it`).toBeDefined();
+      expect(op?.effect).not.toBe("read");
+    }
+  });
+
+  it("removeMember's exception holds: a reader may remove only themselves", () => {
+    const counts = { adminCount: 1, ownerCount: 1 };
+    expect(() =>
+      planMemberRemoval({
+        actorUserId: "reader-1",
+        actorRoles: ["reader"],
+        targetUserId: "reader-1",
+        targetRoles: ["reader"],
+        counts,
+      }),
+    ).not.toThrow();
+    const error = errorOf(() =>
+      planMemberRemoval({
+        actorUserId: "reader-1",
+        actorRoles: ["reader"],
+        targetUserId: "user-2",
+        targetRoles: ["user"],
+        counts,
+      }),
+    );
+    expect(error.status).toBe(403);
+    expect(MEMBER_MANAGER_ROLE).toBe("admin");
   });
 });
