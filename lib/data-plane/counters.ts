@@ -10,7 +10,7 @@
  * committed is answered as a success without counting again.
  *
  * After the answer, what can wait (windows without a limit, values taken from the response) is
- * added in one more transaction with the request log (lib/data-plane/stages/settle.ts).
+ * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-plan.ts).
  */
 import { createHash } from "node:crypto";
 import { dynamo } from "../aws/clients.ts";

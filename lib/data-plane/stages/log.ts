@@ -1,7 +1,7 @@
 /**
  * Stage 6, log: the request log record of spec 2.11 (lib/data-plane/request-log.ts builds it, with
  * every secret the request used redacted), written after the answer has been handed back, in one
- * write with the settlement of the request's meters (settle.ts): a TransactWriteItems when there
+ * write with the settlement of the request's meters (settlementSteps in meter-plan.ts): a TransactWriteItems when there
  * is something to settle (idempotent under an SDK retry by its ClientRequestToken), else a
  * PutItem. A record that cannot be written is never a silent loss: the error line counts in a
  * metric that raises an alarm.
@@ -81,7 +81,11 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
   return ctx.metering ? { ...item, metering: ctx.metering } : item;
 }
 
-/** Most actions of one TransactWriteItems. */
+/**
+ * Most actions of one TransactWriteItems. A settlement has at most one step per meter and window
+ * (20 meters x 4 windows) plus the log, so it is one transaction (test/unit/stages/log.test.ts
+ * checks the bound); the parts below are only a guard should those limits grow.
+ */
 const MAX_TRANSACTION_ACTIONS = 100;
 
 /** Write the log record and the settlement in one write (see the module comment). */

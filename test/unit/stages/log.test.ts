@@ -14,7 +14,8 @@ import { planMeters, settlementSteps } from "#lib/data-plane/meter-plan.ts";
 import { newRequestId, REDACTED } from "#lib/data-plane/request-log.ts";
 import { requestLogItem, writeLogAndSettlement } from "#lib/data-plane/stages/log.ts";
 import { keys } from "#lib/db/keys.ts";
-import { windowAt } from "#lib/domain/meters/windows.ts";
+import { MAX_METERS_PER_PROXY } from "#lib/domain/meter-schema.ts";
+import { METER_WINDOWS, windowAt } from "#lib/domain/meters/windows.ts";
 import { ALARMED_METRICS, logReady, METRIC_NAMESPACE } from "#lib/log.ts";
 import { provisionTable } from "#local/provision.ts";
 import { storedItem } from "../../support/stack.ts";
@@ -224,6 +225,10 @@ const counterValue = async (meterId: string, kind: "minute" | "day", at: number)
   (await storedItem(counterKeys.meter(meterId, undefined, windowAt(kind, at)), REGION))?.value;
 
 describe("writeLogAndSettlement", () => {
+  it("a settlement (one step per meter and window, plus the log) fits in one transaction", () => {
+    expect(MAX_METERS_PER_PROXY * METER_WINDOWS.length + 1).toBeLessThanOrEqual(100);
+  });
+
   it("puts the log item alone (one PutItem) when there is nothing to settle", async () => {
     const ctx = fresh();
     const item = await requestLogItem(ctx, answer(), ctx.receivedAt + 5);
