@@ -13,7 +13,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { clearOAuthTokenCache } from "#lib/data-plane/oauth-tokens.ts";
 import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
@@ -333,7 +333,10 @@ describe("authorization_code target credential", () => {
     expect(issuedSince(before)).toEqual([]);
     expect(await storedSecret(credentialId)).toEqual(secret);
     expect((await storedItem(keys.credential(clientId, credentialId), US))?.oauthRefreshedAt).toBeUndefined();
-    expect((await readRequestLog(s)).totalRequests).toBe(3);
+    await vi.waitFor(async () => expect((await readRequestLog(s)).totalRequests).toBe(3), {
+      timeout: 10_000,
+      interval: 50,
+    });
   });
 
   it("refreshes an expiring access token once for concurrent requests and stores the new one", async () => {
@@ -376,7 +379,10 @@ describe("authorization_code target credential", () => {
     const later = await Promise.all([forward(s, "/later/1"), forward(s, "/later/2")]);
     for (const one of later) expect(one.headers.authorization).toBe(`Bearer ${newAccessToken}`);
     expect(issuedSince(before)).toEqual([newAccessToken]);
-    expect((await readRequestLog(s)).totalRequests).toBe(7);
+    await vi.waitFor(async () => expect((await readRequestLog(s)).totalRequests).toBe(7), {
+      timeout: 10_000,
+      interval: 50,
+    });
   });
 
   it("answers 502 without calling the target when the token endpoint cannot be reached", async () => {
@@ -504,8 +510,10 @@ describe("pkce target credential (public client, rotated refresh tokens)", () =>
     expect(issuedSince(before)).toEqual([]);
     // The stored tokens stay as they were.
     expect(await storedSecret(credentialId)).toEqual(authorized);
-    const log = await readRequestLog(s);
-    expect(log.totalRequests).toBe(3);
+    await vi.waitFor(async () => expect((await readRequestLog(s)).totalRequests).toBe(3), {
+      timeout: 10_000,
+      interval: 50,
+    });
   });
 });
 

@@ -10,7 +10,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { resetConfig } from "#lib/config.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
 import { keys } from "#lib/db/keys.ts";
@@ -165,8 +165,15 @@ describe("the walkthrough: the client's traffic shows up in the usage report", (
       });
       expect(response.status, response.text).toBe(200);
     }
-    const logs = await listRequestLogsOfProxy(REGION, { proxyId, clientId, max: 100 });
-    expect(logs).toHaveLength(REQUESTS);
+    // The request log is written after the answer has been handed back: wait for the last one.
+    const logs = await vi.waitFor(
+      async () => {
+        const found = await listRequestLogsOfProxy(REGION, { proxyId, clientId, max: 100 });
+        expect(found).toHaveLength(REQUESTS);
+        return found;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
     const ms = logs.reduce(
       (sum, log) => sum + ((log.proxyData?.sentAt ?? 0) - (log.proxyData?.receivedAt ?? 0)),
       0,
