@@ -11,11 +11,12 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SignJWT } from "jose";
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { REQUEST_LOG_BODY_CAP_BYTES } from "#lib/data-plane/request-log.ts";
 import { TEST_BODY_LIMIT } from "#lib/domain/credential-test.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { loggedDetail } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -426,18 +427,9 @@ async function throughProxy(url: string, caller: Caller, path: string, extraQuer
   return { response, requestId: requestId! };
 }
 
-async function logDetail(proxyId: string, requestId: string) {
-  // The request log is written after the answer has been handed back: wait for it.
-  return vi.waitFor(
-    async () => {
-      const detail = await member.api.get(`${api()}/proxies/${proxyId}/requests/${requestId}`);
-      expect(detail.status, JSON.stringify(detail.body)).toBe(200);
-      expect(detail.body.requests).toHaveLength(1);
-      return detail.body;
-    },
-    { timeout: 10_000, interval: 50 },
-  );
-}
+const logDetail = async (proxyId: string, requestId: string) => ({
+  requests: [await loggedDetail(member.api, clientId, proxyId, requestId)],
+});
 
 // ---------------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler as digestHandler } from "#functions/meter-digest.ts";
 import { occurrenceKeys } from "#lib/db/entities/meter-occurrence.ts";
 import { keys } from "#lib/db/keys.ts";
@@ -26,6 +26,7 @@ import {
   type TestStack,
   type TestUser,
 } from "#test/support/stack.ts";
+import { loggedRecords } from "../support/request-logs.ts";
 
 const REGION = "eu-west-1"; // not the home region: the digest reads every region's table
 const KEY = "meter-alerts-caller-key-1234567890";
@@ -102,16 +103,7 @@ const call = (proxyId: string, method: string) =>
   });
 
 /** Waits until the request log lists `count` records of the proxy (the log is written after the answer). */
-async function waitForLogs(proxyId: string, count: number) {
-  await vi.waitFor(
-    async () => {
-      const listed = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`);
-      expect(listed.status).toBe(200);
-      expect(listed.body.requests).toHaveLength(count);
-    },
-    { timeout: 15_000, interval: 100 },
-  );
-}
+const waitForLogs = (proxyId: string, count: number) => loggedRecords(owner.api, clientId, proxyId, count);
 
 async function usageNotificationsOf(meterId: string): Promise<ApiNotification[]> {
   const response = await owner.api.get(`/api/clients/${clientId}/notifications?limit=100`);

@@ -12,6 +12,7 @@ import { getConfig } from "#lib/config.ts";
 import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { windowAt } from "#lib/domain/meters/windows.ts";
+import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -108,18 +109,7 @@ const counterValue = async (
 };
 
 /** The listed request log record of a request, once written (it is written after the answer). */
-async function logged(proxyId: string, requestId: string) {
-  return vi.waitFor(
-    async () => {
-      const result = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`);
-      expect(result.status).toBe(200);
-      const record = result.body.requests.find((r: { requestId: string }) => r.requestId === requestId);
-      expect(record).toBeDefined();
-      return record;
-    },
-    { timeout: 10_000, interval: 100 },
-  );
-}
+const logged = (proxyId: string, requestId: string) => loggedRecord(owner.api, clientId, proxyId, requestId);
 
 describe("request_count meters", () => {
   it("lets exactly the limit through, then answers 429 meter-limit-exceeded with Retry-After and RateLimit headers, without calling the target", async () => {

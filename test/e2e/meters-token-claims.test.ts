@@ -8,10 +8,11 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from "jose";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -159,18 +160,7 @@ const hourValue = async (meterId: string, caller?: string) =>
     ?.value;
 
 /** The listed request log record of a request, once written (it is written after the answer). */
-async function logged(proxyId: string, requestId: string) {
-  return vi.waitFor(
-    async () => {
-      const result = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`);
-      expect(result.status).toBe(200);
-      const record = result.body.requests.find((r: { requestId: string }) => r.requestId === requestId);
-      expect(record).toBeDefined();
-      return record;
-    },
-    { timeout: 10_000, interval: 100 },
-  );
-}
+const logged = (proxyId: string, requestId: string) => loggedRecord(owner.api, clientId, proxyId, requestId);
 
 describe("a per-caller limit by the token's sub claim", () => {
   it("gives each subject its own limit of 2: two passes each, then 429", async () => {

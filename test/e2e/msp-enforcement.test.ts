@@ -8,13 +8,14 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createMsp, setMspBillingStatus } from "#lib/domain/msps.ts";
 import { setClientBillingStatus } from "../../cli/client-plan.ts";
+import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -102,18 +103,8 @@ const call = (proxyId: string, region = US) =>
   callDataPlane(`${stack.regions[region]}/api/${proxyId}/x`, { headers: { "x-api-key": KEY } });
 
 /** The listed request log record of a request, once written (it is written after the answer). */
-async function logged(user: TestUser, clientId: string, proxyId: string, requestId: string) {
-  return vi.waitFor(
-    async () => {
-      const result = await user.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`);
-      expect(result.status).toBe(200);
-      const record = result.body.requests.find((r: { requestId: string }) => r.requestId === requestId);
-      expect(record).toBeDefined();
-      return record;
-    },
-    { timeout: 10_000, interval: 100 },
-  );
-}
+const logged = (user: TestUser, clientId: string, proxyId: string, requestId: string) =>
+  loggedRecord(user.api, clientId, proxyId, requestId);
 
 /** Waits out the end of the current minute when less than `seconds` of it are left. */
 async function awayFromMinuteEnd(seconds = 8) {

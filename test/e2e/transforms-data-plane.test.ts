@@ -8,7 +8,8 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loggedDetail, loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -149,28 +150,11 @@ const tagRequest = (name: string) =>
   `export default (context, request) => ({ ...request, headers: { ...request.headers, "x-ran": "${name}" } })`;
 
 /** The detail of a request's log record, once written. */
-async function loggedDetail(proxyId: string, requestId: string) {
-  return vi.waitFor(
-    async () => {
-      const result = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests/${requestId}`);
-      expect(result.status).toBe(200);
-      return result.body.requests[0];
-    },
-    { timeout: 10_000, interval: 100 },
-  );
-}
+const detailOf = (proxyId: string, requestId: string) =>
+  loggedDetail(owner.api, clientId, proxyId, requestId);
 
-async function loggedRecord(proxyId: string, requestId: string) {
-  return vi.waitFor(
-    async () => {
-      const result = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`);
-      const record = result.body.requests.find((r: { requestId: string }) => r.requestId === requestId);
-      expect(record).toBeDefined();
-      return record;
-    },
-    { timeout: 10_000, interval: 100 },
-  );
-}
+const recordOf = (proxyId: string, requestId: string) =>
+  loggedRecord(owner.api, clientId, proxyId, requestId);
 
 describe("request and response transforms", () => {
   it("runs a TypeScript request transform: header added, field renamed, path and query changed; the credential applied after", async () => {
@@ -226,11 +210,11 @@ describe("request and response transforms", () => {
     expect(body.userName).toBe("ada");
     expect(body.user_name).toBeUndefined();
     const requestId = result.headers.get("x-request-id")!;
-    const detail = await loggedDetail(proxyId, requestId);
+    const detail = await detailOf(proxyId, requestId);
     expect(detail.statusCode).toBe(203);
     expect(JSON.parse(detail.responseBody)).toEqual(body);
     expect(detail.responseHeaders["x-transformed"]).toBe("GET");
-    const record = await loggedRecord(proxyId, requestId);
+    const record = await recordOf(proxyId, requestId);
     expect(record.targetData.status).toBe(200); // the target's own status stays in the trace
   });
 
@@ -347,7 +331,7 @@ describe("failures and hostile code", () => {
     expect(message).toMatch(reason);
     expect(jsonOf(result)).toEqual({ code: "transform-error", message });
     if (kind === "request") expect(received.length).toBe(hitsBefore); // the target was not called
-    const record = await loggedRecord(proxyId, result.headers.get("x-request-id")!);
+    const record = await recordOf(proxyId, result.headers.get("x-request-id")!);
     expect(record.proxyData.status).toBe(500);
     expect(record.proxyData.message).toBe(message);
     expect(record.targetData === null).toBe(kind === "request");
