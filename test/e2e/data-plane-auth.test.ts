@@ -19,6 +19,7 @@ import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { loggedRecords } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -264,6 +265,7 @@ describe("caller authentication by the proxy credential", () => {
     await expectDenied(`${s.url}/q`, { api_key: value }); // a header is not the query
 
     // Nor is the key in the request log.
+    await loggedRecords(owner.api, clientId, s.proxyId, 3);
     const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
     expect(list.status).toBe(200);
     expect(list.body.totalRequests).toBe(3);
@@ -726,6 +728,7 @@ describe("request log", () => {
     const refused = await call(`${s.url}/logged`, { headers: { authorization: basic("svc-user", "wrong") } });
     expect(refused.status).toBe(403);
 
+    await loggedRecords(owner.api, clientId, s.proxyId, 2);
     const detail = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests/${requestId}`);
     expect(detail.status, JSON.stringify(detail.body)).toBe(200);
     expect(detail.body.requests[0]).toMatchObject({ method: "POST", statusCode: 200 });

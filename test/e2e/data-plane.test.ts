@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { setClientBillingStatus } from "../../cli/client-plan.ts";
+import { loggedRecords } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -496,6 +497,7 @@ describe("request logs", () => {
     const s = await setup();
     await call(`${s.url}/logged?q=1`, { headers: withKey(s.key, { cookie: "session=abc" }) });
     await call(`${s.url}/logged`, { headers: withKey("wrong") });
+    await loggedRecords(owner.api, clientId, s.proxyId, 2);
     const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
     expect(list.status).toBe(200);
     expect(list.body.totalRequests).toBe(2);
@@ -552,6 +554,7 @@ describe("user-named keys (issue 7: a `Constructor` header stopped the log)", ()
     const denied = await call(`${s.url}/named`, { headers: { constructor: "1" } });
     expect(denied.status).toBe(403);
 
+    await loggedRecords(owner.api, clientId, s.proxyId, 2);
     const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
     expect(list.status).toBe(200);
     // Both requests, the refused one and the forwarded one, were logged.
@@ -655,6 +658,7 @@ describe("dot segments (issue 7 review: a path must not climb out of the target'
     const fine = await rawGet(s.url, `${base}/v1.2/..hidden/a%2F..%2Fb`, s.key);
     expect(fine.status).toBe(200);
     expect(received.at(-1)?.url).toBe("/base/v1.2/..hidden/a%2F..%2Fb");
+    await loggedRecords(owner.api, clientId, s.proxyId, 8);
     const list = await owner.api.get(`${api()}/proxies/${s.proxyId}/requests`);
     expect(list.body.totalRequests).toBe(8);
   });

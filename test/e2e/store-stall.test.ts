@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { resetClients, SDK_TIMEOUT_DEFAULTS } from "#lib/aws/clients.ts";
 import { SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/api-manifest.ts";
+import { loggedDetail } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -177,6 +178,7 @@ describe("data plane with a stalled store", () => {
     expect(result.status, result.text).toBe(503);
     expect(ms).toBeLessThan(WORST_CALL_MS);
     const requestId = result.headers.get("x-request-id");
+    await loggedDetail(owner.api, clientId, proxyId, requestId!);
     const logged = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests/${requestId}`);
     expect(logged.status, JSON.stringify(logged.body)).toBe(200);
     expect(logged.body.requests).toEqual([
