@@ -155,6 +155,46 @@ export async function writeNewInvite(
     ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
   );
 }
+
+/** What issueInvite needs of a new client or MSP invite. */
+export interface NewInvite {
+  invite: Record<string, unknown>;
+  lock: Record<string, unknown>;
+  /** Sends the invite e-mail. */
+  send: () => Promise<void>;
+  /** Removes the invite and its lock again. */
+  withdraw: () => Promise<void>;
+  /** Ids named in the log line of a failed e-mail. */
+  logFields: Record<string, unknown>;
+  /** The invitee's user id when they already have an account: they are told in their inbox too. */
+  existingUserId: string | undefined;
+  notification: { title: string; message: string };
+}
+
+/**
+ * Issue a new invite (client and MSP invites alike): written with its e-mail lock, then e-mailed.
+ * Nothing is half-done: an invite whose e-mail failed is withdrawn, and the caller gets 502. An
+ * invitee who already has an account also gets an inbox notification (best effort).
+ */
+export async function issueInvite(invite: NewInvite): Promise<void> {
+  await writeNewInvite(invite.invite, invite.lock);
+  try {
+    await invite.send();
+  } catch (error) {
+    log.error("Invite e-mail failed; withdrawing the invite", {
+      ...invite.logFields,
+      ...describeError(error),
+    });
+    await invite.withdraw();
+    throw upstreamFailed("Could not send the invite email; the invite was not created");
+  }
+  if (invite.existingUserId) {
+    await createNotification(
+      { kind: "user", userId: invite.existingUserId },
+      { type: "invitation", ...invite.notification },
+    ).catch((error: unknown) => log.warn("Invite notification failed", describeError(error)));
+  }
+}
 const RELEASE_EMAIL_LOCK = "release e-mail lock";
 const UPDATE_INVITE = "update invite";
 const RENEW_EMAIL_LOCK = "renew e-mail lock";
@@ -218,29 +258,18 @@ export async function createInvite(access: ClientAccess, input: { email: string;
     inviteId,
     TTL: ttl,
   };
-  await writeNewInvite(invite, lock);
-  try {
-    await sendInviteEmail(invite, inviter);
-  } catch (error) {
-    // Nothing half-done: an invite nobody was told about is withdrawn.
-    log.error("Invite e-mail failed; withdrawing the invite", {
-      clientId,
-      inviteId,
-      ...describeError(error),
-    });
-    await removeInviteItems(invite);
-    throw upstreamFailed("Could not send the invite email; the invite was not created");
-  }
-  if (existingUserId) {
-    await createNotification(
-      { kind: "user", userId: existingUserId },
-      {
-        type: "invitation",
-        title: `Invitation to ${invite.clientName}`,
-        message: `You are invited to join ${invite.clientName} as ${roles.join(", ")}.`,
-      },
-    ).catch((error: unknown) => log.warn("Invite notification failed", describeError(error)));
-  }
+  await issueInvite({
+    invite,
+    lock,
+    send: () => sendInviteEmail(invite, inviter),
+    withdraw: () => removeInviteItems(invite),
+    logFields: { clientId, inviteId },
+    existingUserId,
+    notification: {
+      title: `Invitation to ${invite.clientName}`,
+      message: `You are invited to join ${invite.clientName} as ${roles.join(", ")}.`,
+    },
+  });
   return toApiInvite(invite);
 }
 

@@ -39,13 +39,11 @@ import {
 } from "../db/store.ts";
 import { sendEmail } from "../email.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
-import { describeError, log } from "../log.ts";
 import type { MspAccess } from "./access.ts";
-import { badRequest, conflict, notFound, upstreamFailed } from "./errors.ts";
-import { INVITE_NOT_FOUND, writeNewInvite } from "./invites.ts";
+import { badRequest, conflict, notFound } from "./errors.ts";
+import { INVITE_NOT_FOUND, issueInvite } from "./invites.ts";
 import { planMspMemberRemoval, planMspRoleChange, requireGrantableRoles } from "./msp-member-rules.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
-import { createNotification } from "./notifications.ts";
 import type { MspRole } from "./roles.ts";
 import { findUserIdByEmail, requireUser } from "./users.ts";
 
@@ -286,28 +284,18 @@ export async function createMspInvite(access: MspAccess, input: { userEmail: str
     inviteId,
     TTL: ttl,
   };
-  await writeNewInvite(invite, lock);
-  try {
-    await sendMspInviteEmail(invite, inviter);
-  } catch (error) {
-    log.error("MSP invite e-mail failed; withdrawing the invite", {
-      mspId: access.mspId,
-      inviteId,
-      ...describeError(error),
-    });
-    await removeInviteItems(invite);
-    throw upstreamFailed("Could not send the invite email; the invite was not created");
-  }
-  if (existingUserId) {
-    await createNotification(
-      { kind: "user", userId: existingUserId },
-      {
-        type: "invitation",
-        title: `Invitation to ${invite.mspName}`,
-        message: `You are invited to join the MSP ${invite.mspName} as ${roles.join(", ")}.`,
-      },
-    ).catch((error: unknown) => log.warn("MSP invite notification failed", describeError(error)));
-  }
+  await issueInvite({
+    invite,
+    lock,
+    send: () => sendMspInviteEmail(invite, inviter),
+    withdraw: () => removeInviteItems(invite),
+    logFields: { mspId: access.mspId, inviteId },
+    existingUserId,
+    notification: {
+      title: `Invitation to ${invite.mspName}`,
+      message: `You are invited to join the MSP ${invite.mspName} as ${roles.join(", ")}.`,
+    },
+  });
   return toApiMspInvite(invite);
 }
 
