@@ -43,8 +43,8 @@ import {
   MAX_TRANSFORMS_PER_PROXY,
   mergeTransformUpdate,
   normaliseTransform,
-  type TransformConfig,
   type TransformKind,
+  transformConfigOf,
   transformConfigProblems,
   type UpdateTransformInput,
 } from "./transforms/schema.ts";
@@ -73,43 +73,6 @@ export function toApiTransform(transform: TransformItem, code?: CodeBundle) {
     sKey: transform.transformId,
     ...(code ? { code: code.source } : {}),
   };
-}
-
-function configOf(transform: TransformItem): TransformConfig {
-  const {
-    transformMode,
-    effect,
-    transformActive,
-    priority,
-    methods,
-    path,
-    query,
-    headers,
-    body,
-    token,
-    variables,
-  } = transform;
-  const config: TransformConfig = {
-    transformMode,
-    effect,
-    transformActive,
-    priority,
-    methods,
-    path,
-    query,
-    headers,
-    body,
-    token,
-    variables,
-    notes: transform.notes,
-  };
-  if (transform.transformKind === "response")
-    Object.assign(config, {
-      responseHeaders: transform.responseHeaders ?? [],
-      responseBody: transform.responseBody ?? [],
-      responseStatus: transform.responseStatus ?? [],
-    });
-  return config;
 }
 
 /** The code to store, or the 400 naming each problem (nothing is written). */
@@ -208,7 +171,10 @@ export async function updateTransform(
   for (let attempt = 1; ; attempt++) {
     const current = await findTransformWithCode(region, clientId, kind, proxyId, transformId);
     if (!current) throw notFound(TRANSFORM_NOT_FOUND);
-    const config = mergeTransformUpdate(configOf(current.transform), input);
+    const config = mergeTransformUpdate(
+      transformConfigOf(current.transform.transformKind, current.transform),
+      input,
+    );
     const problems = transformConfigProblems(config);
     if (problems.length > 0) throw validationFailed(problems);
     const { transform: seen } = current;

@@ -127,7 +127,8 @@ export interface TransformConfig extends StoredPredicates {
   responseStatus?: StatusPredicateValue[];
 }
 
-const DEFAULTS = {
+/** The value an optional field takes when it is not given (or cleared with null), by kind. */
+const REQUEST_DEFAULTS = {
   effect: null,
   priority: 0,
   methods: [],
@@ -138,10 +139,18 @@ const DEFAULTS = {
   token: [],
   variables: [],
   notes: "",
+} as const;
+const RESPONSE_DEFAULTS = {
+  ...REQUEST_DEFAULTS,
   responseHeaders: [],
   responseBody: [],
   responseStatus: [],
 } as const;
+const DEFAULTS = RESPONSE_DEFAULTS;
+
+/** A fresh copy of a kind's defaults. */
+const defaultsOf = (kind: TransformKind): Omit<TransformConfig, "transformMode" | "transformActive"> =>
+  structuredClone(kind === "response" ? RESPONSE_DEFAULTS : REQUEST_DEFAULTS) as never;
 
 export type TransformInput = Partial<{
   [K in keyof typeof sharedFields | keyof typeof responseFields]: unknown;
@@ -164,19 +173,24 @@ export function normaliseTransform(kind: TransformKind, input: TransformInput): 
   const base: TransformConfig = {
     transformMode: input.transformMode as TransformMode,
     transformActive: input.transformActive as boolean,
-    effect: null,
-    priority: 0,
-    methods: [],
-    path: null,
-    query: [],
-    headers: [],
-    body: [],
-    token: [],
-    variables: [],
-    notes: "",
-    ...(kind === "response" ? { responseHeaders: [], responseBody: [], responseStatus: [] } : {}),
+    ...defaultsOf(kind),
   };
   return mergeTransformUpdate(base, input);
+}
+
+/**
+ * The canonical configuration part of a stored transform of a kind: its TransformConfig fields
+ * and nothing else (code, versions and keys are not configuration).
+ */
+export function transformConfigOf(kind: TransformKind, stored: TransformConfig): TransformConfig {
+  const config: TransformConfig = {
+    transformMode: stored.transformMode,
+    transformActive: stored.transformActive,
+    ...defaultsOf(kind),
+  };
+  for (const field of Object.keys(config) as (keyof TransformConfig)[])
+    if (stored[field] !== undefined) Object.assign(config, { [field]: stored[field] });
+  return config;
 }
 
 /** The rules that span fields, over a whole configuration. Empty when it may be stored. */
