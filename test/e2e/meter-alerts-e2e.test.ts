@@ -19,6 +19,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyOf,
   createProxyParts,
   joinClient,
   startTestStack,
@@ -77,17 +78,11 @@ afterAll(async () => {
 
 /** A proxy of its own for one meter (a 429 of one meter then never touches another's counts). */
 async function proxyWithMeter(meter: Record<string, unknown>): Promise<{ proxyId: string; meterId: string }> {
-  const proxy = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
-      proxyRegion: REGION,
-      proxyProxyCredentialId: proxyCredentialId,
-      proxyTargetId: targetId,
-      proxyTargetCredentialId: targetCredentialId,
-    }),
-    "proxies",
-  );
-  const proxyId = proxy.proxyId as string;
+  const proxyId = await createProxyOf(owner, clientId, REGION, {
+    proxyCredentialId,
+    targetId,
+    targetCredentialId,
+  });
   const createdMeter = await created(
     owner.api.post(`/api/clients/${clientId}/proxies/${proxyId}/meters`, meter),
     "meters",

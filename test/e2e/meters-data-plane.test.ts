@@ -17,6 +17,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyOf,
   createProxyParts,
   startTestStack,
   storedItem,
@@ -66,17 +67,11 @@ afterAll(async () => {
 });
 
 async function newProxy(): Promise<string> {
-  const proxy = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
-      proxyRegion: REGION,
-      proxyProxyCredentialId: proxyCredentialId,
-      proxyTargetId: targetId,
-      proxyTargetCredentialId: targetCredentialId,
-    }),
-    "proxies",
-  );
-  return proxy.proxyId as string;
+  return createProxyOf(owner, clientId, REGION, {
+    proxyCredentialId,
+    targetId,
+    targetCredentialId,
+  });
 }
 
 async function newMeter(proxyId: string, body: Record<string, unknown>): Promise<string> {

@@ -25,6 +25,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyOf,
   createProxyParts,
   startTestStack,
   storedItem,
@@ -76,21 +77,12 @@ afterAll(async () => {
 });
 
 async function proxyWithMeter(body: Record<string, unknown>): Promise<{ proxyId: string; meterId: string }> {
-  const proxy = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
-      proxyRegion: REGION,
-      proxyProxyCredentialId: parts.proxyCredentialId,
-      proxyTargetId: parts.targetId,
-      proxyTargetCredentialId: parts.targetCredentialId,
-    }),
-    "proxies",
-  );
+  const proxyId = await createProxyOf(owner, clientId, REGION, parts);
   const meter = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies/${proxy.proxyId}/meters`, body),
+    owner.api.post(`/api/clients/${clientId}/proxies/${proxyId}/meters`, body),
     "meters",
   );
-  return { proxyId: proxy.proxyId, meterId: meter.meterId };
+  return { proxyId, meterId: meter.meterId };
 }
 
 const call = (proxyId: string, path = "/x") =>

@@ -17,6 +17,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyOf,
   startTestStack,
   storedItem,
   type TestStack,
@@ -114,21 +115,16 @@ afterAll(async () => {
 });
 
 async function proxyWithMeter(body: Record<string, unknown>): Promise<{ proxyId: string; meterId: string }> {
-  const proxy = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
-      proxyRegion: REGION,
-      proxyProxyCredentialId: proxyCredentialId,
-      proxyTargetId: targetId,
-      proxyTargetCredentialId: targetCredentialId,
-    }),
-    "proxies",
-  );
+  const proxyId = await createProxyOf(owner, clientId, REGION, {
+    proxyCredentialId,
+    targetId,
+    targetCredentialId,
+  });
   const meter = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies/${proxy.proxyId}/meters`, body),
+    owner.api.post(`/api/clients/${clientId}/proxies/${proxyId}/meters`, body),
     "meters",
   );
-  return { proxyId: proxy.proxyId, meterId: meter.meterId };
+  return { proxyId, meterId: meter.meterId };
 }
 
 /** A fresh token (its own jti) for `sub`, with `claims` beside the registered ones. */

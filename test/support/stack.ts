@@ -192,3 +192,23 @@ export async function createProxyParts(
     targetId: target.targetId,
   };
 }
+
+/** Create, through the Core API, a proxy of `parts` in `region` (a random name); its id. */
+export async function createProxyOf(
+  user: TestUser,
+  clientId: string,
+  region: string,
+  parts: ProxyParts,
+): Promise<string> {
+  const proxy = await created(
+    user.api.post(`/api/clients/${clientId}/proxies`, {
+      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
+      proxyRegion: region,
+      proxyProxyCredentialId: parts.proxyCredentialId,
+      proxyTargetId: parts.targetId,
+      proxyTargetCredentialId: parts.targetCredentialId,
+    }),
+    "proxies",
+  );
+  return proxy.proxyId as string;
+}
