@@ -32,8 +32,18 @@ export type CompressedBody =
 export function compressStoredBody(text: string): CompressedBody {
   const raw = Buffer.from(text, "utf8");
   if (raw.length < BODY_COMPRESSION_MIN_BYTES) return { body: text, compression: null };
+  const packed = gzipIfSmaller(raw);
+  return packed ? { body: packed, compression: "gzip" } : { body: text, compression: null };
+}
+
+/**
+ * The gzip (level 6) of `raw`, or undefined when it is not smaller (incompressible bytes). Stored
+ * text of 1 KiB or more practically always shrinks: base64 text of random bytes still loses its
+ * base64 overhead (a quarter), so this guard is for what deflate cannot shrink at all.
+ */
+export function gzipIfSmaller(raw: Uint8Array): Buffer | undefined {
   const packed = gzipSync(raw, { level: BODY_GZIP_LEVEL });
-  return packed.length < raw.length ? { body: packed, compression: "gzip" } : { body: text, compression: null };
+  return packed.length < raw.length ? packed : undefined;
 }
 
 /** A stored body that cannot be read back (corrupt, not gzip, or inflating past the bound). */
