@@ -12,7 +12,6 @@
  * attribute when that makes it smaller (lib/data-plane/body-compression.ts).
  */
 import { keys } from "../db/keys.ts";
-import { compressStoredBody } from "./body-compression.ts";
 import {
   NO_REDACTION,
   REDACTED,
@@ -20,6 +19,7 @@ import {
   type SecretRedactor,
   secretRedactor,
 } from "../vault/secret-redaction.ts";
+import { compressStoredBody } from "./body-compression.ts";
 
 /** The marker that replaces the value of a sensitive header or query parameter, and any secret. */
 export { REDACTED };

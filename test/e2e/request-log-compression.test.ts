@@ -42,7 +42,10 @@ function listAnswer(count: number, echoed: string): Buffer {
     created: 1_700_000_000 + i * 3_607,
     email: `user${(i * 31) % 1000}@example.com`,
     name: ["Ana Almeida", "Ben Brown", "Chloé Chen", "Dmitri Dubois"][i % 4],
-    address: { city: ["Lisbon", "Berlin", "Osaka", "Austin"][i % 4], country: ["PT", "DE", "JP", "US"][i % 4] },
+    address: {
+      city: ["Lisbon", "Berlin", "Osaka", "Austin"][i % 4],
+      country: ["PT", "DE", "JP", "US"][i % 4],
+    },
   }));
   return Buffer.from(JSON.stringify({ object: "list", echoed, data, has_more: true }));
 }

@@ -30,7 +30,11 @@ const CAP = REQUEST_LOG_BODY_CAP_BYTES;
 function listJson(bytes: number): string {
   const data = [];
   for (let i = 0; JSON.stringify(data).length < bytes; i++)
-    data.push({ id: `cus_${(i * 7919).toString(36).padStart(8, "0")}`, object: "customer", name: `Name ${i % 13}` });
+    data.push({
+      id: `cus_${(i * 7919).toString(36).padStart(8, "0")}`,
+      object: "customer",
+      name: `Name ${i % 13}`,
+    });
   return JSON.stringify({ object: "list", data });
 }
 

@@ -175,7 +175,10 @@ describe("the request-log entity (access patterns)", () => {
     await Promise.all([put(stored), put(corrupt)]);
     // The project's document client writes a Buffer as B and reads it back as bytes.
     const raw = await dynamo(REGION).send(
-      new GetCommand({ TableName: getConfig().tableName, Key: requestLogKeys.item(proxyId, String(stored.requestId)) }),
+      new GetCommand({
+        TableName: getConfig().tableName,
+        Key: requestLogKeys.item(proxyId, String(stored.requestId)),
+      }),
     );
     expect(raw.Item?.responseBody).toBeInstanceOf(Uint8Array);
     expect(Buffer.from(raw.Item?.responseBody).equals(stored.responseBody as Buffer)).toBe(true);

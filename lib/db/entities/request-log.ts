@@ -126,22 +126,18 @@ export const StoredRequestLogItem = z.object({
 type StoredRequestLogItem = z.infer<typeof StoredRequestLogItem>;
 
 /**
- * One body of a stored record as the text the data plane stored. A body that cannot be read back
- * (corrupt, or inflating past the cap) reads as omitted: body and encoding null, truncated true, the
- * original size kept, and a warning logged; never an exception that would fail the whole read.
+ * One body of a stored record as the text the data plane stored, or `unreadable` (with the reason,
+ * logged) when it cannot be read back: corrupt, not what its flag says, or inflating past the cap.
  */
-function readableBody(item: StoredRequestLogItem, prefix: "request" | "response") {
+function readableBody(
+  item: StoredRequestLogItem,
+  prefix: "request" | "response",
+): { text: string | null; unreadable: boolean } {
   const body = item[`${prefix}Body`];
-  const fields = {
-    body: `${prefix}Body`,
-    encoding: `${prefix}BodyEncoding`,
-    truncated: `${prefix}BodyTruncated`,
-  } as const;
-  if (body === null) return { [fields.body]: null };
+  if (body === null) return { text: null, unreadable: false };
   try {
-    return {
-      [fields.body]: storedBodyText(body, item[`${prefix}BodyCompression`], REQUEST_LOG_BODY_CAP_BYTES),
-    };
+    const compression = item[`${prefix}BodyCompression`];
+    return { text: storedBodyText(body, compression, REQUEST_LOG_BODY_CAP_BYTES), unreadable: false };
   } catch (error) {
     if (!(error instanceof UnreadableBodyError)) throw error;
     log.warn("Request log body unreadable, omitted", {
@@ -150,20 +146,27 @@ function readableBody(item: StoredRequestLogItem, prefix: "request" | "response"
       body: prefix,
       reason: error.message,
     });
-    return { [fields.body]: null, [fields.encoding]: null, [fields.truncated]: true };
+    return { text: null, unreadable: true };
   }
 }
 
-/** The record as its readers see it: every body is the stored text (compression undone). */
+/**
+ * The record as its readers see it: every body is the stored text (compression undone). A body that
+ * cannot be read back reads as omitted (body and encoding null, truncated true, the original size
+ * kept), never as an exception that would fail the whole read.
+ */
 export const RequestLogItem = StoredRequestLogItem.transform((item) => {
   const { requestBodyCompression: _request, responseBodyCompression: _response, ...rest } = item;
+  const request = readableBody(item, "request");
+  const response = readableBody(item, "response");
   return {
     ...rest,
-    ...readableBody(item, "request"),
-    ...readableBody(item, "response"),
-  } as Omit<StoredRequestLogItem, "requestBody" | "responseBody" | `${"request" | "response"}BodyCompression`> & {
-    requestBody: string | null;
-    responseBody: string | null;
+    requestBody: request.text,
+    requestBodyEncoding: request.unreadable ? null : item.requestBodyEncoding,
+    requestBodyTruncated: request.unreadable ? true : item.requestBodyTruncated,
+    responseBody: response.text,
+    responseBodyEncoding: response.unreadable ? null : item.responseBodyEncoding,
+    responseBodyTruncated: response.unreadable ? true : item.responseBodyTruncated,
   };
 });
 export type RequestLogItem = z.output<typeof RequestLogItem>;
