@@ -8,7 +8,8 @@
  * (in any of its forms, anywhere: headers, query, path, bodies, Location) is replaced by the marker
  * (lib/vault/secret-redaction.ts), and bodies and header maps are capped AFTER redaction so the
  * item stays far below DynamoDB's 400 KB item limit whatever the request carried (see
- * docs/request-logs.md).
+ * docs/request-logs.md). A stored body of 1 KiB or more is then gzip-compressed into a binary
+ * attribute when that makes it smaller (lib/data-plane/body-compression.ts).
  */
 import { keys } from "../db/keys.ts";
 import {
@@ -18,6 +19,7 @@ import {
   type SecretRedactor,
   secretRedactor,
 } from "../vault/secret-redaction.ts";
+import { compressStoredBody } from "./body-compression.ts";
 
 /** The marker that replaces the value of a sensitive header or query parameter, and any secret. */
 export { REDACTED };
@@ -325,6 +327,22 @@ export function storedBody(
   };
 }
 
+/**
+ * The item attributes of one stored body under `prefix` ("request", "response"): the stored text,
+ * or its gzip bytes plus `<prefix>BodyCompression: "gzip"` when compression makes it smaller.
+ * Compresses what storedBody returned, so redaction and the cap always come first.
+ */
+function bodyAttributes(prefix: "request" | "response", stored: ReturnType<typeof storedBody>) {
+  const packed = stored.body === null ? { body: null, compression: null } : compressStoredBody(stored.body);
+  return {
+    [`${prefix}Body`]: packed.body,
+    ...(packed.compression ? { [`${prefix}BodyCompression`]: packed.compression } : {}),
+    [`${prefix}BodyEncoding`]: stored.encoding,
+    [`${prefix}BodyTruncated`]: stored.truncated,
+    [`${prefix}BodyBytes`]: stored.bytes,
+  };
+}
+
 // ---- the record ----
 
 const finite = (value: unknown, fallback = 0) =>
@@ -399,16 +417,10 @@ export function buildRequestLogItem(input: RequestLogInput): Record<string, unkn
     validationData: completeValidation(input.validation),
     requestHeaders: requestHeaders.map,
     requestHeadersTruncated: requestHeaders.truncated,
-    requestBody: requestBody.body,
-    requestBodyEncoding: requestBody.encoding,
-    requestBodyTruncated: requestBody.truncated,
-    requestBodyBytes: requestBody.bytes,
+    ...bodyAttributes("request", requestBody),
     responseHeaders: responseHeaders.map,
     responseHeadersTruncated: responseHeaders.truncated,
-    responseBody: responseBody.body,
-    responseBodyEncoding: responseBody.encoding,
-    responseBodyTruncated: responseBody.truncated,
-    responseBodyBytes: responseBody.bytes,
+    ...bodyAttributes("response", responseBody),
     apiParamsTruncated: apiParams.truncated,
   };
 }

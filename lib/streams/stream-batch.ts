@@ -41,7 +41,8 @@ export interface StreamProcessor {
   process(records: readonly DecodedStreamRecord[]): Promise<{ failedAt?: number }>;
 }
 
-// The Lambda event's AttributeValue has B as base64 text; our images hold no binary attribute.
+// The Lambda event's AttributeValue has B as base64 text, so a binary attribute decodes as that
+// text. The only binary attributes are request-log bodies (gzip), which no stream processor reads.
 const decodeImage = (image: NonNullable<DynamoDBRecord["dynamodb"]>["NewImage"]) =>
   image ? unmarshallItem(image as unknown as Record<string, AttributeValue>) : undefined;
 

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId, type RequestLogInput } from "#lib/data-plane/request-log.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
+import { GetCommand, PutCommand } from "#lib/db/document-client.ts";
 import {
   findRequestLog,
   listRequestLogsOfProxy,
@@ -151,5 +151,42 @@ describe("the request-log entity (access patterns)", () => {
     expect(await findRequestLog(REGION, proxyId, randomUUID())).toBeUndefined();
     expect(await findRequestLog(REGION, proxyId, String(expired.requestId))).toBeUndefined();
     expect(requestLogKeys.item(proxyId, "r")).toEqual({ pKey: `REQLOG#${proxyId}`, sKey: "r" });
+  });
+
+  it("round-trips a gzip body through DynamoDB as a Binary, and reads a corrupt one as omitted", async () => {
+    const proxyId = randomUUID();
+    const json = JSON.stringify(Array.from({ length: 400 }, (_, i) => ({ id: i, object: "customer" })));
+    const stored = record(proxyId, "c", BASE, {
+      target: {
+        sentAt: BASE + 10,
+        receivedAt: BASE + 110,
+        status: 200,
+        location: null,
+        responseHeaders: {},
+        responseBody: Buffer.from(json),
+      },
+    });
+    expect(stored.responseBodyCompression).toBe("gzip");
+    const corrupt: Record<string, unknown> = {
+      ...record(proxyId, "c", BASE + 1),
+      responseBody: Buffer.from("not gzip"),
+      responseBodyCompression: "gzip",
+    };
+    await Promise.all([put(stored), put(corrupt)]);
+    // The project's document client writes a Buffer as B and reads it back as bytes.
+    const raw = await dynamo(REGION).send(
+      new GetCommand({
+        TableName: getConfig().tableName,
+        Key: requestLogKeys.item(proxyId, String(stored.requestId)),
+      }),
+    );
+    expect(raw.Item?.responseBody).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(raw.Item?.responseBody).equals(stored.responseBody as Buffer)).toBe(true);
+    expect(raw.Item?.responseBodyCompression).toBe("gzip");
+    const found = await findRequestLog(REGION, proxyId, String(stored.requestId));
+    expect(found?.responseBody).toBe(json);
+    expect(found?.responseBodyEncoding).toBe("utf8");
+    const unreadable = await findRequestLog(REGION, proxyId, String(corrupt.requestId));
+    expect(unreadable).toMatchObject({ responseBody: null, responseBodyTruncated: true });
   });
 });

@@ -5,17 +5,24 @@
  * untyped item. The read side is tolerant: attributes it does not know are dropped, not refused,
  * so the data plane can add one before the reader declares it.
  *
+ * Bodies: a stored body is text, or (from 1 KiB, when it helps) the gzip bytes of that text as a
+ * binary attribute flagged `<request|response>BodyCompression: "gzip"`. RequestLogItem always holds
+ * the text: it is inflated here (bounded), so every reader gets what it got before compression.
+ *
  * Key: `REQLOG#<proxyId>` / `<requestId>`. Request ids are UUIDv7, so the sort key is time order:
  * a time range is a sort-key range (the lowest and highest UUIDv7 of its end milliseconds).
  */
 import { z } from "zod";
+import { storedBodyText, UnreadableBodyError } from "../../data-plane/body-compression.ts";
 import {
   highestRequestIdAt,
   lowestRequestIdAt,
+  REQUEST_LOG_BODY_CAP_BYTES,
   REQUEST_LOG_DETAIL_FIELDS,
   VALIDATION_FIELDS,
 } from "../../data-plane/request-log.ts";
 import { getInRegion } from "../../domain/regional.ts";
+import { log } from "../../log.ts";
 import { keys } from "../keys.ts";
 import { isExpired, nowSeconds, parseStored, queryAll } from "../store.ts";
 
@@ -88,7 +95,12 @@ const listFields = {
 export const RequestLogListItem = z.object(listFields);
 export type RequestLogListItem = z.infer<typeof RequestLogListItem>;
 
-export const RequestLogItem = z.object({
+/** A stored body: text, or gzip bytes when its compression flag says so. */
+const StoredBody = z.union([z.string(), z.instanceof(Uint8Array)]).nullable();
+const BodyCompression = z.literal("gzip");
+
+/** The record as stored (bodies possibly compressed). */
+export const StoredRequestLogItem = z.object({
   ...listFields,
   pKey: z.string(),
   entity: z.literal("requestLog"),
@@ -96,19 +108,68 @@ export const RequestLogItem = z.object({
   sourceIp: z.string().optional(),
   requestHeaders: HeaderMap.nullable(),
   requestHeadersTruncated: z.boolean().nullable(),
-  requestBody: z.string().nullable(),
+  requestBody: StoredBody,
+  /** Present when requestBody holds the gzip bytes of the stored text (absent in older records). */
+  requestBodyCompression: BodyCompression.optional(),
   requestBodyEncoding: BodyEncoding.nullable(),
   requestBodyTruncated: z.boolean().nullable(),
   requestBodyBytes: z.number().int().nullable(),
   responseHeaders: HeaderMap.nullable(),
   responseHeadersTruncated: z.boolean().nullable(),
-  responseBody: z.string().nullable(),
+  responseBody: StoredBody,
+  responseBodyCompression: BodyCompression.optional(),
   responseBodyEncoding: BodyEncoding.nullable(),
   responseBodyTruncated: z.boolean().nullable(),
   responseBodyBytes: z.number().int().nullable(),
   apiParamsTruncated: z.boolean().nullable(),
 });
-export type RequestLogItem = z.infer<typeof RequestLogItem>;
+type StoredRequestLogItem = z.infer<typeof StoredRequestLogItem>;
+
+/**
+ * One body of a stored record as the text the data plane stored, or `unreadable` (with the reason,
+ * logged) when it cannot be read back: corrupt, not what its flag says, or inflating past the cap.
+ */
+function readableBody(
+  item: StoredRequestLogItem,
+  prefix: "request" | "response",
+): { text: string | null; unreadable: boolean } {
+  const body = item[`${prefix}Body`];
+  if (body === null) return { text: null, unreadable: false };
+  try {
+    const compression = item[`${prefix}BodyCompression`];
+    return { text: storedBodyText(body, compression, REQUEST_LOG_BODY_CAP_BYTES), unreadable: false };
+  } catch (error) {
+    if (!(error instanceof UnreadableBodyError)) throw error;
+    log.warn("Request log body unreadable, omitted", {
+      proxyId: item.proxyId,
+      requestId: item.requestId,
+      body: prefix,
+      reason: error.message,
+    });
+    return { text: null, unreadable: true };
+  }
+}
+
+/**
+ * The record as its readers see it: every body is the stored text (compression undone). A body that
+ * cannot be read back reads as omitted (body and encoding null, truncated true, the original size
+ * kept), never as an exception that would fail the whole read.
+ */
+export const RequestLogItem = StoredRequestLogItem.transform((item) => {
+  const { requestBodyCompression: _request, responseBodyCompression: _response, ...rest } = item;
+  const request = readableBody(item, "request");
+  const response = readableBody(item, "response");
+  return {
+    ...rest,
+    requestBody: request.text,
+    requestBodyEncoding: request.unreadable ? null : item.requestBodyEncoding,
+    requestBodyTruncated: request.unreadable ? true : item.requestBodyTruncated,
+    responseBody: response.text,
+    responseBodyEncoding: response.unreadable ? null : item.responseBodyEncoding,
+    responseBodyTruncated: response.unreadable ? true : item.responseBodyTruncated,
+  };
+});
+export type RequestLogItem = z.output<typeof RequestLogItem>;
 
 /** The attributes a list reads besides the sort key (its ProjectionExpression): the list item's fields. */
 const LIST_ATTRIBUTES = Object.keys(listFields).filter((field) => field !== "sKey");
