@@ -19,7 +19,7 @@ import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
-  created,
+  createProxyOf,
   createProxyParts,
   startTestStack,
   storedItem,
@@ -86,17 +86,7 @@ async function configure(msp: Msp, clientId: string, body: Record<string, unknow
 /** A proxy of the client in `region`, built through the Core API by `user`. */
 async function newProxy(user: TestUser, clientId: string, region = US): Promise<string> {
   const parts = await createProxyParts(user, clientId, { region, key: KEY, targetBaseURL: targetBase });
-  const proxy = await created(
-    user.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: "p",
-      proxyRegion: region,
-      proxyProxyCredentialId: parts.proxyCredentialId,
-      proxyTargetId: parts.targetId,
-      proxyTargetCredentialId: parts.targetCredentialId,
-    }),
-    "proxies",
-  );
-  return proxy.proxyId as string;
+  return createProxyOf(user, clientId, region, parts, "p");
 }
 
 const call = (proxyId: string, region = US) =>

@@ -17,7 +17,7 @@ import { loggedDetail } from "../support/request-logs.ts";
 import {
   callDataPlane,
   createClientFor,
-  created,
+  createProxyOf,
   createProxyParts,
   startTestStack,
   storedItem,
@@ -77,17 +77,7 @@ afterAll(async () => {
 
 async function newProxy(): Promise<string> {
   const parts = await createProxyParts(owner, clientId, { region: US, key: KEY, targetBaseURL: targetBase });
-  const proxy = await created(
-    owner.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: "compressed logs",
-      proxyRegion: US,
-      proxyProxyCredentialId: parts.proxyCredentialId,
-      proxyTargetId: parts.targetId,
-      proxyTargetCredentialId: parts.targetCredentialId,
-    }),
-    "proxies",
-  );
-  return proxy.proxyId as string;
+  return createProxyOf(owner, clientId, US, parts, "compressed logs");
 }
 
 /** POST through the proxy with the caller's key in the body too; the answer and its log. */

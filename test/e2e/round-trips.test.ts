@@ -15,6 +15,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyOf,
   createProxyParts,
   startTestStack,
   type TestStack,
@@ -163,17 +164,7 @@ describe("store round trips per warm proxied request", () => {
   /** A proxy of the client in `region`, built through the Core API by `user`. */
   async function proxyOf(user: TestUser, client: string): Promise<string> {
     const parts = await createProxyParts(user, client, { region, key: KEY, targetBaseURL: targetBase });
-    const proxy = await created(
-      user.api.post(`/api/clients/${client}/proxies`, {
-        proxyName: "dp",
-        proxyRegion: region,
-        proxyProxyCredentialId: parts.proxyCredentialId,
-        proxyTargetId: parts.targetId,
-        proxyTargetCredentialId: parts.targetCredentialId,
-      }),
-      "proxies",
-    );
-    return proxy.proxyId as string;
+    return createProxyOf(user, client, region, parts, "dp");
   }
 
   /** One request, and the log write after its answer. */

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler } from "#functions/telemetry-stream.ts";
 import { getConfig, resetConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
-import { marshallItem, PutCommand } from "#lib/db/document-client.ts";
+import { PutCommand } from "#lib/db/document-client.ts";
 import { drawDownBudgets, findTopUp } from "#lib/db/entities/budget.ts";
 import { findClientConfig } from "#lib/db/entities/client-config.ts";
 import { findMspWithConfig } from "#lib/db/entities/msp.ts";
@@ -24,10 +24,11 @@ import { createMsp } from "#lib/domain/msps.ts";
 import { chargeCustomer, resetPayments } from "#lib/domain/payments.ts";
 import { provisionTable } from "#local/provision.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import { insertRecord, sequenceFrom } from "../support/stream-records.ts";
 
 const REGION = "eu-west-1";
 const AT = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 60_000;
-let sequence = 10n ** 21n;
+const nextSequence = sequenceFrom(10n ** 21n);
 let processor: PaymentProcessor;
 
 beforeAll(async () => {
@@ -135,23 +136,7 @@ function logRecord(clientId: string, ms: number, offset = 0): DynamoDBRecord {
     redactQuery: [],
     retentionDays: 30,
   });
-  sequence += 1n;
-  return {
-    eventID: randomUUID(),
-    eventName: "INSERT",
-    eventVersion: "1.1",
-    eventSource: "aws:dynamodb",
-    awsRegion: REGION,
-    eventSourceARN: `arn:aws:dynamodb:${REGION}:000000000000:table/${getConfig().tableName}/stream/x`,
-    dynamodb: {
-      ApproximateCreationDateTime: Math.floor(at / 1000),
-      Keys: marshallItem({ pKey: item.pKey, sKey: item.sKey }) as never,
-      NewImage: marshallItem(item) as never,
-      SequenceNumber: sequence.toString(),
-      SizeBytes: 100,
-      StreamViewType: "NEW_AND_OLD_IMAGES",
-    },
-  };
+  return insertRecord(item, { region: REGION, at, sequenceNumber: nextSequence() });
 }
 
 const currentOf = async (clientId: string) => (await findClientConfig(clientId))?.budget.current;

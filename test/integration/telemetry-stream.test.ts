@@ -13,7 +13,7 @@ import { handler } from "#functions/telemetry-stream.ts";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
-import { DeleteCommand, marshallItem, PutCommand } from "#lib/db/document-client.ts";
+import { DeleteCommand, PutCommand } from "#lib/db/document-client.ts";
 import {
   listTelemetryBuckets,
   MAX_TRANSACTION_ACTIONS,
@@ -26,11 +26,12 @@ import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
 import { bucketKey, type TelemetryInterval } from "#lib/domain/telemetry/buckets.ts";
 import { mergeBuckets } from "#lib/domain/telemetry/read.ts";
 import { provisionTable } from "#local/provision.ts";
+import { insertRecord, sequenceFrom } from "../support/stream-records.ts";
 
 const REGION = "eu-west-1";
 // Half past this hour: buckets that have not expired (minute and hour buckets carry a TTL).
 const AT = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 60_000;
-let sequence = 10n ** 20n;
+const nextSequence = sequenceFrom(10n ** 20n);
 
 beforeAll(async () => {
   // The home table too: after each part the consumer reads client configurations (budget draw-down).
@@ -73,25 +74,8 @@ function requestLog(clientId: string, proxyId: string, at: number, status: numbe
 }
 
 /** A stream record as Lambda delivers it (AttributeValue images, seconds, a sequence number). */
-function streamRecord(item: Record<string, unknown>): DynamoDBRecord {
-  sequence += 1n;
-  return {
-    eventID: randomUUID(),
-    eventName: "INSERT",
-    eventVersion: "1.1",
-    eventSource: "aws:dynamodb",
-    awsRegion: REGION,
-    eventSourceARN: `arn:aws:dynamodb:${REGION}:000000000000:table/${getConfig().tableName}/stream/x`,
-    dynamodb: {
-      ApproximateCreationDateTime: Math.floor(AT / 1000),
-      Keys: marshallItem({ pKey: item.pKey, sKey: item.sKey }) as never,
-      NewImage: marshallItem(item) as never,
-      SequenceNumber: sequence.toString(),
-      SizeBytes: 100,
-      StreamViewType: "NEW_AND_OLD_IMAGES",
-    },
-  };
-}
+const streamRecord = (item: Record<string, unknown>): DynamoDBRecord =>
+  insertRecord(item, { region: REGION, at: AT, sequenceNumber: nextSequence() });
 
 async function bucketsOf(scope: "client" | "proxy", id: string, interval: TelemetryInterval) {
   const key = bucketKey(interval, AT);

@@ -193,16 +193,17 @@ export async function createProxyParts(
   };
 }
 
-/** Create, through the Core API, a proxy of `parts` in `region` (a random name); its id. */
+/** Create, through the Core API, a proxy of `parts` in `region` (a random name unless given); its id. */
 export async function createProxyOf(
   user: TestUser,
   clientId: string,
   region: string,
   parts: ProxyParts,
+  proxyName = `p-${Math.random().toString(36).slice(2, 8)}`,
 ): Promise<string> {
   const proxy = await created(
     user.api.post(`/api/clients/${clientId}/proxies`, {
-      proxyName: `p-${Math.random().toString(36).slice(2, 8)}`,
+      proxyName,
       proxyRegion: region,
       proxyProxyCredentialId: parts.proxyCredentialId,
       proxyTargetId: parts.targetId,

@@ -100,7 +100,7 @@ const StoredBody = z.union([z.string(), z.instanceof(Uint8Array)]).nullable();
 const BodyCompression = z.literal("gzip");
 
 /** The record as stored (bodies possibly compressed). */
-export const StoredRequestLogItem = z.object({
+const StoredRequestLogItem = z.object({
   ...listFields,
   pKey: z.string(),
   entity: z.literal("requestLog"),
