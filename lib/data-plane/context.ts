@@ -113,6 +113,9 @@ export interface RequestContext {
   };
 }
 
+/** A caller header asking for the answer with the request's secrets redacted (answer-redaction.ts). */
+export const REDACT_HEADER = "service-proxy-redact";
+
 /** `/api/{proxyId}` and the path after it. */
 const PROXY_PATH = /^\/api\/([^/]+)(\/.*)?$/;
 

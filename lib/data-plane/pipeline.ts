@@ -41,6 +41,7 @@ import {
   type DataPlaneRequest,
   type DataPlaneResponse,
   newContext,
+  REDACT_HEADER,
   type RequestContext,
   serviceAnswer,
 } from "./context.ts";
@@ -54,7 +55,12 @@ import { type CommitCounters, count } from "./stages/count.ts";
 import { filterResponse, screenCaller, screenRequest } from "./stages/filter.ts";
 import { forward } from "./stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
-import { requestLogItem, writeLogAndSettlement } from "./stages/log.ts";
+import {
+  requestLogItem,
+  requestLogModule,
+  requestSecretValues,
+  writeLogAndSettlement,
+} from "./stages/log.ts";
 import type { TransformDeps } from "./stages/transform.ts";
 
 export type { DataPlaneRequest, DataPlaneResponse } from "./context.ts";
@@ -211,6 +217,9 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
   /** Decide the answer; the caller sends it, then awaits `finish`. */
   async function serve(request: DataPlaneRequest): Promise<Served> {
     const receivedAt = deps.now();
+    // `service-proxy-redact` (answer-redaction.ts): the gateway's, never forwarded nor logged.
+    const redact = REDACT_HEADER in request.headers;
+    delete request.headers[REDACT_HEADER];
     const ctx = newContext(request, newRequestId(receivedAt), receivedAt);
     let answer: Answer;
     try {
@@ -221,7 +230,8 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
     // Consumed when the target answered with success (a response transform cannot change that:
     // the credential has been used at the target), released otherwise.
     await settleClaim(ctx, deps.claims, ctx.processed && (ctx.target?.status ?? 500) < 400);
-    const response = shaped(answer, ctx.requestId);
+    let response = shaped(answer, ctx.requestId);
+    if (redact) response = (await requestLogModule()).redactAnswer(ctx, response, requestSecretValues);
     const answeredAt = deps.now();
     return {
       response,

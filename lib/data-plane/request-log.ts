@@ -21,6 +21,8 @@ import {
 } from "../vault/secret-redaction.ts";
 import { compressStoredBody } from "./body-compression.ts";
 
+// The caller's answer redacted on request: in this chunk, which the data plane loads anyway to log.
+export { redactAnswer } from "./answer-redaction.ts";
 /** The marker that replaces the value of a sensitive header or query parameter, and any secret. */
 export { REDACTED };
 /** Each stored body (request, response) is at most this many bytes of stored text. */
@@ -129,7 +131,7 @@ export interface RequestLogInput {
    * credentials (`secretValues`) and the token fetched for the target. Each, in each of its forms,
    * is replaced by the marker wherever it appears in the record.
    */
-  secretValues?: readonly string[];
+  secretValues?: readonly (string | undefined)[];
   /** Overrides REQUEST_LOG_RETENTION_DAYS. */
   retentionDays?: number;
 }

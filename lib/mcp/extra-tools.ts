@@ -5,8 +5,10 @@
  */
 import { z } from "zod";
 import { requireClientAccess } from "../domain/access.ts";
+import { validationFailed } from "../domain/errors.ts";
+import { jsonInputIssues } from "../http/input-checks.ts";
 import { parseInput } from "../http/validation.ts";
-import { AUTH_TYPES } from "../vault/secret-schemas.ts";
+import { AUTH_TYPES, HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
 import { authTypeGuide, authTypesDiscovery, regionsDiscovery, setupGuide } from "./guides.ts";
 import { executeProxyReadRequest } from "./proxy-request.ts";
 import {
@@ -18,7 +20,6 @@ import {
 } from "./tools.ts";
 
 const Id = z.string().min(1).max(128);
-const StringMap = z.record(z.string().min(1).max(256), z.string().max(8192));
 
 const ProxyReadArguments = z
   .object({
@@ -28,8 +29,9 @@ const ProxyReadArguments = z
       .string()
       .max(2048)
       .describe("Path below the proxy's URL, e.g. `/status` (sent to the target below its base URL)"),
-    query: StringMap.optional().describe("Query parameters to add"),
-    headers: StringMap.optional().describe("Extra request headers (the credential is added last)"),
+    // The credential test's rules: a header or parameter HTTP cannot carry is a 400 naming it.
+    query: QueryParamRecord.optional().describe("Query parameters to add"),
+    headers: HeaderRecord.optional().describe("Extra request headers (the credential is added last)"),
   })
   .strict();
 
@@ -58,7 +60,12 @@ function extraTool<S extends z.ZodType<Record<string, unknown>>>(declaration: {
       ? { outputSchema: jsonSchemaOf(declaration.output, "output") as ObjectJsonSchema }
       : {}),
     annotations: annotationsOf(declaration.title, "read", "GET"),
-    run: async (args, context) => declaration.run(parseInput(declaration.input, args, "arguments"), context),
+    run: async (args, context) => {
+      // As an operation's tool (tools.ts splitArguments): ill-formed text is a 400 naming the field.
+      const issues = jsonInputIssues(args, "arguments");
+      if (issues.length > 0) throw validationFailed(issues);
+      return declaration.run(parseInput(declaration.input, args, "arguments"), context);
+    },
   };
 }
 
@@ -68,7 +75,7 @@ export const EXTRA_TOOLS: readonly ToolDefinition[] = [
     toolset: "execution",
     title: "Send a GET through a proxy",
     description:
-      "Sends one GET through the proxy's regional data plane, authenticated as the proxy's own proxy credential (apiKey, bearer, jwt or basicAuth; a jwtVerify proxy cannot be presented by the server), and answers {status, headers, body}. The target's answer is capped at 64 KiB; every stored secret value of the proxy's credentials is redacted from it. Needs the `user` role of the client.",
+      "Sends one GET through the proxy's regional data plane, authenticated as the proxy's own proxy credential (apiKey, bearer, jwt or basicAuth; a jwtVerify proxy cannot be presented by the server), and answers {status, headers, body}. The target's answer is capped at 64 KiB; every secret of the proxy's credentials, and any token the gateway fetched for the target, is redacted from it. Needs the `user` role of the client.",
     input: ProxyReadArguments,
     output: z.object({
       status: z.number().int(),

@@ -10,7 +10,9 @@
  * 4. authentication (lib/mcp/auth.ts), 401 with WWW-Authenticate;
  * 5. the Core API's rate limit per user token (the same counter, lib/domain/rate-limit.ts), 429;
  * 6. the tool selection (toolsets, read-only, DELETE_ENABLED), 400 naming an unknown toolset;
- * 7. a new McpServer and a new stateless transport answering JSON, for this request only.
+ * 7. a JSON-RPC batch (a JSON array) is refused, 400 with -32600 (lib/mcp/rpc.ts);
+ * 8. a new McpServer and a new stateless transport answering JSON, for this request only; error
+ *    messages are sent without McpError's `MCP error <code>: ` prefix (lib/mcp/rpc.ts).
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isServiceUnavailable } from "../aws/clients.ts";
@@ -19,6 +21,7 @@ import { SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
 import { describeError, log } from "../log.ts";
 import { handleOAuthRequest } from "../oauth/http.ts";
 import { authenticateMcp, unauthorizedResponse } from "./auth.ts";
+import { batchRefusal, isBatchBody, wireMessage } from "./rpc.ts";
 import { createMcpServer } from "./server.ts";
 import { selectionOf, UnknownToolsetError } from "./toolsets.ts";
 
@@ -107,6 +110,10 @@ export async function handleMcpHttp(request: Request, context: McpHttpContext): 
       if (error instanceof UnknownToolsetError) return jsonResponse(400, { message: error.message });
       throw error;
     }
+    // One JSON-RPC message per POST (lib/mcp/rpc.ts): a batch would run many calls for one unit
+    // of the rate limit above.
+    const text = await request.text();
+    if (isBatchBody(text)) return jsonResponse(400, batchRefusal(), limitHeaders);
     const server = createMcpServer(selection, {
       principal: { userId: caller.userId, tokenId: caller.tokenId, systemAdmin: caller.systemAdmin },
       requestId: context.requestId,
@@ -116,9 +123,14 @@ export async function handleMcpHttp(request: Request, context: McpHttpContext): 
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
+    // Error messages go out without McpError's `MCP error <code>: ` (a client adds it once).
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => send(wireMessage(message), options);
     try {
       await server.connect(transport);
-      const response = await transport.handleRequest(request);
+      const response = await transport.handleRequest(
+        new Request(request.url, { method: request.method, headers: request.headers, body: text }),
+      );
       const headers = new Headers(response.headers);
       for (const [name, value] of Object.entries({ ...NO_STORE, ...limitHeaders })) headers.set(name, value);
       const body = await response.text();

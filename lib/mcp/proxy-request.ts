@@ -8,11 +8,15 @@
  * key (only what a caller's token must say), so the server cannot present it: the tool refuses
  * with a message telling the agent to call the proxy URL with a token of its own.
  *
- * Nothing of a stored secret leaves: every secret value of the proxy credential and of the target
+ * Nothing of a secret leaves: every secret value of the proxy credential and of the target
  * credential, in every form an echo shows (lib/vault/secret-redaction.ts, the request logs' and
- * the credential test's redactor), is replaced by the marker in the headers and the body.
+ * the credential test's redactor), is replaced by the marker in the headers and the body. The
+ * token the data plane fetched for the target (customToken, oauth2) is known to the data plane
+ * only: the request asks it to redact its answer (`service-proxy-redact`), with the same redactor
+ * over every secret the request used, fetched token included.
  */
 import { getConfig } from "../config.ts";
+import { REDACT_HEADER } from "../data-plane/context.ts";
 import type { ClientAccess } from "../domain/access.ts";
 import { loadCredentialSecret, shownAnswer } from "../domain/credential-test.ts";
 import {
@@ -65,6 +69,9 @@ export async function executeProxyReadRequest({ clientId }: ClientAccess, input:
   setQueryPairs(url, input.query);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value;
+  // The data plane redacts what only it knows: the token it fetched for the target (customToken,
+  // oauth2), with every other secret of the request (lib/data-plane/answer-redaction.ts).
+  headers[REDACT_HEADER] = "secrets";
   const request: OutgoingRequest = { method: "GET", url, headers };
   // The caller's credential last, as the caller would send it: extra headers cannot override it.
   const applied = applyTargetCredential(request, caller.authType, caller.secret as TargetSecret);

@@ -17,7 +17,7 @@ import type { Answer, RequestContext } from "../context.ts";
 import { type CounterStep, clientRequestToken, counterTransaction } from "../counters.ts";
 import type { LoadedCredential } from "../runtime-config.ts";
 
-const requestLogModule = loadOnce(() => import("../request-log.ts"));
+export const requestLogModule = loadOnce(() => import("../request-log.ts"));
 const secretRedactionModule = loadOnce(() => import("../../vault/secret-redaction.ts"));
 
 /**
@@ -71,15 +71,27 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
     redactHeaders: namesOf(credentialHeaderNames),
     redactQuery: namesOf(credentialQueryParamNames),
     // Every secret the request used, wherever a target echoes it (issue 7).
-    secretValues: [
-      ...credentials.flatMap((credential) =>
-        secretValues(credential.item.credentialAuthType, credential.secret),
-      ),
-      ...(ctx.dynamicToken ? [ctx.dynamicToken] : []),
-    ],
+    secretValues: requestSecretValues(ctx, secretValues),
   });
   return ctx.metering ? { ...item, metering: ctx.metering } : item;
 }
+
+/**
+ * Every secret the request used (issue 7, issue 19): the secret values of the proxy and target
+ * credentials and the token fetched for the target (customToken, oauth2). The one list that the
+ * request log and a redacted answer (answer-redaction.ts) redact. `values` is secretValues of
+ * lib/vault/secret-redaction.ts, passed in so this module does not load it at a cold start.
+ */
+export const requestSecretValues = (
+  ctx: RequestContext,
+  values: (authType: string, secret: unknown) => string[],
+): (string | undefined)[] => [
+  ...[ctx.runtime?.proxyCredential, ctx.runtime?.targetCredential].flatMap((credential) =>
+    credential ? values(credential.item.credentialAuthType, credential.secret) : [],
+  ),
+  // undefined when the target credential fetches none: the redactor skips it
+  ctx.dynamicToken,
+];
 
 /**
  * Most actions of one TransactWriteItems. A settlement has at most one step per meter and window

@@ -254,6 +254,16 @@ describe("request transform", () => {
       "(invalid): header x has",
     ],
     [
+      "a header name HTTP cannot carry",
+      "export default (c, r) => ({ ...r, headers: { 'bad name': 'v' } })",
+      '(invalid): header name "bad name" is not valid',
+    ],
+    [
+      "a header value with a lone surrogate",
+      "export default (c, r) => ({ ...r, headers: { x: 'a\\uD800b' } })",
+      "(invalid): header x has",
+    ],
+    [
       "a bad query",
       "export default (c, r) => ({ ...r, query: { a: 1 } })",
       "(invalid): query parameter a must be",
