@@ -16,7 +16,11 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from "aws-lambda";
-import { type RouteDefinition, SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/api-manifest.ts";
+import {
+  type RouteDefinition,
+  SERVICE_UNAVAILABLE_MESSAGE,
+  UNAUTHORIZED_MESSAGE,
+} from "#lib/infra/api-manifest.ts";
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 export type TokenAuthorizer = (event: APIGatewayTokenAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
@@ -250,7 +254,7 @@ export function createRestApi(options: RestApiOptions) {
     };
     if (!route.public) {
       const token = req.headers.authorization;
-      if (!token) return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+      if (!token) return send(res, 401, JSON.stringify({ message: UNAUTHORIZED_MESSAGE }), JSON_TYPE);
       try {
         decision = await authorize(token, methodArn);
       } catch (error) {
@@ -261,7 +265,8 @@ export function createRestApi(options: RestApiOptions) {
         );
         return send(res, 503, JSON.stringify({ message: SERVICE_UNAVAILABLE_MESSAGE }), JSON_TYPE);
       }
-      if (decision === "deny") return send(res, 401, JSON.stringify({ message: "Unauthorized" }), JSON_TYPE);
+      if (decision === "deny")
+        return send(res, 401, JSON.stringify({ message: UNAUTHORIZED_MESSAGE }), JSON_TYPE);
     }
 
     const raw = await readBody(req, options.maxBodyBytes ?? 10 * 1024 * 1024);

@@ -31,6 +31,7 @@ import {
   SCHEDULED_FUNCTIONS,
   type ScheduledFunction,
   SERVICE_UNAVAILABLE_MESSAGE,
+  UNAUTHORIZED_MESSAGE,
 } from "../../lib/infra/api-manifest.ts";
 import { type AppSettings, kmsKeyAliasOf, oauthSigningKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
@@ -345,6 +346,13 @@ export class HomeStack extends Stack {
     ] as const) {
       api.addGatewayResponse(id, { type, statusCode: "503", templates: unavailable });
     }
+    // A 401 says how the token is sent (the raw user token, without `Bearer`): the authorizer
+    // cannot shape it per request, so the one message of the local runner too.
+    api.addGatewayResponse("Unauthorized", {
+      type: apigateway.ResponseType.UNAUTHORIZED,
+      statusCode: "401",
+      templates: { "application/json": JSON.stringify({ message: UNAUTHORIZED_MESSAGE }) },
+    });
     api.addGatewayResponse("RouteNotFound", {
       type: apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
       statusCode: "404",

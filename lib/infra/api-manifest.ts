@@ -109,6 +109,16 @@ export const MCP_FUNCTION: FunctionGroup = unionOfGroups("mcp", Object.values(FU
  */
 export const SERVICE_UNAVAILABLE_MESSAGE = "The service is temporarily unavailable; try again shortly";
 
+/**
+ * The body message of every Core API 401 (spec 5.1: the raw user token, not `Bearer <token>`).
+ * API Gateway's TOKEN authorizer cannot shape a 401 per request (it throws "Unauthorized", and a
+ * gateway response template is static), so one message serves a missing, an invalid and a
+ * `Bearer`-prefixed token alike, and says how to send it: the UNAUTHORIZED gateway response
+ * (cdk/stacks/home-stack.ts) and, locally, local/api-gateway.ts answer it.
+ */
+export const UNAUTHORIZED_MESSAGE =
+  "Unauthorized: missing or invalid token. Send the user API token in the Authorization header as it is, without the Bearer prefix";
+
 /** Functions that are not behind a route. */
 export const AUTHORIZER_FUNCTION = {
   name: "authorizer",

@@ -11,6 +11,7 @@ import {
   type FunctionGroupName,
   MCP_FUNCTION,
   SCHEDULED_FUNCTIONS,
+  UNAUTHORIZED_MESSAGE,
 } from "../../lib/infra/api-manifest.ts";
 import {
   ACCOUNT,
@@ -425,6 +426,11 @@ describe("HomeStack", () => {
       for (const type of ["AUTHORIZER_FAILURE", "AUTHORIZER_CONFIGURATION_ERROR"]) {
         expect(byType(type)).toMatchObject({ StatusCode: "503" });
       }
+      // A 401 says how to send the token (the local runner answers the same body).
+      expect(byType("UNAUTHORIZED")).toMatchObject({
+        StatusCode: "401",
+        ResponseTemplates: { "application/json": JSON.stringify({ message: UNAUTHORIZED_MESSAGE }) },
+      });
       expect(byType("MISSING_AUTHENTICATION_TOKEN")).toMatchObject({
         StatusCode: "404",
         ResponseTemplates: { "application/json": '{"message":"Route not found"}' },

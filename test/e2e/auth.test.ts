@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { hashToken, issueToken, revokeToken } from "#lib/domain/tokens.ts";
+import { UNAUTHORIZED_MESSAGE } from "#lib/infra/api-manifest.ts";
 import { apiClient, startTestStack, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 
 let stack: TestStack;
@@ -15,7 +16,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const UNAUTHORIZED = { message: "Unauthorized" };
+/** Every 401 says how to send the token: as it is, without `Bearer` (issue 19). */
+const UNAUTHORIZED = { message: UNAUTHORIZED_MESSAGE };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The token id of a raw token, from its stored item. */
@@ -58,6 +60,8 @@ describe("Authorization header", () => {
       const response = await apiClient(stack.baseUrl, value).get("/api/users");
       expect(response.status).toBe(401);
       expect(response.body).toEqual(UNAUTHORIZED);
+      // The message says what to do (issue 19: a bare "Unauthorized" left the caller guessing).
+      expect(response.body.message).toContain("without the Bearer prefix");
     }
     // The same token without the prefix still works.
     expect((await user.api.get("/api/users")).status).toBe(200);
