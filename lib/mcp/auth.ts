@@ -32,10 +32,21 @@ export function protectedResourceMetadataUrl(request: Request): string {
   return `${new URL(request.url).origin}/.well-known/oauth-protected-resource`;
 }
 
+/**
+ * The message of a 401: what was wrong and how to send a credential. A user API token (`u-...`)
+ * sent as `Bearer <token>` is named: `Bearer` is for OAuth access tokens, the user token goes as
+ * it is (a bare "Unauthorized" left the caller guessing, issue 19).
+ */
+export function unauthorizedMessage(authorization: string | null): string {
+  if (/^bearer\s+u-/i.test(authorization?.trim() ?? ""))
+    return "Unauthorized: send the user API token as it is, without the Bearer prefix (Bearer is for OAuth access tokens)";
+  return "Unauthorized: missing or invalid token. Send the user API token as it is, or an OAuth access token as Bearer <token>";
+}
+
 /** The 401 of a request without a valid credential. */
 export function unauthorizedResponse(request: Request): Response {
   return Response.json(
-    { message: "Unauthorized" },
+    { message: unauthorizedMessage(request.headers.get("authorization")) },
     {
       status: 401,
       headers: {

@@ -363,6 +363,21 @@ describe("bad input is a 400 naming the field", () => {
 });
 
 describe("error messages", () => {
+  it("a 401 says how to send the token: a user token sent as Bearer is named", async () => {
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
+    const prefixed = await post(list, `Bearer ${owner.token}`);
+    expect(prefixed.status).toBe(401);
+    expect(prefixed.headers.get("www-authenticate")).toMatch(/^Bearer resource_metadata=/);
+    expect(((await prefixed.json()) as { message: string }).message).toContain("without the Bearer prefix");
+    const unknown = await post(list, "u-unknown");
+    expect(unknown.status).toBe(401);
+    expect(((await unknown.json()) as { message: string }).message).toMatch(
+      /^Unauthorized: missing or invalid token/,
+    );
+    // The same token as it is works.
+    expect((await post(list, owner.token)).status).toBe(200);
+  });
+
   it("an MCP error carries its `MCP error <code>:` prefix once", async () => {
     const client = await connect(owner.token);
     const unknown = await client
