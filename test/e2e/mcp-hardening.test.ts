@@ -117,8 +117,9 @@ function formsOf(secret: string): string[] {
     JSON.stringify(secret).slice(1, -1),
     b64(secret).replace(/=+$/, ""),
     b64(`Bearer ${secret}`).replace(/=+$/, ""),
-    // a stretch of the token as it sits inside a longer base64 text (the echoed headers)
-    b64(secret).slice(4, 24),
+    // the token inside a longer base64 text (the echoed headers), at each of the 3 alignments:
+    // the characters after the first 4 of `pad + token`, up to 20 of them
+    ...[0, 1, 2].map((pad) => b64(`${"x".repeat(pad)}${secret}`).slice(4, 24)),
   ];
 }
 
