@@ -44,6 +44,8 @@ beforeAll(async () => {
     targetHits++;
     req.resume();
     req.on("end", () => {
+      // `?fail=1`: the connection is dropped without an answer (a failed target).
+      if (req.url?.includes("fail=1")) return req.socket.destroy();
       const tokens = new URL(req.url ?? "/", "http://x").searchParams.get("tokens") ?? "0";
       res.writeHead(200, { "content-type": "application/json", "x-tokens": tokens });
       res.end(JSON.stringify({ usage: { tokens: Number(tokens) } }));
@@ -297,6 +299,69 @@ describe("response_value meters", () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get("ratelimit-policy")).toContain('pg-unit="value"');
     expect(await counterValue(meterId, "hour")).toBe(120);
+  });
+
+  /** A response_value meter with an hour limit, over the body's `usage.tokens`. */
+  const tokenMeter = (proxyId: string, hour: number) =>
+    newMeter(proxyId, {
+      meterType: "response_value",
+      meterActive: true,
+      extraction: { location: "body", path: "usage.tokens" },
+      limits: { hour },
+    });
+  const hourItem = async (meterId: string) =>
+    storedItem(keys.meterWindow(meterId, "hour", windowAt("hour", Date.now()).start), REGION);
+  const parallel = async (proxyId: string, n: number, path: string) =>
+    (await Promise.all(Array.from({ length: n }, () => call(proxyId, path)))).map((answer) => answer.status);
+
+  it("20 parallel requests worth 40 at a limit of 100 admit at most 3 (each in-flight request reserves room), and every reservation is settled", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    const hitsBefore = targetHits;
+    const answered = await parallel(proxyId, 20, "/x?tokens=40");
+    const admitted = answered.filter((status) => status === 200).length;
+    expect(answered.filter((status) => status !== 200).every((status) => status === 429)).toBe(true);
+    expect(admitted).toBeGreaterThanOrEqual(1);
+    expect(admitted).toBeLessThanOrEqual(3);
+    expect(targetHits - hitsBefore).toBe(admitted);
+    // Settled: the real value, no reservation left in flight.
+    await vi.waitFor(
+      async () =>
+        expect(await hourItem(meterId)).toMatchObject({
+          value: 40 * admitted,
+          inflight: 0,
+          charged: 40 * admitted,
+        }),
+      { timeout: 5000 },
+    );
+  });
+
+  it("with the mean value known, 20 parallel requests admit exactly the requests the sequential rule admits (3 of 40 at 100)", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    expect((await call(proxyId, "/x?tokens=40")).status).toBe(200);
+    await vi.waitFor(async () => expect((await hourItem(meterId))?.value).toBe(40), { timeout: 5000 });
+    const answered = await parallel(proxyId, 20, "/x?tokens=40");
+    expect(answered.filter((status) => status === 200)).toHaveLength(2);
+    await vi.waitFor(
+      async () => expect(await hourItem(meterId)).toMatchObject({ value: 120, inflight: 0, charged: 120 }),
+      { timeout: 5000 },
+    );
+    expect((await call(proxyId, "/x?tokens=1")).status).toBe(429);
+  });
+
+  it("a request whose target fails gives its reservation back (settled at 0)", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    expect((await call(proxyId, "/x?tokens=40")).status).toBe(200);
+    await vi.waitFor(async () => expect((await hourItem(meterId))?.value).toBe(40), { timeout: 5000 });
+    expect((await call(proxyId, "/x?fail=1")).status).toBe(502);
+    await vi.waitFor(
+      async () => expect(await hourItem(meterId)).toMatchObject({ value: 40, inflight: 0, charged: 40 }),
+      { timeout: 5000 },
+    );
+    // The room is free again: 40 and 80 are below 100.
+    expect(await statuses(proxyId, 2, "/x?tokens=40")).toEqual([200, 200]);
   });
 
   it("takes the value from a header, else defaultValue, else 0", async () => {
