@@ -280,6 +280,33 @@ describe("per-caller limits (limitBy)", () => {
   });
 });
 
+describe("per-caller limits over a value the caller chooses (docs/meters.md warns)", () => {
+  it("invented ids each get a fresh count (20 of 20 pass a limit of 2); a meter without limitBy bounds the total", async () => {
+    const proxyId = await newProxy();
+    await newMeter(proxyId, {
+      meterType: "request_count",
+      meterActive: true,
+      variables: [{ name: "customer", source: "header", key: "x-customer-id" }],
+      limitBy: "customer",
+      limits: { hour: 2 },
+    });
+    const invented = async (n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++)
+        out.push(
+          (await call(proxyId, "/x", { headers: { "x-customer-id": `invented-${i}-${Date.now()}` } })).status,
+        );
+      return out;
+    };
+    expect((await invented(20)).filter((status) => status === 200)).toHaveLength(20);
+    // The remedy the docs give: a limit on a meter without limitBy holds whatever the header says.
+    await newMeter(proxyId, { meterType: "request_count", meterActive: true, limits: { hour: 5 } });
+    const after = await invented(8);
+    expect(after.filter((status) => status === 200)).toHaveLength(5);
+    expect(after.slice(5)).toEqual([429, 429, 429]);
+  });
+});
+
 describe("response_value meters", () => {
   it("admits while the accumulated value is below the limit and adds the response's value afterwards", async () => {
     const proxyId = await newProxy();
