@@ -34,6 +34,12 @@ import {
 } from "../domain/predicates/evaluate.ts";
 import type { RequestContext } from "./context.ts";
 
+/**
+ * What this instance has learned of each response_value meter's value per request (by meter id):
+ * the reservation of its next requests (lib/domain/meters/reservation.ts).
+ */
+export const valueMeans = new Map<string, ValueMean>();
+
 export interface CompiledMeter {
   meterId: string;
   type: MeterItem["meterType"];
@@ -43,6 +49,8 @@ export interface CompiledMeter {
   extraction: Extraction | null;
   variables: MeterItem["variables"];
   limitBy: string | null;
+  /** The mean value per request recorded on the meter (response_value), when there is one. */
+  valueMean?: number | undefined;
 }
 
 /** The active meters of a proxy, compiled; inactive meters are neither counted nor enforced. */
@@ -58,6 +66,9 @@ export function compileMeters(items: readonly MeterItem[]): CompiledMeter[] {
           (thresholds !== null && effectiveThreshold(thresholds.alertThreshold, item.limits, kind) !== null),
       );
       const kinds = counted.length > 0 ? counted : [...METER_WINDOWS];
+      // An instance that has seen no value of the meter starts from the mean recorded on it.
+      if (item.valueMean !== undefined && !valueMeans.has(item.meterId))
+        valueMeans.set(item.meterId, { sum: item.valueMean, n: 1 });
       return {
         meterId: item.meterId,
         type: item.meterType,
@@ -69,6 +80,7 @@ export function compileMeters(items: readonly MeterItem[]): CompiledMeter[] {
         extraction: item.extraction,
         variables: item.variables,
         limitBy: item.limitBy,
+        valueMean: item.valueMean,
       };
     });
 }
@@ -121,9 +133,3 @@ export function planMeters(ctx: RequestContext, nowMs: number): MeterUse[] {
   }
   return uses;
 }
-
-/**
- * What this instance has learned of each response_value meter's value per request (by meter id):
- * the reservation of its next requests (lib/domain/meters/reservation.ts).
- */
-export const valueMeans = new Map<string, ValueMean>();

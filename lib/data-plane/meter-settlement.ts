@@ -3,8 +3,13 @@
  * plane"), written with the request log (stages/log.ts). Loaded on demand, after the first answer:
  * the cold start does not carry it, nor the response value extraction.
  */
+import { dynamo } from "../aws/clients.ts";
+import { UpdateCommand } from "../db/document-client.ts";
+import { keys } from "../db/keys.ts";
+import { tableName } from "../db/store.ts";
 import { extractResponseValue } from "../domain/meters/extraction.ts";
-import { learnValue } from "../domain/meters/reservation.ts";
+import { learnValue, reservationOf, shouldRecordMean } from "../domain/meters/reservation.ts";
+import { describeError, log } from "../log.ts";
 import type { RequestContext } from "./context.ts";
 import { type CounterStep, counterKeys } from "./counters.ts";
 import { valueMeans } from "./meter-plan.ts";
@@ -54,4 +59,44 @@ export function settlementSteps(ctx: RequestContext): CounterStep[] {
     }
   }
   return steps;
+}
+
+/** The mean this instance last recorded on each meter (by meter id). */
+const recordedMeans = new Map<string, number>();
+
+/**
+ * Record this instance's mean value per request on a reserving meter (`valueMean` on the meter
+ * item, read with the configuration by instances that have seen no value yet) when none is
+ * recorded or it is off by more than a factor of 2 (shouldRecordMean). Off the caller's wait;
+ * never throws (a failed write is logged: the next settlement tries again).
+ */
+export async function recordMeans(region: string, ctx: RequestContext): Promise<void> {
+  const runtime = ctx.runtime;
+  if (!runtime || !ctx.target) return;
+  for (const use of ctx.meterUses ?? []) {
+    const learned = valueMeans.get(use.meterId);
+    if (!learned || !use.windows.some((window) => window.reserved !== undefined)) continue;
+    const mean = reservationOf(learned, 0);
+    const recorded =
+      recordedMeans.get(use.meterId) ??
+      runtime.meters.find((meter) => meter.meterId === use.meterId)?.valueMean;
+    if (!shouldRecordMean(recorded, mean)) continue;
+    recordedMeans.set(use.meterId, mean);
+    try {
+      await dynamo(region).send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.meter(runtime.clientId, runtime.proxyId, use.meterId),
+          UpdateExpression: "SET valueMean = :mean",
+          // Only a meter that still exists (a deleted one is not written back).
+          ConditionExpression: "entity = :meter",
+          ExpressionAttributeValues: { ":mean": mean, ":meter": "meter" },
+        }),
+      );
+    } catch (error) {
+      recordedMeans.delete(use.meterId);
+      if ((error as Error).name !== "ConditionalCheckFailedException")
+        log.warn("Meter mean could not be recorded", { ...describeError(error), meterId: use.meterId });
+    }
+  }
 }

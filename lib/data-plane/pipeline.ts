@@ -227,9 +227,10 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
       response,
       async finish() {
         try {
-          const settlement =
-            ctx.counted && ctx.meterUses?.length ? (await settlementModule()).settlementSteps(ctx) : [];
+          const settle = ctx.counted && ctx.meterUses?.length ? await settlementModule() : undefined;
+          const settlement = settle?.settlementSteps(ctx) ?? [];
           await deps.writeAfter(region, ctx, await requestLogItem(ctx, answer, answeredAt), settlement);
+          await settle?.recordMeans(region, ctx);
         } catch (error) {
           log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });
         }

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { windowAt } from "#lib/domain/meters/windows.ts";
@@ -46,9 +47,16 @@ beforeAll(async () => {
     req.on("end", () => {
       // `?fail=1`: the connection is dropped without an answer (a failed target).
       if (req.url?.includes("fail=1")) return req.socket.destroy();
-      const tokens = new URL(req.url ?? "/", "http://x").searchParams.get("tokens") ?? "0";
-      res.writeHead(200, { "content-type": "application/json", "x-tokens": tokens });
-      res.end(JSON.stringify({ usage: { tokens: Number(tokens) } }));
+      const query = new URL(req.url ?? "/", "http://x").searchParams;
+      const tokens = query.get("tokens") ?? "0";
+      // `?delay=ms`: a slow target (the answer comes after every parallel request was counted).
+      setTimeout(
+        () => {
+          res.writeHead(200, { "content-type": "application/json", "x-tokens": tokens });
+          res.end(JSON.stringify({ usage: { tokens: Number(tokens) } }));
+        },
+        Number(query.get("delay") ?? 0),
+      );
     });
   });
   await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
@@ -375,6 +383,31 @@ describe("response_value meters", () => {
       { timeout: 5000 },
     );
     expect((await call(proxyId, "/x?tokens=1")).status).toBe(429);
+  });
+
+  it("an instance that has seen no value of the meter reserves the mean recorded on it: exactly 2 of 20 slow parallel requests after one answer of 40", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    const meterItem = () => storedItem(keys.meter(clientId, proxyId, meterId), REGION);
+    expect((await call(proxyId, "/x?tokens=40")).status).toBe(200);
+    await vi.waitFor(async () => expect((await meterItem())?.valueMean).toBe(40), { timeout: 5000 });
+    // Never answered by the API.
+    const read = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/meters/${meterId}`);
+    expect(read.body.meters[0]).not.toHaveProperty("valueMean");
+    // A cold instance: it has learned nothing, and loads the configuration again (a change bumps it).
+    valueMeans.delete(meterId);
+    const changed = await owner.api.put(`/api/clients/${clientId}/proxies/${proxyId}/meters/${meterId}`, {
+      notes: "cold instance",
+    });
+    expect(changed.status).toBe(200);
+    expect((await meterItem())?.valueMean).toBe(40); // a PUT keeps it
+    // Every request is counted before the first answer: 40 + 40 + 40 reserved, the rest refused.
+    const answered = await parallel(proxyId, 20, "/x?tokens=40&delay=2000");
+    expect(answered.filter((status) => status === 200)).toHaveLength(2);
+    await vi.waitFor(
+      async () => expect(await hourItem(meterId)).toMatchObject({ value: 120, inflight: 0, charged: 120 }),
+      { timeout: 5000 },
+    );
   });
 
   it("a request whose target fails gives its reservation back (settled at 0)", async () => {

@@ -3,7 +3,13 @@
  * the values per request and the room one in-flight request reserves.
  */
 import { describe, expect, it } from "vitest";
-import { learnValue, MEAN_SAMPLES, reservationOf, type ValueMean } from "#lib/domain/meters/reservation.ts";
+import {
+  learnValue,
+  MEAN_SAMPLES,
+  reservationOf,
+  shouldRecordMean,
+  type ValueMean,
+} from "#lib/domain/meters/reservation.ts";
 
 describe("reservationOf", () => {
   it("is the whole limit while no value is known", () => {
@@ -36,5 +42,18 @@ describe("learnValue", () => {
     for (let i = 0; i < 4 * MEAN_SAMPLES; i++) mean = learnValue(mean, 100);
     expect(reservationOf(mean, 1000)).toBeGreaterThan(99);
     expect(mean?.n).toBeLessThanOrEqual(MEAN_SAMPLES);
+  });
+});
+
+describe("shouldRecordMean", () => {
+  it("records when none is recorded, or the recorded one is off by more than a factor of 2", () => {
+    expect(shouldRecordMean(undefined, 40)).toBe(true);
+    expect(shouldRecordMean(40, 40)).toBe(false);
+    expect(shouldRecordMean(40, 80)).toBe(false);
+    expect(shouldRecordMean(40, 20)).toBe(false);
+    expect(shouldRecordMean(40, 80.1)).toBe(true);
+    expect(shouldRecordMean(40, 19.9)).toBe(true);
+    expect(shouldRecordMean(0, 0)).toBe(false);
+    expect(shouldRecordMean(0, 1)).toBe(true);
   });
 });

@@ -10,7 +10,12 @@ import {
 import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "../../domain/meters.ts";
 import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
 
-const { entity: _entity, meterVersion: _meterVersion, ...meterFields } = MeterItem.shape;
+const {
+  entity: _entity,
+  meterVersion: _meterVersion,
+  valueMean: _valueMean,
+  ...meterFields
+} = MeterItem.shape;
 
 /** A meter as the API shows it (spec 2.9): the stored fields without internals, pKey/sKey the proxy and meter ids. */
 export const MeterSchema = z.object({

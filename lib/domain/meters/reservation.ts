@@ -31,3 +31,11 @@ export function learnValue(mean: ValueMean | undefined, value: number): ValueMea
  */
 export const reservationOf = (mean: ValueMean | undefined, limit: number): number =>
   mean?.n ? Number((mean.sum / mean.n).toPrecision(6)) : limit;
+
+/**
+ * Whether an instance records its mean on the meter (for instances that have seen no value yet):
+ * when none is recorded, or the recorded one is less than half or more than double it. So a meter
+ * whose values keep their size is written a few times in its life, not per request.
+ */
+export const shouldRecordMean = (recorded: number | undefined, mean: number): boolean =>
+  recorded === undefined || mean > recorded * 2 || mean < recorded / 2;
