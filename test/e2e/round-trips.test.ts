@@ -217,6 +217,11 @@ describe("store round trips per warm proxied request", () => {
       return Object.fromEntries([...counts].sort());
     }
     await settled();
+    // The first answer records the meter's mean on it (one UpdateItem after the answer); then not again.
+    await vi.waitFor(() => expect(counts.get("DynamoDB:UpdateItem")).toBe(1), {
+      timeout: 5000,
+      interval: 20,
+    });
     const calls = await settled();
     process.stdout.write(`round trips proxied request, response_value meter: ${JSON.stringify(calls)}\n`);
     expect(calls).toEqual({ "DynamoDB:TransactWriteItems": 2 });
