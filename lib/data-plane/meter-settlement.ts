@@ -94,9 +94,10 @@ export async function recordMeans(region: string, ctx: RequestContext): Promise<
         }),
       );
     } catch (error) {
+      // A meter deleted meanwhile stays marked (its next configuration drops it); else retry later.
+      if ((error as Error).name === "ConditionalCheckFailedException") continue;
       recordedMeans.delete(use.meterId);
-      if ((error as Error).name !== "ConditionalCheckFailedException")
-        log.warn("Meter mean could not be recorded", { ...describeError(error), meterId: use.meterId });
+      log.warn("Meter mean could not be recorded", { ...describeError(error), meterId: use.meterId });
     }
   }
 }

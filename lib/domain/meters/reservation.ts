@@ -4,8 +4,8 @@
  * A request admitted by a limited window of a `response_value` meter reserves room in it before
  * the target is called (its value is not known yet), and the settlement after the answer replaces
  * that reservation with the real value. The reservation is the mean value per request this
- * instance has seen for the meter; while it has seen none, the window's whole limit (one request
- * at a time until a value is known).
+ * instance has seen for the meter, starting from the mean recorded on the meter (`valueMean`);
+ * while neither is known, the window's whole limit (one request at a time until a value is).
  */
 
 /** The values per request a meter has given, as a running sum and count. */
