@@ -10,7 +10,7 @@
  * committed is answered as a success without counting again.
  *
  * After the answer, what can wait (windows without a limit, values taken from the response) is
- * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-plan.ts).
+ * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-settlement.ts).
  */
 import { createHash } from "node:crypto";
 import { dynamo } from "../aws/clients.ts";
@@ -42,13 +42,16 @@ export interface CounterStep {
   window: CalendarWindow;
   owner: CounterOwner;
   /**
-   * `add`: add `amount`, refused when the value would go above `limit`.
-   * `check`: add nothing, refused when the value has already reached `limit` (a response_value
-   * meter admits a request while its accumulated value is below the limit).
+   * `add`: add `amount` to `value`, refused when the value would go above `limit`.
+   * `reserve` (a limited window of a response_value meter): add `amount` to `charged` (the value
+   * plus the reservations in flight) and 1 to `inflight`, refused when the value or `charged` has
+   * already reached `limit`: a request is admitted while both are below it.
    */
-  mode: "add" | "check";
+  mode: "add" | "reserve";
   amount: number;
   limit?: number;
+  /** A settlement of a reservation: `amount` is the real value, this what was reserved. */
+  reserved?: number;
 }
 
 /** A client's configVersion at admission: the transaction is refused as stale if it moved. */
@@ -68,21 +71,8 @@ export function clientRequestToken(requestId: string, purpose: string): string {
 }
 
 function counterAction(step: CounterStep): TransactionStep {
-  const names = { "#v": "value", "#ttl": "TTL" };
-  if (step.mode === "check") {
-    return {
-      name: step.name,
-      action: {
-        ConditionCheck: {
-          TableName: tableName(),
-          Key: step.key,
-          ConditionExpression: "attribute_not_exists(#v) OR #v < :limit",
-          ExpressionAttributeNames: { "#v": "value" },
-          ExpressionAttributeValues: { ":limit": step.limit ?? Number.MAX_SAFE_INTEGER },
-        },
-      },
-    };
-  }
+  const reserve = step.mode === "reserve";
+  const settle = step.reserved !== undefined;
   const limited = step.limit !== undefined;
   const owner = step.owner.entity === "clientCounter" ? undefined : OWNER_ATTRIBUTE[step.owner.entity];
   return {
@@ -91,11 +81,26 @@ function counterAction(step: CounterStep): TransactionStep {
       Update: {
         TableName: tableName(),
         Key: step.key,
+        // reserve: the room an in-flight request holds (`charged` = value + reservations in flight);
+        // settle: the real value, and the reservation given back (docs/meters.md "Reservations").
         UpdateExpression:
-          "ADD #v :amount SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
+          `ADD ${reserve ? "#c :amount, #n :n" : settle ? "#v :amount, #c :back, #n :n" : "#v :amount"} ` +
+          "SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
           `${owner ? "proxyId = :proxyId, #owner = :counterOf, " : ""}#window = :window, windowStart = :start, windowEnd = :end`,
-        ...(limited ? { ConditionExpression: "attribute_not_exists(#v) OR #v <= :room" } : {}),
-        ExpressionAttributeNames: { ...names, "#window": "window", ...(owner ? { "#owner": owner } : {}) },
+        ...(limited
+          ? {
+              ConditionExpression: reserve
+                ? "(attribute_not_exists(#v) OR #v < :limit) AND (attribute_not_exists(#c) OR #c < :limit)"
+                : "attribute_not_exists(#v) OR #v <= :limit",
+            }
+          : {}),
+        ExpressionAttributeNames: {
+          "#ttl": "TTL",
+          "#window": "window",
+          ...(!reserve || limited ? { "#v": "value" } : {}),
+          ...(reserve || settle ? { "#c": "charged", "#n": "inflight" } : {}),
+          ...(owner ? { "#owner": owner } : {}),
+        },
         ExpressionAttributeValues: {
           ":amount": step.amount,
           ":ttl": counterTtl(step.window),
@@ -105,7 +110,12 @@ function counterAction(step: CounterStep): TransactionStep {
           ":window": step.window.kind,
           ":start": step.window.start,
           ":end": step.window.end,
-          ...(limited ? { ":room": (step.limit as number) - step.amount } : {}),
+          ...(reserve
+            ? { ":n": 1 }
+            : settle
+              ? { ":n": -1, ":back": step.amount - (step.reserved as number) }
+              : {}),
+          ...(limited ? { ":limit": reserve ? step.limit : (step.limit as number) - step.amount } : {}),
         },
       },
     },

@@ -8,12 +8,14 @@
  * Windows a meter counts: each window with a limit, each window with an alert threshold (when its
  * alerts use the `threshold` trigger), and all four when it has neither (an aggregate-only meter
  * still accumulates usage). A limited window of a `request_count` meter is counted before the
- * target is called (it can refuse the request); a limited window of a `response_value` meter is
- * checked before (the request is admitted while the accumulated value is below the limit) and
- * added to afterwards; every other window is added to after the answer.
+ * target is called (it can refuse the request); in a limited window of a `response_value` meter
+ * the request reserves room before (admitted while the value and the reservations in flight are
+ * below the limit) and the reservation is settled to the real value afterwards; every other
+ * window is added to after the answer.
  */
 import type { MeterItem } from "../db/entities/meter.ts";
-import { type Extraction, extractResponseValue } from "../domain/meters/extraction.ts";
+import type { Extraction } from "../domain/meters/extraction.ts";
+import type { ValueMean } from "../domain/meters/reservation.ts";
 import {
   type CalendarWindow,
   callerHash,
@@ -31,8 +33,12 @@ import {
   preparePredicateRequest,
 } from "../domain/predicates/evaluate.ts";
 import type { RequestContext } from "./context.ts";
-import type { CounterStep } from "./counters.ts";
-import { counterKeys } from "./counters.ts";
+
+/**
+ * What this instance has learned of each response_value meter's value per request (by meter id):
+ * the reservation of its next requests (lib/domain/meters/reservation.ts).
+ */
+export const valueMeans = new Map<string, ValueMean>();
 
 export interface CompiledMeter {
   meterId: string;
@@ -43,6 +49,8 @@ export interface CompiledMeter {
   extraction: Extraction | null;
   variables: MeterItem["variables"];
   limitBy: string | null;
+  /** The mean value per request recorded on the meter (response_value), when there is one. */
+  valueMean?: number | undefined;
 }
 
 /** The active meters of a proxy, compiled; inactive meters are neither counted nor enforced. */
@@ -58,6 +66,9 @@ export function compileMeters(items: readonly MeterItem[]): CompiledMeter[] {
           (thresholds !== null && effectiveThreshold(thresholds.alertThreshold, item.limits, kind) !== null),
       );
       const kinds = counted.length > 0 ? counted : [...METER_WINDOWS];
+      // An instance that has seen no value of the meter starts from the mean recorded on it.
+      if (item.valueMean !== undefined && !valueMeans.has(item.meterId))
+        valueMeans.set(item.meterId, { sum: item.valueMean, n: 1 });
       return {
         meterId: item.meterId,
         type: item.meterType,
@@ -69,6 +80,7 @@ export function compileMeters(items: readonly MeterItem[]): CompiledMeter[] {
         extraction: item.extraction,
         variables: item.variables,
         limitBy: item.limitBy,
+        valueMean: item.valueMean,
       };
     });
 }
@@ -78,7 +90,8 @@ export interface MeterUse {
   meterId: string;
   type: MeterItem["meterType"];
   callerHash?: string;
-  windows: { window: CalendarWindow; limit?: number }[];
+  /** `reserved`: the room a response_value meter's limited window reserved for this request. */
+  windows: { window: CalendarWindow; limit?: number; reserved?: number }[];
   extraction: Extraction | null;
 }
 
@@ -119,46 +132,4 @@ export function planMeters(ctx: RequestContext, nowMs: number): MeterUse[] {
     });
   }
   return uses;
-}
-
-/**
- * What is added after the answer: for a `response_value` meter, the value taken from the target's
- * response in each of its windows; for a `request_count` meter, 1 in each window without a limit
- * (the limited ones were counted before the target was called). A request that got no response
- * from the target adds no response value.
- */
-export function settlementSteps(ctx: RequestContext): CounterStep[] {
-  const runtime = ctx.runtime;
-  if (!runtime) return [];
-  const steps: CounterStep[] = [];
-  for (const use of ctx.meterUses ?? []) {
-    let amount = 1;
-    if (use.type === "response_value") {
-      if (!ctx.target || !use.extraction) continue;
-      const contentType = ctx.target.headers["content-type"];
-      amount = extractResponseValue(use.extraction, {
-        headers: ctx.target.headers,
-        body: ctx.target.body ?? null,
-        contentType: Array.isArray(contentType) ? contentType[0] : (contentType ?? null),
-      });
-      if (amount === 0) continue;
-    }
-    for (const { window, limit } of use.windows) {
-      if (use.type === "request_count" && limit !== undefined) continue;
-      steps.push({
-        name: `settle:${use.meterId}:${window.kind}`,
-        key: counterKeys.meter(use.meterId, use.callerHash, window),
-        window,
-        owner: {
-          entity: "meterCounter",
-          clientId: runtime.clientId,
-          proxyId: runtime.proxyId,
-          counterOf: use.meterId,
-        },
-        mode: "add",
-        amount,
-      });
-    }
-  }
-  return steps;
 }

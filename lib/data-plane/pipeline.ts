@@ -13,7 +13,7 @@
  * - filters (stages/filter.ts, docs/filters.md): the IP lists before admit, the required headers
  *   after it, the payload filter right after the target's answer;
  * - the answer is handed back here; then, off the caller's wait,
- * - settle (meter-plan.ts settlementSteps): response values and unlimited windows;
+ * - settle (meter-settlement.ts, loaded on demand): response values, reservations, unlimited windows;
  * - log (stages/log.ts): the request log, in one write with the settlement.
  *
  * - transform (stages/transform.ts, loaded on demand when the proxy has transforms): the request
@@ -46,7 +46,6 @@ import {
   serviceAnswer,
 } from "./context.ts";
 import { commitCounters } from "./counters.ts";
-import { settlementSteps } from "./meter-plan.ts";
 import { newRequestId } from "./request-id.ts";
 import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
@@ -92,6 +91,7 @@ const transformStage = loadOnce(() => import("./stages/transform.ts"));
 const customTokenModule = loadOnce(() => import("../vault/custom-token.ts"));
 const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
 const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
+const settlementModule = loadOnce(() => import("./meter-settlement.ts"));
 
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(
@@ -237,8 +237,10 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
       response,
       async finish() {
         try {
-          const settlement = ctx.counted ? settlementSteps(ctx) : [];
+          const settle = ctx.counted && ctx.meterUses?.length ? await settlementModule() : undefined;
+          const settlement = settle?.settlementSteps(ctx) ?? [];
           await deps.writeAfter(region, ctx, await requestLogItem(ctx, answer, answeredAt), settlement);
+          await settle?.recordMeans(region, ctx);
         } catch (error) {
           log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });
         }

@@ -121,7 +121,17 @@ const Notes = z
   .trim()
   .max(MAX_METER_NOTES_LENGTH, `at most ${MAX_METER_NOTES_LENGTH} characters`);
 
-const LimitBy = z.string({ error: "must be a string naming one of the meter's variables" }).min(1);
+/**
+ * What every description of `limitBy` says (the request and response schemas, the create and
+ * update operations, so OpenAPI and the MCP tools): a value the caller chooses limits nobody.
+ */
+export const LIMIT_BY_WARNING =
+  "Per-caller limits hold only for a value the caller cannot choose: bind `limitBy` to a claim of a verified token (a `token` variable of a jwtVerify proxy credential, such as `sub`). A value from a header, the query or the body is the caller's choice: every invented value gets a fresh count of its own, so such a limit stops no one who varies it. Bound the total with a limit on a meter without `limitBy` (or the plan's rate limit).";
+
+const LimitBy = z
+  .string({ error: "must be a string naming one of the meter's variables" })
+  .min(1)
+  .describe(`Per-caller limits: the name of one of the meter's variables. ${LIMIT_BY_WARNING}`);
 
 /** Every field a PUT may change: each optional; null clears an optional field. */
 const meterFields = {

@@ -51,7 +51,7 @@ const ATTEMPTS = 8;
 
 /** The meter as the API shows it (spec 2.9): pKey the proxy id, sKey the meter id; no internals. */
 export function toApiMeter(meter: MeterItem) {
-  const { entity: _entity, meterVersion: _version, ...fields } = meter;
+  const { entity: _entity, meterVersion: _version, valueMean: _mean, ...fields } = meter;
   return { ...fields, pKey: meter.proxyId, sKey: meter.meterId };
 }
 

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { windowAt } from "#lib/domain/meters/windows.ts";
@@ -44,9 +45,18 @@ beforeAll(async () => {
     targetHits++;
     req.resume();
     req.on("end", () => {
-      const tokens = new URL(req.url ?? "/", "http://x").searchParams.get("tokens") ?? "0";
-      res.writeHead(200, { "content-type": "application/json", "x-tokens": tokens });
-      res.end(JSON.stringify({ usage: { tokens: Number(tokens) } }));
+      // `?fail=1`: the connection is dropped without an answer (a failed target).
+      if (req.url?.includes("fail=1")) return req.socket.destroy();
+      const query = new URL(req.url ?? "/", "http://x").searchParams;
+      const tokens = query.get("tokens") ?? "0";
+      // `?delay=ms`: a slow target (the answer comes after every parallel request was counted).
+      setTimeout(
+        () => {
+          res.writeHead(200, { "content-type": "application/json", "x-tokens": tokens });
+          res.end(JSON.stringify({ usage: { tokens: Number(tokens) } }));
+        },
+        Number(query.get("delay") ?? 0),
+      );
     });
   });
   await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
@@ -278,6 +288,33 @@ describe("per-caller limits (limitBy)", () => {
   });
 });
 
+describe("per-caller limits over a value the caller chooses (docs/meters.md warns)", () => {
+  it("invented ids each get a fresh count (20 of 20 pass a limit of 2); a meter without limitBy bounds the total", async () => {
+    const proxyId = await newProxy();
+    await newMeter(proxyId, {
+      meterType: "request_count",
+      meterActive: true,
+      variables: [{ name: "customer", source: "header", key: "x-customer-id" }],
+      limitBy: "customer",
+      limits: { hour: 2 },
+    });
+    const invented = async (n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++)
+        out.push(
+          (await call(proxyId, "/x", { headers: { "x-customer-id": `invented-${i}-${Date.now()}` } })).status,
+        );
+      return out;
+    };
+    expect((await invented(20)).filter((status) => status === 200)).toHaveLength(20);
+    // The remedy the docs give: a limit on a meter without limitBy holds whatever the header says.
+    await newMeter(proxyId, { meterType: "request_count", meterActive: true, limits: { hour: 5 } });
+    const after = await invented(8);
+    expect(after.filter((status) => status === 200)).toHaveLength(5);
+    expect(after.slice(5)).toEqual([429, 429, 429]);
+  });
+});
+
 describe("response_value meters", () => {
   it("admits while the accumulated value is below the limit and adds the response's value afterwards", async () => {
     const proxyId = await newProxy();
@@ -297,6 +334,94 @@ describe("response_value meters", () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get("ratelimit-policy")).toContain('pg-unit="value"');
     expect(await counterValue(meterId, "hour")).toBe(120);
+  });
+
+  /** A response_value meter with an hour limit, over the body's `usage.tokens`. */
+  const tokenMeter = (proxyId: string, hour: number) =>
+    newMeter(proxyId, {
+      meterType: "response_value",
+      meterActive: true,
+      extraction: { location: "body", path: "usage.tokens" },
+      limits: { hour },
+    });
+  const hourItem = async (meterId: string) =>
+    storedItem(keys.meterWindow(meterId, "hour", windowAt("hour", Date.now()).start), REGION);
+  const parallel = async (proxyId: string, n: number, path: string) =>
+    (await Promise.all(Array.from({ length: n }, () => call(proxyId, path)))).map((answer) => answer.status);
+
+  it("20 parallel requests worth 40 at a limit of 100 admit at most 3 (each in-flight request reserves room), and every reservation is settled", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    const hitsBefore = targetHits;
+    const answered = await parallel(proxyId, 20, "/x?tokens=40");
+    const admitted = answered.filter((status) => status === 200).length;
+    expect(answered.filter((status) => status !== 200).every((status) => status === 429)).toBe(true);
+    expect(admitted).toBeGreaterThanOrEqual(1);
+    expect(admitted).toBeLessThanOrEqual(3);
+    expect(targetHits - hitsBefore).toBe(admitted);
+    // Settled: the real value, no reservation left in flight.
+    await vi.waitFor(
+      async () =>
+        expect(await hourItem(meterId)).toMatchObject({
+          value: 40 * admitted,
+          inflight: 0,
+          charged: 40 * admitted,
+        }),
+      { timeout: 5000 },
+    );
+  });
+
+  it("with the mean value known, 20 parallel requests admit exactly the requests the sequential rule admits (3 of 40 at 100)", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    expect((await call(proxyId, "/x?tokens=40")).status).toBe(200);
+    await vi.waitFor(async () => expect((await hourItem(meterId))?.value).toBe(40), { timeout: 5000 });
+    const answered = await parallel(proxyId, 20, "/x?tokens=40");
+    expect(answered.filter((status) => status === 200)).toHaveLength(2);
+    await vi.waitFor(
+      async () => expect(await hourItem(meterId)).toMatchObject({ value: 120, inflight: 0, charged: 120 }),
+      { timeout: 5000 },
+    );
+    expect((await call(proxyId, "/x?tokens=1")).status).toBe(429);
+  });
+
+  it("an instance that has seen no value of the meter reserves the mean recorded on it: exactly 2 of 20 slow parallel requests after one answer of 40", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    const meterItem = () => storedItem(keys.meter(clientId, proxyId, meterId), REGION);
+    expect((await call(proxyId, "/x?tokens=40")).status).toBe(200);
+    await vi.waitFor(async () => expect((await meterItem())?.valueMean).toBe(40), { timeout: 5000 });
+    // Never answered by the API.
+    const read = await owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}/meters/${meterId}`);
+    expect(read.body.meters[0]).not.toHaveProperty("valueMean");
+    // A cold instance: it has learned nothing, and loads the configuration again (a change bumps it).
+    valueMeans.delete(meterId);
+    const changed = await owner.api.put(`/api/clients/${clientId}/proxies/${proxyId}/meters/${meterId}`, {
+      notes: "cold instance",
+    });
+    expect(changed.status).toBe(200);
+    expect((await meterItem())?.valueMean).toBe(40); // a PUT keeps it
+    // Every request is counted before the first answer: 40 + 40 + 40 reserved, the rest refused.
+    const answered = await parallel(proxyId, 20, "/x?tokens=40&delay=2000");
+    expect(answered.filter((status) => status === 200)).toHaveLength(2);
+    await vi.waitFor(
+      async () => expect(await hourItem(meterId)).toMatchObject({ value: 120, inflight: 0, charged: 120 }),
+      { timeout: 5000 },
+    );
+  });
+
+  it("a request whose target fails gives its reservation back (settled at 0)", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 100);
+    expect((await call(proxyId, "/x?tokens=40")).status).toBe(200);
+    await vi.waitFor(async () => expect((await hourItem(meterId))?.value).toBe(40), { timeout: 5000 });
+    expect((await call(proxyId, "/x?fail=1")).status).toBe(502);
+    await vi.waitFor(
+      async () => expect(await hourItem(meterId)).toMatchObject({ value: 40, inflight: 0, charged: 40 }),
+      { timeout: 5000 },
+    );
+    // The room is free again: 40 and 80 are below 100.
+    expect(await statuses(proxyId, 2, "/x?tokens=40")).toEqual([200, 200]);
   });
 
   it("takes the value from a header, else defaultValue, else 0", async () => {

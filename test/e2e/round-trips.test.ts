@@ -192,6 +192,43 @@ describe("store round trips per warm proxied request", () => {
     expect(transactionSizes).toEqual([2]); // the rate window, the configVersion check
   });
 
+  it("a limited response_value meter: its reservation rides in the count transaction, its settlement with the log", async () => {
+    const proxy = await proxyOf(owner, clientId);
+    const meter = await owner.api.post(`/api/clients/${clientId}/proxies/${proxy}/meters`, {
+      meterType: "response_value",
+      meterActive: true,
+      // The target answers "ok": the default value is what each answer adds.
+      extraction: { location: "body", path: "usage.tokens", defaultValue: 5 },
+      limits: { hour: 1000 },
+    });
+    expect(meter.status).toBe(201);
+    /** One request, and the settlement with the log after its answer. */
+    async function settled() {
+      counts.clear();
+      transactionSizes.length = 0;
+      const answer = await callDataPlane(`${stack.regions[region]}/api/${proxy}/x`, {
+        headers: { "x-api-key": KEY },
+      });
+      expect(answer.status).toBe(200);
+      await vi.waitFor(() => expect(counts.get("DynamoDB:TransactWriteItems")).toBe(2), {
+        timeout: 5000,
+        interval: 20,
+      });
+      return Object.fromEntries([...counts].sort());
+    }
+    await settled();
+    // The first answer records the meter's mean on it (one UpdateItem after the answer); then not again.
+    await vi.waitFor(() => expect(counts.get("DynamoDB:UpdateItem")).toBe(1), {
+      timeout: 5000,
+      interval: 20,
+    });
+    const calls = await settled();
+    process.stdout.write(`round trips proxied request, response_value meter: ${JSON.stringify(calls)}\n`);
+    expect(calls).toEqual({ "DynamoDB:TransactWriteItems": 2 });
+    // The rate window, the meter's reservation, the configVersion check; then the log and the settlement.
+    expect(transactionSizes).toEqual([3, 2]);
+  });
+
   it("a managed client with limits: the same two calls (its windows ride in the count transaction)", async () => {
     const { msp } = await createMsp({ name: "Round trips MSP", ownerUserId: owner.userId });
     const made = await owner.api.post(`/api/msps/${msp.mspId}/clients`, { clientName: "Limited" });

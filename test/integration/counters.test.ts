@@ -26,20 +26,15 @@ beforeAll(async () => {
   await provisionTable(REGION, getConfig().tableName);
 });
 
-function step(
-  name: string,
-  meterId: string,
-  limit: number | undefined,
-  mode: "add" | "check" = "add",
-): CounterStep {
+function step(name: string, meterId: string, limit: number | undefined): CounterStep {
   const window = windowAt("minute", NOW);
   return {
     name,
     key: counterKeys.meter(meterId, undefined, window),
     window,
     owner: { entity: "meterCounter", clientId: "c", proxyId: "p", counterOf: meterId },
-    mode,
-    amount: mode === "add" ? 1 : 0,
+    mode: "add",
+    amount: 1,
     ...(limit !== undefined ? { limit } : {}),
   };
 }
@@ -71,25 +66,52 @@ describe("commitCounters", () => {
     expect(item?.TTL).toBe(Math.ceil(windowAt("minute", NOW).end / 1000) + 3600);
   });
 
-  it("a check step refuses once the value has reached the limit, without adding", async () => {
+  it("a reserve step holds room in `charged` until its settlement replaces it with the real value; refused once the value or the reservations reach the limit", async () => {
     const meterId = randomUUID();
-    const window = windowAt("minute", NOW);
-    const add: CounterStep = { ...step("add", meterId, undefined), amount: 7 };
-    await commitCounters(REGION, [add], { token: randomUUID() });
-    expect(
-      await commitCounters(REGION, [step("check", meterId, 8, "check")], { token: randomUUID() }),
-    ).toEqual({
-      outcome: "counted",
+    const reserve = (amount: number, window = windowAt("minute", NOW)): CounterStep => ({
+      ...step("reserve", meterId, 100),
+      key: counterKeys.meter(meterId, undefined, window),
+      window,
+      mode: "reserve",
+      amount,
     });
-    await commitCounters(REGION, [{ ...add, amount: 1 }], { token: randomUUID() });
-    expect(
-      await commitCounters(REGION, [step("check", meterId, 8, "check")], { token: randomUUID() }),
-    ).toEqual({
-      outcome: "refused",
-      refused: ["check"],
+    const settle = (amount: number, reserved: number): CounterStep => ({
+      ...step("settle", meterId, undefined),
+      amount,
+      reserved,
     });
-    expect(window.kind).toBe("minute");
-    expect(await storedValue(meterId)).toBe(8);
+    const item = () => storedItem(counterKeys.meter(meterId, undefined, windowAt("minute", NOW)), REGION);
+    const commit = (steps: CounterStep[]) => commitCounters(REGION, steps, { token: randomUUID() });
+    // 0, 40, 80 are below 100: three reservations of 40 are admitted (the third crosses), a fourth not.
+    for (let i = 0; i < 3; i++) expect(await commit([reserve(40)])).toEqual({ outcome: "counted" });
+    expect(await commit([reserve(40)])).toEqual({ outcome: "refused", refused: ["reserve"] });
+    expect(await item()).toMatchObject({ charged: 120, inflight: 3, entity: "meterCounter", meterId });
+    expect((await item())?.value).toBeUndefined();
+    // Two answers worth 10 and one failed request (0): the reservations are replaced by the values.
+    await commit([settle(10, 40)]);
+    await commit([settle(10, 40)]);
+    expect(await item()).toMatchObject({ value: 20, charged: 60, inflight: 1 });
+    expect(await commit([reserve(40)])).toEqual({ outcome: "counted" });
+    await commit([settle(0, 40)]);
+    await commit([settle(0, 40)]);
+    expect(await item()).toMatchObject({ value: 20, charged: 20, inflight: 0 });
+    // A reservation never settled (a crash) holds its room only until its window ends.
+    expect(await commit([reserve(100)])).toEqual({ outcome: "counted" });
+    expect(await commit([reserve(1)])).toEqual({ outcome: "refused", refused: ["reserve"] });
+    expect(await commit([reserve(1, windowAt("minute", NOW + 60_000))])).toEqual({ outcome: "counted" });
+  });
+
+  it("a reserve step refuses on a value at the limit written before reservations existed (no `charged`)", async () => {
+    const meterId = randomUUID();
+    await commitCounters(REGION, [{ ...step("add", meterId, undefined), amount: 100 }], {
+      token: randomUUID(),
+    });
+    expect(
+      await commitCounters(REGION, [{ ...step("reserve", meterId, 100), mode: "reserve", amount: 1 }], {
+        token: randomUUID(),
+      }),
+    ).toEqual({ outcome: "refused", refused: ["reserve"] });
+    expect(await storedValue(meterId)).toBe(100);
   });
 
   it("answers stale, counting nothing, when the configuration changed since admission", async () => {

@@ -1,11 +1,21 @@
 /** Meters on a proxy (spec 2.9, 4.9): count requests or response values per window, with limits and alerts. */
 import { z } from "zod";
 import { MeterItem } from "../../db/entities/meter.ts";
-import { CreateMeterBody, MAX_METERS_PER_PROXY, UpdateMeterBody } from "../../domain/meter-schema.ts";
+import {
+  CreateMeterBody,
+  LIMIT_BY_WARNING,
+  MAX_METERS_PER_PROXY,
+  UpdateMeterBody,
+} from "../../domain/meter-schema.ts";
 import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "../../domain/meters.ts";
 import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
 
-const { entity: _entity, meterVersion: _meterVersion, ...meterFields } = MeterItem.shape;
+const {
+  entity: _entity,
+  meterVersion: _meterVersion,
+  valueMean: _valueMean,
+  ...meterFields
+} = MeterItem.shape;
 
 /** A meter as the API shows it (spec 2.9): the stored fields without internals, pKey/sKey the proxy and meter ids. */
 export const MeterSchema = z.object({
@@ -18,7 +28,9 @@ export const MeterSchema = z.object({
   limitBy: z
     .string()
     .nullable()
-    .describe("Per-caller limits: the name of one of the meter's variables (null: one shared count)"),
+    .describe(
+      `Per-caller limits: the name of one of the meter's variables (null: one shared count). ${LIMIT_BY_WARNING}`,
+    ),
 });
 
 const base = "/api/clients/{clientId}/proxies/{proxyId}/meters";
@@ -50,7 +62,7 @@ export const meterOperations = [
     path: base,
     group: "meters",
     summary: "Create a meter on a proxy",
-    description: `Adds a meter to a proxy: \`meterType\` (request_count or response_value, then \`extraction\` says where the value is) and \`meterActive\` are required. Optional: \`limits\` per window (minute, hour, day, month; exceeding one gives callers 429), \`meterMode\` (all, default, or conditional with \`effect\` include/exclude over the predicates methods, path, query, headers, body, token), \`variables\` and \`limitBy\` (count and limit per value of one variable), \`alerts\` and \`notes\`. At most ${MAX_METERS_PER_PROXY} meters per proxy (400). Takes effect on the next request. ${VALIDATION}`,
+    description: `Adds a meter to a proxy: \`meterType\` (request_count or response_value, then \`extraction\` says where the value is) and \`meterActive\` are required. Optional: \`limits\` per window (minute, hour, day, month; exceeding one gives callers 429), \`meterMode\` (all, default, or conditional with \`effect\` include/exclude over the predicates methods, path, query, headers, body, token), \`variables\` and \`limitBy\` (count and limit per value of one variable), \`alerts\` and \`notes\`. ${LIMIT_BY_WARNING} At most ${MAX_METERS_PER_PROXY} meters per proxy (400). Takes effect on the next request. ${VALIDATION}`,
     access: access.client("devops"),
     effect: "write",
     params: ProxyParams,
@@ -87,7 +99,7 @@ export const meterOperations = [
     path: `${base}/{meterId}`,
     group: "meters",
     summary: "Update a meter",
-    description: `Partial update: the fields given replace the stored ones (\`limits\`, \`extraction\` and \`alerts\` as a whole), \`null\` clears an optional field, omitted fields keep their values. The merged meter is validated as a whole (switching to response_value needs an extraction). Answers the whole meter. Takes effect on the next request. ${VALIDATION}`,
+    description: `Partial update: the fields given replace the stored ones (\`limits\`, \`extraction\` and \`alerts\` as a whole), \`null\` clears an optional field, omitted fields keep their values. The merged meter is validated as a whole (switching to response_value needs an extraction). Answers the whole meter. Takes effect on the next request. ${LIMIT_BY_WARNING} ${VALIDATION}`,
     access: access.client("devops"),
     effect: "write",
     params: MeterParams,

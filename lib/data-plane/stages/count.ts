@@ -8,6 +8,7 @@
  * again.
  */
 import { meterPolicyName, type QuotaState, refusalHeaders } from "../../domain/meters/rate-limit-headers.ts";
+import { reservationOf } from "../../domain/meters/reservation.ts";
 import { type CalendarWindow, windowAt } from "../../domain/meters/windows.ts";
 import type { Answer, RequestContext } from "../context.ts";
 import { serviceAnswer } from "../context.ts";
@@ -18,7 +19,7 @@ import {
   type commitCounters,
   counterKeys,
 } from "../counters.ts";
-import { type MeterUse, planMeters } from "../meter-plan.ts";
+import { type MeterUse, planMeters, valueMeans } from "../meter-plan.ts";
 
 export type CommitCounters = typeof commitCounters;
 
@@ -76,6 +77,10 @@ export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs
   for (const use of uses) {
     for (const window of use.windows) {
       if (window.limit === undefined) continue;
+      // A response_value meter reserves room for the value to come (settled after the answer).
+      if (use.type === "response_value")
+        window.reserved = reservationOf(valueMeans.get(use.meterId), window.limit);
+      const amount = window.reserved ?? 1;
       steps.push({
         name: meterStepName(use.meterId, window.window),
         key: counterKeys.meter(use.meterId, use.callerHash, window.window),
@@ -86,8 +91,8 @@ export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs
           proxyId: runtime.proxyId,
           counterOf: use.meterId,
         },
-        mode: use.type === "request_count" ? "add" : "check",
-        amount: use.type === "request_count" ? 1 : 0,
+        mode: use.type === "request_count" ? "add" : "reserve",
+        amount,
         limit: window.limit,
       });
     }

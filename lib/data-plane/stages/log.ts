@@ -1,7 +1,7 @@
 /**
  * Stage 6, log: the request log record of spec 2.11 (lib/data-plane/request-log.ts builds it, with
  * every secret the request used redacted), written after the answer has been handed back, in one
- * write with the settlement of the request's meters (settlementSteps in meter-plan.ts): a TransactWriteItems when there
+ * write with the settlement of the request's meters (settlementSteps in meter-settlement.ts): a TransactWriteItems when there
  * is something to settle (idempotent under an SDK retry by its ClientRequestToken), else a
  * PutItem. A record that cannot be written is never a silent loss: the error line counts in a
  * metric that raises an alarm.

@@ -94,6 +94,11 @@ export const MeterItem = z.object({
   updatedAt: z.string(),
   /** Bumped by every update: a PUT is conditioned on the version it merged into. */
   meterVersion: z.int(),
+  /**
+   * A response_value meter's mean value per request as the data plane last recorded it (internal,
+   * never answered): the reservation of an instance that has not seen a value yet.
+   */
+  valueMean: z.optional(z.number()),
 });
 export type MeterItem = z.infer<typeof MeterItem>;
 

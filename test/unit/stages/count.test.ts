@@ -12,7 +12,7 @@ import {
   clientRequestToken,
   counterKeys,
 } from "#lib/data-plane/counters.ts";
-import { planMeters } from "#lib/data-plane/meter-plan.ts";
+import { planMeters, valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
 import {
   CLIENT_STEP,
@@ -86,7 +86,7 @@ describe("countSteps", () => {
     ]);
   });
 
-  it("adds every limited window of every applying meter: request_count adds 1, response_value checks", async () => {
+  it("adds every limited window of every applying meter: request_count adds 1, response_value reserves", async () => {
     const ctx = await admitted(
       { meters: METERS },
       { headers: { "x-api-key": "caller-secret-key-0123456789", "x-customer-id": "acme" } },
@@ -123,8 +123,9 @@ describe("countSteps", () => {
         name: "meter:m-value:hour",
         key: counterKeys.meter("m-value", undefined, windowAt("hour", NOW)),
         window: "hour",
-        mode: "check",
-        amount: 0,
+        // No value known yet on this instance: the whole limit (one request at a time).
+        mode: "reserve",
+        amount: 1000,
         limit: 1000,
         owner: meterOwner("m-value"),
       },
@@ -138,6 +139,17 @@ describe("countSteps", () => {
         owner: meterOwner("m-caller"),
       },
     ]);
+    // The reservation is recorded for the settlement; once values are known, it is their mean.
+    expect(uses[1]?.windows).toEqual([{ window: windowAt("hour", NOW), limit: 1000, reserved: 1000 }]);
+    valueMeans.set("m-value", { sum: 90, n: 3 });
+    try {
+      const again = countSteps(ctx, planMeters(ctx, NOW), NOW).find(
+        (step) => step.name === "meter:m-value:hour",
+      );
+      expect(again).toMatchObject({ mode: "reserve", amount: 30, limit: 1000 });
+    } finally {
+      valueMeans.delete("m-value");
+    }
     expect(steps[1]?.key.pKey).toBe("METERUSE#m-count");
     expect(steps[4]?.key.pKey).toBe(`METERUSE#m-caller#${callerHash("acme")}`);
   });

@@ -195,11 +195,23 @@ describe("createDataPlane: the order of stages", () => {
     expect(response.status).toBe(200);
     expect(h.commits).toHaveLength(1);
     expect(h.writes).toHaveLength(1);
-    // The limited request_count window was counted before the target; only the value is left.
-    expect(h.writes[0]?.settlement.map((step) => [step.name, step.mode, step.amount])).toEqual([
-      ["settle:m-value:hour", "add", 17],
-    ]);
+    // The limited request_count window was counted before the target; only the value is left, and
+    // the reservation to give back (the whole limit: no value of the meter was known yet).
+    const settled = (write: number) =>
+      h.writes[write]?.settlement.map((step) => [step.name, step.mode, step.amount, step.reserved]);
+    expect(settled(0)).toEqual([["settle:m-value:hour", "add", 17, 1000]]);
     expect(h.writes[0]?.item?.metering).toEqual({ applied: ["m-value", "m-limited"], refused: [] });
+    // The next request reserves the mean value (17); one whose target fails gives it back at 0.
+    expect((await call(h.plane)).status).toBe(200);
+    expect(settled(1)).toEqual([["settle:m-value:hour", "add", 17, 17]]);
+    const failing = harness({
+      runtime: runtime({ target: { targetBaseURL: targetBase }, meters }),
+      send: async () => {
+        throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      },
+    });
+    expect((await call(failing.plane)).status).toBeGreaterThanOrEqual(500);
+    expect(failing.writes[0]?.settlement.map((step) => [step.amount, step.reserved])).toEqual([[0, 17]]);
   });
 
   it("serve() hands the answer back before anything is written; finish() then writes once", async () => {
