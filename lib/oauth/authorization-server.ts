@@ -82,7 +82,7 @@ export async function registerClient(registration: ClientRegistration) {
 
 // ---- the authorization request ----
 
-/** Who asks and where the answer goes: until both are known good, errors are shown, never redirected. */
+/** Who asks and where the answer goes. Errors of the request are shown, never redirected (lib/oauth/http.ts). */
 export interface ClientAndRedirect {
   client: OAuthClientItem;
   redirectUri: string;
@@ -99,7 +99,7 @@ export async function resolveClientAndRedirect(params: Map<string, string>): Pro
   return { client, redirectUri };
 }
 
-/** The rest of an authorization request, checked; errors here are redirected to the client. */
+/** The rest of an authorization request, checked; an error here is shown on an error page too. */
 export interface AuthorizationParams {
   codeChallenge: string;
   state?: string;

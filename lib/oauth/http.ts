@@ -87,11 +87,7 @@ const token: Endpoint = async (request, { resource }) => {
 };
 
 /** A 302/303 back to the client's (registered) redirect URI with the answer's parameters. */
-function redirectTo(
-  redirectUri: string,
-  status: 302 | 303,
-  answer: Record<string, string | undefined>,
-): Response {
+function redirectTo(redirectUri: string, status: 303, answer: Record<string, string | undefined>): Response {
   const location = new URL(redirectUri);
   for (const [name, value] of Object.entries(answer))
     if (value !== undefined) location.searchParams.set(name, value);
@@ -101,51 +97,54 @@ function redirectTo(
 const htmlPage = (status: number, html: string, redirectOrigin?: string) =>
   new Response(html, { status, headers: pageHeaders(redirectOrigin) });
 
-/** GET shows the consent page; POST (form) approves or denies. */
+/** An authorization error shown on this server's page (400), never redirected. */
+const errorAnswer = (error: OAuthError) => htmlPage(400, errorPage(error.code, error.message));
+
+/**
+ * GET shows the consent page; POST (form) approves or denies. Only the user's answer on the
+ * consent page is redirected to the client (the code, or access_denied after Deny); every error in
+ * the request itself is an error page here, whether or not the client and the redirect URI are
+ * registered: anyone may register any https URI, so redirecting an error before the user has
+ * interacted would make this server an open redirector (RFC 9700 4.11.2, RFC 6749 4.1.2.1).
+ */
 const authorize: Endpoint = async (request, { issuer, resource }) => {
   const isPost = request.method === "POST";
   let params: Map<string, string>;
-  let target: Awaited<ReturnType<typeof resolveClientAndRedirect>>;
+  let authorization: Awaited<ReturnType<typeof resolveClientAndRedirect>> &
+    ReturnType<typeof checkAuthorizationParams>;
   try {
     params = isPost ? await formOf(request) : singleParams(new URL(request.url).searchParams);
-    target = await resolveClientAndRedirect(params);
+    const target = await resolveClientAndRedirect(params);
+    authorization = { ...target, ...checkAuthorizationParams(params, resource) };
   } catch (error) {
-    // Client or redirect URI not known good: say so here, never redirect (RFC 6749 4.1.2.1).
-    if (error instanceof OAuthError) return htmlPage(400, errorPage(error.message));
+    if (error instanceof OAuthError) return errorAnswer(error);
     throw error;
   }
-  const status = isPost ? 303 : 302;
-  const redirectOrigin = new URL(target.redirectUri).origin;
-  let checked: ReturnType<typeof checkAuthorizationParams>;
-  try {
-    checked = checkAuthorizationParams(params, resource);
-  } catch (error) {
-    if (!(error instanceof OAuthError)) throw error;
-    return redirectTo(target.redirectUri, status, {
-      error: error.code,
-      error_description: error.message,
-      state: params.get("state"),
-      iss: issuer,
-    });
-  }
-  const authorization = { ...target, ...checked };
+  const redirectUri = authorization.redirectUri;
+  const redirectOrigin = new URL(redirectUri).origin;
   const authorizeUrl = `${issuer}${OAUTH_PATHS.authorize}`;
   if (!isPost) return htmlPage(200, consentPage(authorization, params, { authorizeUrl }), redirectOrigin);
   if (params.get("consent") !== "approve")
-    return redirectTo(target.redirectUri, status, {
+    return redirectTo(redirectUri, 303, {
       error: "access_denied",
       error_description: "The user denied the request",
-      state: checked.state,
+      state: authorization.state,
       iss: issuer,
     });
-  const code = await approveAuthorization(authorization, params.get("token") ?? "");
+  let code: string | undefined;
+  try {
+    code = await approveAuthorization(authorization, params.get("token") ?? "");
+  } catch (error) {
+    if (error instanceof OAuthError) return errorAnswer(error);
+    throw error;
+  }
   if (!code)
     return htmlPage(
       401,
       consentPage(authorization, params, { authorizeUrl, error: "That API token is not valid. Try again." }),
       redirectOrigin,
     );
-  return redirectTo(target.redirectUri, status, { code, state: checked.state, iss: issuer });
+  return redirectTo(redirectUri, 303, { code, state: authorization.state, iss: issuer });
 };
 
 const ROUTES: Record<string, { methods: string[]; endpoint: Endpoint; cors: boolean }> = {

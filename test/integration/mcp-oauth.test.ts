@@ -260,21 +260,42 @@ describe("the authorization endpoint", () => {
   });
 
   it.each([
-    [{ code_challenge_method: "plain" }, "invalid_request"],
-    [{ code_challenge: "" }, "invalid_request"],
-    [{ response_type: "token" }, "unsupported_response_type"],
-    [{ resource: "http://127.0.0.1:1/mcp" }, "invalid_target"],
-  ])("redirects %j back with error %s and the state", async (change, error) => {
-    const authorization = await newAuthorization(change);
-    const response = await fetch(`${base}/oauth/authorize?${form(authorization.params)}`, {
-      redirect: "manual",
-    });
-    expect(response.status).toBe(302);
-    const location = new URL(response.headers.get("location") ?? "");
-    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
-    expect(location.searchParams.get("error")).toBe(error);
-    expect(location.searchParams.get("state")).toBe(authorization.params.state);
-  });
+    [{ code_challenge_method: "plain" }, "invalid_request", "code_challenge_method"],
+    [{ code_challenge: "" }, "invalid_request", "code_challenge"],
+    [{ response_type: "x" }, "unsupported_response_type", "response_type"],
+    [{ resource: "http://127.0.0.1:1/mcp" }, "invalid_target", "resource"],
+  ])(
+    "answers %j with a 400 error page (%s), never a redirect to the registered URI",
+    async (change, error, field) => {
+      // Open redirect (RFC 9700 4.11): anyone can register https://evil.example/cb; an error
+      // redirected before the user interacted would send a victim there from this server's URL.
+      const registered = await register({ redirect_uris: ["https://evil.example/cb"] });
+      expect(registered.status).toBe(201);
+      const params = {
+        response_type: "code",
+        client_id: registered.body.client_id,
+        redirect_uri: "https://evil.example/cb",
+        code_challenge: s256Challenge(randomBytes(32).toString("base64url")),
+        code_challenge_method: "S256",
+        state: "st-1",
+        resource,
+        ...change,
+      };
+      for (const response of [
+        await fetch(`${base}/oauth/authorize?${form(params)}`, { redirect: "manual" }),
+        await post("/oauth/authorize", { ...params, consent: "deny" }),
+      ]) {
+        const html = await response.text();
+        expect(response.status).toBe(400);
+        expect(response.headers.get("location")).toBeNull();
+        expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+        expect(response.headers.get("content-security-policy")).toContain("form-action 'self';");
+        expect(html).toContain(error);
+        expect(html).toContain(`${field}:`);
+        expect(html).not.toContain("evil.example");
+      }
+    },
+  );
 
   it("answers a denial with access_denied, and a wrong API token with the page again and no code", async () => {
     const user = await newUser();
