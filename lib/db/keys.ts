@@ -200,6 +200,9 @@ export const keys = {
   oauthClient: (clientId: string) => key(`OAUTHCLIENT#${clientId}`, "CLIENT"),
   oauthCode: (codeHash: string) => key(`OAUTHCODE#${codeHash}`, "CODE"),
   oauthGrant: (grantId: string) => key(`OAUTHGRANT#${grantId}`, "GRANT"),
+  /** A refresh token of the grant that was rotated away (by its SHA-256): a replay of it is evidence. */
+  oauthRotatedRefresh: (grantId: string, tokenHash: string) =>
+    key(`OAUTHGRANT#${grantId}`, `ROTATED#${tokenHash}`),
   /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */
   credentialTokenCache: (credentialId: string) => key(`CREDTOKEN#${credentialId}`, "TOKEN"),
 };

@@ -26,6 +26,7 @@ import {
   REFRESH_TOKEN_TTL_SECONDS,
   revokeOAuthGrant,
   rotateRefreshToken,
+  wasRotatedRefreshToken,
 } from "../db/entities/oauth-grant.ts";
 import { findUser } from "../db/entities/user.ts";
 import { nowIso, nowSeconds } from "../db/store.ts";
@@ -242,9 +243,12 @@ export async function exchangeAuthorizationCode(
 
 /**
  * grant_type=refresh_token: rotation. The grant takes the new refresh token only while it holds the
- * presented one (a conditional write); an old or forged refresh token of a live grant revokes the
- * grant (OAuth 2.1 4.3.1: replay detection for public clients). A grant whose API token was revoked
- * is revoked too.
+ * presented one (a conditional write). A real refresh token of the grant that was already rotated
+ * away (its SHA-256 is one of the grant's rotated markers), or the loser of two concurrent uses of
+ * the current one, revokes the grant (OAuth 2.1 4.3.1: replay detection for public clients). Any
+ * other token is only refused: the grant id is readable in every access token, so a token made up
+ * from it proves nothing and may not revoke anything. A grant whose API token was revoked is
+ * revoked too.
  */
 export async function refreshGrant(params: Map<string, string>, resource: string): Promise<TokenResponse> {
   const presented = required(params, "refresh_token");
@@ -257,7 +261,10 @@ export async function refreshGrant(params: Map<string, string>, resource: string
   if (current.clientId !== clientId) throw invalidGrant("client_id: the token was issued to another client");
   if (current.resource !== resource)
     throw invalidGrant("resource: the token was issued for another resource");
-  if (current.refreshHash !== sha256(presented)) {
+  const presentedHash = sha256(presented);
+  if (current.refreshHash !== presentedHash) {
+    if (!(await wasRotatedRefreshToken(grantId, presentedHash)))
+      throw invalidGrant("refresh_token: unknown, used or expired");
     await revokeOAuthGrant(grantId);
     throw invalidGrant("refresh_token: already used; the grant is revoked");
   }
@@ -268,7 +275,7 @@ export async function refreshGrant(params: Map<string, string>, resource: string
     throw invalidGrant("refresh_token: the API token it was approved with is revoked");
   }
   const next = refreshTokenOf(grantId);
-  const rotated = await rotateRefreshToken(grantId, current.refreshHash, sha256(next));
+  const rotated = await rotateRefreshToken(current, sha256(next));
   if (!rotated) {
     await revokeOAuthGrant(grantId);
     throw invalidGrant("refresh_token: already used; the grant is revoked");

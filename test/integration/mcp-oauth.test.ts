@@ -443,6 +443,47 @@ describe("refresh tokens", () => {
     expect(await verifyAccessToken(next.access_token, resource)).toBeUndefined();
   });
 
+  it("refuse a forged token for a live grant without revoking it (the grant id is public in every access token)", async () => {
+    const user = await newUser();
+    const { authorization, body } = await tokensFor(user);
+    const grantId = decodeJwt(body.access_token).grant_id as string;
+    expect(body.refresh_token.startsWith(`${grantId}.`)).toBe(true);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const forged = await refresh(
+        authorization.clientId,
+        `${grantId}.${randomBytes(32).toString("base64url")}`,
+      );
+      expect(forged.status).toBe(400);
+      expect(await forged.json()).toEqual({
+        error: "invalid_grant",
+        error_description: "refresh_token: unknown, used or expired",
+      });
+    }
+    // The grant keeps working: its access token verifies and its real refresh token rotates.
+    expect(await verifyAccessToken(body.access_token, resource)).toMatchObject({ userId: user.userId });
+    const real = await refresh(authorization.clientId, body.refresh_token);
+    expect(real.status, await real.clone().text()).toBe(200);
+    expect(await storedItem(keys.oauthGrant(grantId))).toMatchObject({ entity: "oauthGrant" });
+  });
+
+  it("revoke the grant on a replay of a real rotated token, even after several rotations", async () => {
+    const user = await newUser();
+    const { authorization, body } = await tokensFor(user);
+    let latest = body as Record<string, any>;
+    for (let rotation = 0; rotation < 3; rotation += 1) {
+      const response = await refresh(authorization.clientId, latest.refresh_token);
+      latest = (await response.json()) as Record<string, any>;
+      expect(response.status, JSON.stringify(latest)).toBe(200);
+    }
+    const replay = await refresh(authorization.clientId, body.refresh_token);
+    expect(await replay.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "refresh_token: already used; the grant is revoked",
+    });
+    expect((await refresh(authorization.clientId, latest.refresh_token)).status).toBe(400);
+    expect(await verifyAccessToken(latest.access_token, resource)).toBeUndefined();
+  });
+
   it("are bound to their client", async () => {
     const user = await newUser();
     const { body } = await tokensFor(user);
