@@ -198,6 +198,8 @@ export const keys = {
    * (the refresh token's family, by grant id; the current refresh token's SHA-256 on the item).
    */
   oauthClient: (clientId: string) => key(`OAUTHCLIENT#${clientId}`, "CLIENT"),
+  /** How many clients registered in the hour starting at `bucketStart` (ms) still wait for a first approval. */
+  oauthPendingClients: (bucketStart: number) => key("OAUTHPENDING", String(bucketStart)),
   oauthCode: (codeHash: string) => key(`OAUTHCODE#${codeHash}`, "CODE"),
   oauthGrant: (grantId: string) => key(`OAUTHGRANT#${grantId}`, "GRANT"),
   /** A refresh token of the grant that was rotated away (by its SHA-256): a replay of it is evidence. */

@@ -5,12 +5,14 @@
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import {
+  claimPendingClientPlace,
+  countPendingClients,
   extendOAuthClient,
   findOAuthClient,
-  OAUTH_CLIENT_TTL_SECONDS,
   type OAuthClientItem,
   oauthClientKeys,
   putOAuthClient,
+  releasePendingClientPlace,
 } from "../db/entities/oauth-client.ts";
 import {
   AUTHORIZATION_CODE_TTL_SECONDS,
@@ -30,11 +32,21 @@ import {
 } from "../db/entities/oauth-grant.ts";
 import { findUser } from "../db/entities/user.ts";
 import { nowIso, nowSeconds } from "../db/store.ts";
+import { consumeRequest } from "../domain/rate-limit.ts";
 import { resolveToken } from "../domain/tokens.ts";
 import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from "./access-tokens.ts";
 import { type ClientRegistration, registrationResponse } from "./client-metadata.ts";
 import { oauthError } from "./errors.ts";
 import { isS256Challenge, verifierMatches } from "./pkce.ts";
+import {
+  PENDING_CLIENT_TTL_SECONDS,
+  pendingBucketExpiry,
+  pendingBucketsAt,
+  pendingRetryAfterSeconds,
+  pendingRoom,
+  type RegistrationLimits,
+  registrationSourceOf,
+} from "./registration-limits.ts";
 
 const MAX_STATE_LENGTH = 1024;
 const MAX_SCOPE_LENGTH = 1000;
@@ -65,19 +77,57 @@ const required = (params: Map<string, string>, name: string) => {
 
 // ---- registration (RFC 7591) ----
 
-export async function registerClient(registration: ClientRegistration) {
+/**
+ * Register a client, within the registration limits (lib/oauth/registration-limits.ts): first the
+ * source address's rate (429), then a place among the pending clients (503); both with when to try
+ * again. The client is stored pending: it expires in PENDING_CLIENT_TTL_SECONDS unless a user
+ * approves it.
+ */
+export async function registerClient(
+  registration: ClientRegistration,
+  context: { sourceIp?: string; limits: RegistrationLimits; nowMs?: number },
+) {
+  const { limits } = context;
+  const nowMs = context.nowMs ?? Date.now();
+  const buckets = pendingBucketsAt(nowMs);
+  // Independent reads, together: the source's rate (a conditional write) and the earlier hours' counts.
+  const [rate, earlier] = await Promise.all([
+    consumeRequest(`OAUTHREG#${registrationSourceOf(context.sourceIp)}`, limits.perMinute, { nowMs }),
+    countPendingClients(buckets.earlier),
+  ]);
+  if (!rate.allowed)
+    throw oauthError(
+      "temporarily_unavailable",
+      `registration: at most ${limits.perMinute} registrations a minute from one address; try again in ${rate.retryAfterSeconds} s`,
+      { status: 429, retryAfterSeconds: rate.retryAfterSeconds },
+    );
+  const room = pendingRoom(limits.pendingMax, [...earlier.values()]);
+  if (!(await claimPendingClientPlace(buckets.current, room, pendingBucketExpiry(buckets.current)))) {
+    const retryAfterSeconds = pendingRetryAfterSeconds(nowMs, earlier);
+    throw oauthError(
+      "temporarily_unavailable",
+      `registration: ${limits.pendingMax} registered clients are waiting for a user's first approval, the most there may be; try again later`,
+      { status: 503, retryAfterSeconds },
+    );
+  }
   const clientId = `mcp-${randomUUID()}`;
-  const now = nowSeconds();
+  const now = Math.floor(nowMs / 1000);
   const item: OAuthClientItem = {
     ...oauthClientKeys.item(clientId),
     entity: "oauthClient",
     clientId,
     clientName: registration.clientName,
     redirectUris: registration.redirectUris,
-    createdAt: nowIso(),
-    TTL: now + OAUTH_CLIENT_TTL_SECONDS,
+    createdAt: new Date(nowMs).toISOString(),
+    TTL: now + PENDING_CLIENT_TTL_SECONDS,
+    pendingBucket: buckets.current,
   };
-  await putOAuthClient(item);
+  try {
+    await putOAuthClient(item);
+  } catch (error) {
+    await releasePendingClientPlace(buckets.current).catch(() => undefined);
+    throw error;
+  }
   return registrationResponse(clientId, now, registration);
 }
 
@@ -144,8 +194,10 @@ export async function approveAuthorization(
 ): Promise<string | undefined> {
   const token = await resolveToken(rawToken.trim());
   if (!token) return undefined;
-  if (!(await extendOAuthClient(request.client.clientId)))
-    throw oauthError("invalid_request", "client_id: unknown client");
+  const extended = await extendOAuthClient(request.client.clientId);
+  if (!extended) throw oauthError("invalid_request", "client_id: unknown client");
+  // Its first approval: the client no longer counts among the pending ones.
+  if (extended.pendingBucket !== undefined) await releasePendingClientPlace(extended.pendingBucket);
   const code = secret();
   await putAuthorizationCode({
     ...oauthCodeKeys.item(sha256(code)),

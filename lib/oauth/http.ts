@@ -24,8 +24,19 @@ import {
   OAUTH_PATHS,
   protectedResourceMetadata,
 } from "./metadata.ts";
+import { registrationLimitsOf } from "./registration-limits.ts";
 
-type Endpoint = (request: Request, origin: { issuer: string; resource: string }) => Promise<Response>;
+/** What the platform knows of the request besides the request itself. */
+export interface OAuthRequestContext {
+  /** The caller's address as the function URL saw it (`requestContext.http.sourceIp`). */
+  sourceIp?: string;
+}
+
+type Endpoint = (
+  request: Request,
+  origin: { issuer: string; resource: string },
+  context: OAuthRequestContext,
+) => Promise<Response>;
 
 /** Answers a browser-based client may read cross-origin (metadata, registration, token). */
 const CORS_HEADERS = {
@@ -65,7 +76,7 @@ const protectedResource: Endpoint = async (_request, { issuer }) =>
 const authorizationServer: Endpoint = async (_request, { issuer }) =>
   json(200, authorizationServerMetadata(issuer), { "Cache-Control": "max-age=300" });
 
-const register: Endpoint = async (request) => {
+const register: Endpoint = async (request, _origin, { sourceIp }) => {
   const text = await bodyOf(request, "application/json");
   let body: unknown;
   try {
@@ -73,7 +84,12 @@ const register: Endpoint = async (request) => {
   } catch {
     throw oauthError("invalid_client_metadata", "The body must be JSON");
   }
-  return json(201, await registerClient(parseClientRegistration(body)), NO_STORE);
+  const registration = parseClientRegistration(body);
+  return json(
+    201,
+    await registerClient(registration, { sourceIp, limits: registrationLimitsOf(process.env) }),
+    NO_STORE,
+  );
 };
 
 const token: Endpoint = async (request, { resource }) => {
@@ -157,7 +173,10 @@ const ROUTES: Record<string, { methods: string[]; endpoint: Endpoint; cors: bool
 };
 
 /** The answer to a request for one of the authorization server's paths, or undefined for any other path. */
-export async function handleOAuthRequest(request: Request): Promise<Response | undefined> {
+export async function handleOAuthRequest(
+  request: Request,
+  context: OAuthRequestContext = {},
+): Promise<Response | undefined> {
   const url = new URL(request.url);
   const route = ROUTES[url.pathname];
   if (!route) return undefined;
@@ -172,11 +191,14 @@ export async function handleOAuthRequest(request: Request): Promise<Response | u
       },
     );
   try {
-    return await route.endpoint(request, endpointsOf(request.url));
+    return await route.endpoint(request, endpointsOf(request.url), context);
   } catch (error) {
     if (error instanceof OAuthError) {
-      const status = error.code === "invalid_client" ? 401 : 400;
-      return json(status, error.toJSON(), NO_STORE);
+      const { status, retryAfterSeconds } = error.answer;
+      return json(status ?? (error.code === "invalid_client" ? 401 : 400), error.toJSON(), {
+        ...NO_STORE,
+        ...(retryAfterSeconds === undefined ? {} : { "Retry-After": String(retryAfterSeconds) }),
+      });
     }
     if (isServiceUnavailable(error)) {
       log.warn("OAuth request: a service is unavailable", { path: url.pathname, ...describeError(error) });

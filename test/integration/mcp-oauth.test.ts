@@ -32,7 +32,12 @@ beforeAll(async () => {
     provisionTable(config.homeRegion, config.tableName),
     provisionSigningKey(config.homeRegion, config.oauthSigningKeyId),
   ]);
-  server = await serveWebHandler(handleOAuthRequest);
+  // Every test registers its own client from 127.0.0.1: more than the default 10 a minute. The
+  // registration limits themselves are tested in mcp-oauth-registration-limits.test.ts.
+  process.env.OAUTH_REGISTRATIONS_PER_MINUTE = "1000";
+  server = await serveWebHandler((request, { remoteAddress }) =>
+    handleOAuthRequest(request, { sourceIp: remoteAddress }),
+  );
   base = server.baseUrl;
   resource = `${base}/mcp`;
 });
