@@ -74,7 +74,11 @@ export const keys = {
   systemNotificationReceipt: (userId: string, notificationId: string) =>
     key(`NOTIFYREAD#${userId}`, notificationId),
 
-  /** Fixed-window request counter of a rate-limited principal (user token, proxy credential). */
+  /**
+   * Fixed-window counter of a rate-limited principal (user token, proxy credential, an OAuth
+   * registration's source address), or of the OAuth clients registered in an hour still pending
+   * (`OAUTHPENDING`).
+   */
   rateWindow: (principal: string, windowStart: number) => key(`RATE#${principal}`, String(windowStart)),
 
   // MSPs
@@ -198,8 +202,6 @@ export const keys = {
    * (the refresh token's family, by grant id; the current refresh token's SHA-256 on the item).
    */
   oauthClient: (clientId: string) => key(`OAUTHCLIENT#${clientId}`, "CLIENT"),
-  /** How many clients registered in the hour starting at `bucketStart` (ms) still wait for a first approval. */
-  oauthPendingClients: (bucketStart: number) => key("OAUTHPENDING", String(bucketStart)),
   oauthCode: (codeHash: string) => key(`OAUTHCODE#${codeHash}`, "CODE"),
   oauthGrant: (grantId: string) => key(`OAUTHGRANT#${grantId}`, "GRANT"),
   /** A refresh token of the grant that was rotated away (by its SHA-256): a replay of it is evidence. */

@@ -237,7 +237,7 @@ describe("clients waiting for a first approval", () => {
       homeDb().send(
         new UpdateCommand({
           TableName: tableName(),
-          Key: keys.oauthPendingClients(oldest),
+          Key: keys.rateWindow("OAUTHPENDING", oldest),
           UpdateExpression: "SET pending = :n, #ttl = :ttl, entity = :entity",
           ExpressionAttributeNames: { "#ttl": "TTL" },
           ExpressionAttributeValues: { ":n": 50, ":ttl": ttl, ":entity": "oauthPendingClients" },

@@ -4,8 +4,8 @@
  * registration no user approved expires a day after it was made (the domain sets that TTL and
  * counts it as pending in the hour bucket `pendingBucket`); the first approval takes it out of the
  * pending count, and each approval keeps it OAUTH_CLIENT_TTL_SECONDS more, so anonymous
- * registrations do not pile up. The pending counters (`keys.oauthPendingClients`, one item per
- * hour of registration, TTL-bound) are this module's too.
+ * registrations do not pile up. The pending counters (one fixed-window counter item per hour of
+ * registration, `keys.rateWindow("OAUTHPENDING", hourStart)`, TTL-bound) are this module's too.
  */
 import * as z from "zod/mini";
 import { GetCommand, PutCommand, UpdateCommand } from "../document-client.ts";
@@ -91,6 +91,9 @@ export async function extendOAuthClient(clientId: string): Promise<{ pendingBuck
 
 // ---- pending clients: one counter per hour of registration ----
 
+/** The counter of the clients registered in the hour starting at `bucketStart` (ms) and still pending. */
+const pendingCounterKey = (bucketStart: number) => keys.rateWindow("OAUTHPENDING", bucketStart);
+
 const PendingCounter = z.object({ pKey: z.string(), sKey: z.string(), pending: z.number() });
 
 /**
@@ -98,7 +101,7 @@ const PendingCounter = z.object({ pKey: z.string(), sKey: z.string(), pending: z
  * BatchGetItem); a missing or expired bucket counts 0.
  */
 export async function countPendingClients(bucketStarts: readonly number[]): Promise<Map<number, number>> {
-  const items = await batchGet(bucketStarts.map((bucket) => keys.oauthPendingClients(bucket)));
+  const items = await batchGet(bucketStarts.map((bucket) => pendingCounterKey(bucket)));
   const counts = new Map<number, number>(bucketStarts.map((bucket) => [bucket, 0]));
   for (const item of items) {
     if (isExpired(item)) continue;
@@ -123,7 +126,7 @@ export async function claimPendingClientPlace(
     await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.oauthPendingClients(bucketStart),
+        Key: pendingCounterKey(bucketStart),
         UpdateExpression: "ADD pending :one SET entity = :entity, #ttl = if_not_exists(#ttl, :ttl)",
         ConditionExpression: "attribute_not_exists(pending) OR pending < :room",
         ExpressionAttributeNames: { "#ttl": "TTL" },
@@ -148,7 +151,7 @@ export async function releasePendingClientPlace(bucketStart: number): Promise<vo
     await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: keys.oauthPendingClients(bucketStart),
+        Key: pendingCounterKey(bucketStart),
         UpdateExpression: "ADD pending :minusOne",
         ConditionExpression: "attribute_exists(pKey) AND pending > :zero",
         ExpressionAttributeValues: { ":minusOne": -1, ":zero": 0 },
