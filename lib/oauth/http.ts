@@ -44,6 +44,8 @@ const CORS_HEADERS = {
   "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
   "Access-Control-Allow-Headers": "Content-Type, Authorization, MCP-Protocol-Version",
   "Access-Control-Max-Age": "600",
+  // A browser-based client may read when to try a limited registration again.
+  "Access-Control-Expose-Headers": "Retry-After",
 };
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>

@@ -131,6 +131,7 @@ describe("registrations per source address", () => {
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(60);
       expect(refused.headers["cache-control"]).toBe("no-store");
+      expect(refused.headers["access-control-expose-headers"]).toBe("Retry-After");
     }
     // Another address has its own count.
     expect((await registerFrom(freshAddress())).status).toBe(201);

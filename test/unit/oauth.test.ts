@@ -3,7 +3,7 @@ import { generateKeyPairSync, sign, verify } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { checkAuthorizationParams, singleParams } from "#lib/oauth/authorization-server.ts";
 import { parseClientRegistration, redirectUriProblem } from "#lib/oauth/client-metadata.ts";
-import { consentPage, escapeHtml, pageHeaders } from "#lib/oauth/consent-page.ts";
+import { consentPage, errorPage, escapeHtml, pageHeaders } from "#lib/oauth/consent-page.ts";
 import { OAuthError } from "#lib/oauth/errors.ts";
 import {
   authorizationServerMetadata,
@@ -332,5 +332,14 @@ describe("registration limits", () => {
     // Only the current hour holds: its clients' day is over 24 h 40 min from now.
     expect(pendingRetryAfterSeconds(now, new Map())).toBe(pendingBucketExpiry(current) - now / 1000);
     expect(pendingRetryAfterSeconds(now, new Map())).toBe(24 * 3600 + 40 * 60);
+  });
+});
+
+describe("the error page", () => {
+  it("names the error code and the parameter, escaped, and offers no way back to the client", () => {
+    const html = errorPage("invalid_request", 'state: at most 1024 characters <script>"');
+    expect(html).toContain("invalid_request: state: at most 1024 characters &lt;script&gt;&quot;");
+    expect(html).not.toContain("<script>");
+    expect(html).not.toMatch(/<a |<form|http/i);
   });
 });
