@@ -104,7 +104,7 @@ const token: Endpoint = async (request, { resource }) => {
   throw oauthError("unsupported_grant_type", "grant_type: authorization_code or refresh_token");
 };
 
-/** A 302/303 back to the client's (registered) redirect URI with the answer's parameters. */
+/** A 303 (the answer to the consent form) back to the client's registered redirect URI with the answer's parameters. */
 function redirectTo(redirectUri: string, status: 303, answer: Record<string, string | undefined>): Response {
   const location = new URL(redirectUri);
   for (const [name, value] of Object.entries(answer))
