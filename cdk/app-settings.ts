@@ -77,6 +77,14 @@ const ContextSchema = z
      * function URL's CORS allows. Empty by default: no browser origin, no CORS.
      */
     mcpAllowedOrigins: originList.default([]),
+    /**
+     * CloudFront is in front of every region's data plane and sets `CloudFront-Viewer-Country`:
+     * TRUST_CLOUDFRONT_VIEWER_COUNTRY of the telemetry consumers, which then take a request's
+     * country from that header. Off by default: the data plane is a function URL that callers reach
+     * directly, so the header is the caller's claim, and the country comes from GeoIP of the
+     * caller's address (docs/telemetry.md).
+     */
+    trustCloudFrontViewerCountry: flag.default(false),
   })
   .superRefine((settings, ctx) => {
     if (!settings.regions.includes(settings.homeRegion)) {
@@ -106,6 +114,7 @@ export const CONTEXT_KEYS = [
   "dataPlaneUrls",
   "mcpDeleteEnabled",
   "mcpAllowedOrigins",
+  "trustCloudFrontViewerCountry",
 ] as const satisfies readonly (keyof AppSettings)[];
 
 export function readAppSettings(node: Node): AppSettings {

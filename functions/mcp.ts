@@ -37,6 +37,7 @@ export async function handler(event: APIGatewayProxyEventV2): Promise<APIGateway
     const response = await handleMcpHttp(requestOf(event), {
       requestId,
       baseUrl: process.env.API_BASE_URL?.replace(/\/$/, ""),
+      sourceIp: event.requestContext.http.sourceIp,
     });
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => {

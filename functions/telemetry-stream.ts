@@ -14,15 +14,23 @@ import { addTelemetryParts, splitIntoParts, type TelemetryRecordInput } from "#l
 import { runAutomaticTopUps } from "#lib/domain/msp-top-ups.ts";
 import { drawDownPart } from "#lib/domain/msp-usage.ts";
 import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
-import type { CountryLookup } from "#lib/domain/telemetry/country.ts";
+import {
+  type CountryLookup,
+  type CountrySettings,
+  countrySettingsOf,
+} from "#lib/domain/telemetry/country.ts";
 import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
 import { describeError, log } from "#lib/log.ts";
 import { AggregatingBatchProcessor } from "#lib/streams/aggregating-batch-processor.ts";
 import { geoipCountry } from "#lib/streams/geoip.ts";
 import { decodeRecord } from "#lib/streams/stream-batch.ts";
 
-/** CloudFront-Viewer-Country, else the GeoIP database (lib/streams/geoip.ts), else XX. */
+/**
+ * The GeoIP database (lib/streams/geoip.ts), else XX; CloudFront-Viewer-Country first only with
+ * TRUST_CLOUDFRONT_VIEWER_COUNTRY=true (CloudFront in front of the data plane), read per batch.
+ */
 const countryLookup: CountryLookup = geoipCountry;
+let countrySettings: CountrySettings = { trustViewerCountry: false };
 
 interface Decoded extends TelemetryRecordInput {
   region: string;
@@ -35,7 +43,10 @@ const decode = async (record: DynamoDBRecord): Promise<Decoded> => {
     eventId: decoded.eventId,
     sequenceNumber: decoded.sequenceNumber,
     region: decoded.region,
-    observation: decoded.eventName === "INSERT" ? observationOf(decoded.newImage, countryLookup) : undefined,
+    observation:
+      decoded.eventName === "INSERT"
+        ? observationOf(decoded.newImage, countryLookup, countrySettings)
+        : undefined,
   };
 };
 
@@ -62,6 +73,7 @@ const processor = new AggregatingBatchProcessor<Decoded>(async (records) => {
 });
 
 export const handler = (event: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
+  countrySettings = countrySettingsOf(process.env);
   deadline = context
     ? () => context.getRemainingTimeInMillis() > TELEMETRY_STREAM_FUNCTION.deadlineMarginMs
     : () => true;

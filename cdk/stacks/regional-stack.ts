@@ -13,6 +13,7 @@ import * as eventSources from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
+import { TRUST_VIEWER_COUNTRY_ENV } from "../../lib/domain/telemetry/country.ts";
 import {
   type FilterPattern,
   GEOIP_DATABASE_FILE,
@@ -340,6 +341,11 @@ export class RegionalStack extends Stack {
       consumer
         .addEnvironment("STRIPE_SECRET_ARN", settings.stripeSecretArn)
         .allowReadSecret(settings.stripeSecretArn);
+    // The country from CloudFront-Viewer-Country only when CloudFront is in front of the data plane.
+    consumer.addEnvironment(
+      TRUST_VIEWER_COUNTRY_ENV,
+      settings.trustCloudFrontViewerCountry ? "true" : "false",
+    );
     this.addStreamMapping(
       consumer,
       TELEMETRY_STREAM_SETTINGS,

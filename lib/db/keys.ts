@@ -74,7 +74,11 @@ export const keys = {
   systemNotificationReceipt: (userId: string, notificationId: string) =>
     key(`NOTIFYREAD#${userId}`, notificationId),
 
-  /** Fixed-window request counter of a rate-limited principal (user token, proxy credential). */
+  /**
+   * Fixed-window counter of a rate-limited principal (user token, proxy credential, an OAuth
+   * registration's source address), or of the OAuth clients registered in an hour still pending
+   * (`OAUTHPENDING`).
+   */
   rateWindow: (principal: string, windowStart: number) => key(`RATE#${principal}`, String(windowStart)),
 
   // MSPs
@@ -200,6 +204,9 @@ export const keys = {
   oauthClient: (clientId: string) => key(`OAUTHCLIENT#${clientId}`, "CLIENT"),
   oauthCode: (codeHash: string) => key(`OAUTHCODE#${codeHash}`, "CODE"),
   oauthGrant: (grantId: string) => key(`OAUTHGRANT#${grantId}`, "GRANT"),
+  /** A refresh token of the grant that was rotated away (by its SHA-256): a replay of it is evidence. */
+  oauthRotatedRefresh: (grantId: string, tokenHash: string) =>
+    key(`OAUTHGRANT#${grantId}`, `ROTATED#${tokenHash}`),
   /** Cached token of a customToken / oauth2 target credential (encrypted, TTL-bound). */
   credentialTokenCache: (credentialId: string) => key(`CREDTOKEN#${credentialId}`, "TOKEN"),
 };

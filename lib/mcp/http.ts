@@ -30,6 +30,8 @@ export interface McpHttpContext {
   requestId: string;
   /** The Core API's public base URL, for links in answers (default: the request's origin). */
   baseUrl?: string;
+  /** The caller's address as the function URL saw it (the OAuth registration limit counts by it). */
+  sourceIp?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -73,7 +75,7 @@ export async function handleMcpHttp(request: Request, context: McpHttpContext): 
   try {
     if (!isAllowedHost(request, env)) return jsonResponse(403, { message: "Forbidden: host not allowed" });
     // `/.well-known/*` and `/oauth/*`: the OAuth 2.1 authorization server (lib/oauth).
-    const oauth = await handleOAuthRequest(request);
+    const oauth = await handleOAuthRequest(request, { sourceIp: context.sourceIp });
     if (oauth) return oauth;
     if (url.pathname !== MCP_PATH && url.pathname !== `${MCP_PATH}/`)
       return jsonResponse(404, { message: "Not found" });

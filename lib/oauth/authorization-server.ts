@@ -5,12 +5,14 @@
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import {
+  claimPendingClientPlace,
+  countPendingClients,
   extendOAuthClient,
   findOAuthClient,
-  OAUTH_CLIENT_TTL_SECONDS,
   type OAuthClientItem,
   oauthClientKeys,
   putOAuthClient,
+  releasePendingClientPlace,
 } from "../db/entities/oauth-client.ts";
 import {
   AUTHORIZATION_CODE_TTL_SECONDS,
@@ -26,14 +28,25 @@ import {
   REFRESH_TOKEN_TTL_SECONDS,
   revokeOAuthGrant,
   rotateRefreshToken,
+  wasRotatedRefreshToken,
 } from "../db/entities/oauth-grant.ts";
 import { findUser } from "../db/entities/user.ts";
 import { nowIso, nowSeconds } from "../db/store.ts";
+import { consumeRequest } from "../domain/rate-limit.ts";
 import { resolveToken } from "../domain/tokens.ts";
 import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from "./access-tokens.ts";
 import { type ClientRegistration, registrationResponse } from "./client-metadata.ts";
 import { oauthError } from "./errors.ts";
 import { isS256Challenge, verifierMatches } from "./pkce.ts";
+import {
+  PENDING_CLIENT_TTL_SECONDS,
+  pendingBucketExpiry,
+  pendingBucketsAt,
+  pendingRetryAfterSeconds,
+  pendingRoom,
+  type RegistrationLimits,
+  registrationSourceOf,
+} from "./registration-limits.ts";
 
 const MAX_STATE_LENGTH = 1024;
 const MAX_SCOPE_LENGTH = 1000;
@@ -64,25 +77,63 @@ const required = (params: Map<string, string>, name: string) => {
 
 // ---- registration (RFC 7591) ----
 
-export async function registerClient(registration: ClientRegistration) {
+/**
+ * Register a client, within the registration limits (lib/oauth/registration-limits.ts): first the
+ * source address's rate (429), then a place among the pending clients (503); both with when to try
+ * again. The client is stored pending: it expires in PENDING_CLIENT_TTL_SECONDS unless a user
+ * approves it.
+ */
+export async function registerClient(
+  registration: ClientRegistration,
+  context: { sourceIp?: string; limits: RegistrationLimits; nowMs?: number },
+) {
+  const { limits } = context;
+  const nowMs = context.nowMs ?? Date.now();
+  // The rate first, alone: a refused caller costs one write, not the 24 reads of the pending count.
+  const rate = await consumeRequest(`OAUTHREG#${registrationSourceOf(context.sourceIp)}`, limits.perMinute, {
+    nowMs,
+  });
+  if (!rate.allowed)
+    throw oauthError(
+      "temporarily_unavailable",
+      `registration: at most ${limits.perMinute} registrations a minute from one address; try again in ${rate.retryAfterSeconds} s`,
+      { status: 429, retryAfterSeconds: rate.retryAfterSeconds },
+    );
+  const buckets = pendingBucketsAt(nowMs);
+  const earlier = await countPendingClients(buckets.earlier);
+  const room = pendingRoom(limits.pendingMax, [...earlier.values()]);
+  if (!(await claimPendingClientPlace(buckets.current, room, pendingBucketExpiry(buckets.current)))) {
+    const retryAfterSeconds = pendingRetryAfterSeconds(nowMs, earlier);
+    throw oauthError(
+      "temporarily_unavailable",
+      `registration: ${limits.pendingMax} registered clients are waiting for a user's first approval, the most there may be; try again later`,
+      { status: 503, retryAfterSeconds },
+    );
+  }
   const clientId = `mcp-${randomUUID()}`;
-  const now = nowSeconds();
+  const now = Math.floor(nowMs / 1000);
   const item: OAuthClientItem = {
     ...oauthClientKeys.item(clientId),
     entity: "oauthClient",
     clientId,
     clientName: registration.clientName,
     redirectUris: registration.redirectUris,
-    createdAt: nowIso(),
-    TTL: now + OAUTH_CLIENT_TTL_SECONDS,
+    createdAt: new Date(nowMs).toISOString(),
+    TTL: now + PENDING_CLIENT_TTL_SECONDS,
+    pendingBucket: buckets.current,
   };
-  await putOAuthClient(item);
+  try {
+    await putOAuthClient(item);
+  } catch (error) {
+    await releasePendingClientPlace(buckets.current).catch(() => undefined);
+    throw error;
+  }
   return registrationResponse(clientId, now, registration);
 }
 
 // ---- the authorization request ----
 
-/** Who asks and where the answer goes: until both are known good, errors are shown, never redirected. */
+/** Who asks and where the answer goes. Errors of the request are shown, never redirected (lib/oauth/http.ts). */
 export interface ClientAndRedirect {
   client: OAuthClientItem;
   redirectUri: string;
@@ -99,7 +150,7 @@ export async function resolveClientAndRedirect(params: Map<string, string>): Pro
   return { client, redirectUri };
 }
 
-/** The rest of an authorization request, checked; errors here are redirected to the client. */
+/** The rest of an authorization request, checked; an error here is shown on an error page too. */
 export interface AuthorizationParams {
   codeChallenge: string;
   state?: string;
@@ -143,8 +194,10 @@ export async function approveAuthorization(
 ): Promise<string | undefined> {
   const token = await resolveToken(rawToken.trim());
   if (!token) return undefined;
-  if (!(await extendOAuthClient(request.client.clientId)))
-    throw oauthError("invalid_request", "client_id: unknown client");
+  const extended = await extendOAuthClient(request.client.clientId);
+  if (!extended) throw oauthError("invalid_request", "client_id: unknown client");
+  // Its first approval: the client no longer counts among the pending ones.
+  if (extended.pendingBucket !== undefined) await releasePendingClientPlace(extended.pendingBucket);
   const code = secret();
   await putAuthorizationCode({
     ...oauthCodeKeys.item(sha256(code)),
@@ -242,9 +295,12 @@ export async function exchangeAuthorizationCode(
 
 /**
  * grant_type=refresh_token: rotation. The grant takes the new refresh token only while it holds the
- * presented one (a conditional write); an old or forged refresh token of a live grant revokes the
- * grant (OAuth 2.1 4.3.1: replay detection for public clients). A grant whose API token was revoked
- * is revoked too.
+ * presented one (a conditional write). A real refresh token of the grant that was already rotated
+ * away (its SHA-256 is one of the grant's rotated markers), or the loser of two concurrent uses of
+ * the current one, revokes the grant (OAuth 2.1 4.3.1: replay detection for public clients). Any
+ * other token is only refused: the grant id is readable in every access token, so a token made up
+ * from it proves nothing and may not revoke anything. A grant whose API token was revoked is
+ * revoked too.
  */
 export async function refreshGrant(params: Map<string, string>, resource: string): Promise<TokenResponse> {
   const presented = required(params, "refresh_token");
@@ -257,7 +313,10 @@ export async function refreshGrant(params: Map<string, string>, resource: string
   if (current.clientId !== clientId) throw invalidGrant("client_id: the token was issued to another client");
   if (current.resource !== resource)
     throw invalidGrant("resource: the token was issued for another resource");
-  if (current.refreshHash !== sha256(presented)) {
+  const presentedHash = sha256(presented);
+  if (current.refreshHash !== presentedHash) {
+    if (!(await wasRotatedRefreshToken(grantId, presentedHash)))
+      throw invalidGrant("refresh_token: unknown, used or expired");
     await revokeOAuthGrant(grantId);
     throw invalidGrant("refresh_token: already used; the grant is revoked");
   }
@@ -268,7 +327,7 @@ export async function refreshGrant(params: Map<string, string>, resource: string
     throw invalidGrant("refresh_token: the API token it was approved with is revoked");
   }
   const next = refreshTokenOf(grantId);
-  const rotated = await rotateRefreshToken(grantId, current.refreshHash, sha256(next));
+  const rotated = await rotateRefreshToken(current, sha256(next));
   if (!rotated) {
     await revokeOAuthGrant(grantId);
     throw invalidGrant("refresh_token: already used; the grant is revoked");

@@ -1,6 +1,6 @@
 /**
  * The authorization endpoint's pages (docs/mcp-oauth.md): the consent page, and the error page
- * shown when the client or redirect URI is not known good (so nothing may be redirected). Every
+ * shown for any error in the authorization request (errors are never redirected to the client). Every
  * value is HTML-escaped; the pages hold no secret (the user types their API token into the form);
  * the answer carries a strict Content-Security-Policy and may not be framed.
  */
@@ -77,9 +77,11 @@ ${options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p
   );
 }
 
-export function errorPage(message: string): string {
+/** The page of an authorization request that cannot be answered: the error code and what is wrong. */
+export function errorPage(code: string, message: string): string {
   return page(
     "Authorization error",
-    `<h1>This authorization request cannot be answered</h1><p class="error">${escapeHtml(message)}</p>`,
+    `<h1>This authorization request cannot be answered</h1><p class="error">${escapeHtml(code)}: ${escapeHtml(message)}</p>
+<p>Nothing was sent back to the application. Start again from the application that sent you here.</p>`,
   );
 }

@@ -13,15 +13,24 @@ export type OAuthErrorCode =
   | "access_denied"
   | "invalid_target"
   | "invalid_redirect_uri"
-  | "invalid_client_metadata";
+  | "invalid_client_metadata"
+  | "temporarily_unavailable";
+
+/** An answer other than the code's usual 400/401: a limit (429 or 503) and when to try again. */
+export interface OAuthErrorAnswer {
+  status?: 429 | 503;
+  retryAfterSeconds?: number;
+}
 
 export class OAuthError extends Error {
   override name = "OAuthError";
   readonly code: OAuthErrorCode;
+  readonly answer: OAuthErrorAnswer;
 
-  constructor(code: OAuthErrorCode, description: string) {
+  constructor(code: OAuthErrorCode, description: string, answer: OAuthErrorAnswer = {}) {
     super(description);
     this.code = code;
+    this.answer = answer;
   }
 
   /** The JSON body of the token and registration endpoints. */
@@ -30,4 +39,5 @@ export class OAuthError extends Error {
   }
 }
 
-export const oauthError = (code: OAuthErrorCode, description: string) => new OAuthError(code, description);
+export const oauthError = (code: OAuthErrorCode, description: string, answer?: OAuthErrorAnswer) =>
+  new OAuthError(code, description, answer);

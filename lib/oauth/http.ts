@@ -24,8 +24,19 @@ import {
   OAUTH_PATHS,
   protectedResourceMetadata,
 } from "./metadata.ts";
+import { registrationLimitsOf } from "./registration-limits.ts";
 
-type Endpoint = (request: Request, origin: { issuer: string; resource: string }) => Promise<Response>;
+/** What the platform knows of the request besides the request itself. */
+export interface OAuthRequestContext {
+  /** The caller's address as the function URL saw it (`requestContext.http.sourceIp`). */
+  sourceIp?: string;
+}
+
+type Endpoint = (
+  request: Request,
+  origin: { issuer: string; resource: string },
+  context: OAuthRequestContext,
+) => Promise<Response>;
 
 /** Answers a browser-based client may read cross-origin (metadata, registration, token). */
 const CORS_HEADERS = {
@@ -33,6 +44,8 @@ const CORS_HEADERS = {
   "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
   "Access-Control-Allow-Headers": "Content-Type, Authorization, MCP-Protocol-Version",
   "Access-Control-Max-Age": "600",
+  // A browser-based client may read when to try a limited registration again.
+  "Access-Control-Expose-Headers": "Retry-After",
 };
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -65,7 +78,7 @@ const protectedResource: Endpoint = async (_request, { issuer }) =>
 const authorizationServer: Endpoint = async (_request, { issuer }) =>
   json(200, authorizationServerMetadata(issuer), { "Cache-Control": "max-age=300" });
 
-const register: Endpoint = async (request) => {
+const register: Endpoint = async (request, _origin, { sourceIp }) => {
   const text = await bodyOf(request, "application/json");
   let body: unknown;
   try {
@@ -73,7 +86,12 @@ const register: Endpoint = async (request) => {
   } catch {
     throw oauthError("invalid_client_metadata", "The body must be JSON");
   }
-  return json(201, await registerClient(parseClientRegistration(body)), NO_STORE);
+  const registration = parseClientRegistration(body);
+  return json(
+    201,
+    await registerClient(registration, { sourceIp, limits: registrationLimitsOf(process.env) }),
+    NO_STORE,
+  );
 };
 
 const token: Endpoint = async (request, { resource }) => {
@@ -86,12 +104,8 @@ const token: Endpoint = async (request, { resource }) => {
   throw oauthError("unsupported_grant_type", "grant_type: authorization_code or refresh_token");
 };
 
-/** A 302/303 back to the client's (registered) redirect URI with the answer's parameters. */
-function redirectTo(
-  redirectUri: string,
-  status: 302 | 303,
-  answer: Record<string, string | undefined>,
-): Response {
+/** A 303 (the answer to the consent form) back to the client's registered redirect URI with the answer's parameters. */
+function redirectTo(redirectUri: string, status: 303, answer: Record<string, string | undefined>): Response {
   const location = new URL(redirectUri);
   for (const [name, value] of Object.entries(answer))
     if (value !== undefined) location.searchParams.set(name, value);
@@ -101,51 +115,54 @@ function redirectTo(
 const htmlPage = (status: number, html: string, redirectOrigin?: string) =>
   new Response(html, { status, headers: pageHeaders(redirectOrigin) });
 
-/** GET shows the consent page; POST (form) approves or denies. */
+/** An authorization error shown on this server's page (400), never redirected. */
+const errorAnswer = (error: OAuthError) => htmlPage(400, errorPage(error.code, error.message));
+
+/**
+ * GET shows the consent page; POST (form) approves or denies. Only the user's answer on the
+ * consent page is redirected to the client (the code, or access_denied after Deny); every error in
+ * the request itself is an error page here, whether or not the client and the redirect URI are
+ * registered: anyone may register any https URI, so redirecting an error before the user has
+ * interacted would make this server an open redirector (RFC 9700 4.11.2, RFC 6749 4.1.2.1).
+ */
 const authorize: Endpoint = async (request, { issuer, resource }) => {
   const isPost = request.method === "POST";
   let params: Map<string, string>;
-  let target: Awaited<ReturnType<typeof resolveClientAndRedirect>>;
+  let authorization: Awaited<ReturnType<typeof resolveClientAndRedirect>> &
+    ReturnType<typeof checkAuthorizationParams>;
   try {
     params = isPost ? await formOf(request) : singleParams(new URL(request.url).searchParams);
-    target = await resolveClientAndRedirect(params);
+    const target = await resolveClientAndRedirect(params);
+    authorization = { ...target, ...checkAuthorizationParams(params, resource) };
   } catch (error) {
-    // Client or redirect URI not known good: say so here, never redirect (RFC 6749 4.1.2.1).
-    if (error instanceof OAuthError) return htmlPage(400, errorPage(error.message));
+    if (error instanceof OAuthError) return errorAnswer(error);
     throw error;
   }
-  const status = isPost ? 303 : 302;
-  const redirectOrigin = new URL(target.redirectUri).origin;
-  let checked: ReturnType<typeof checkAuthorizationParams>;
-  try {
-    checked = checkAuthorizationParams(params, resource);
-  } catch (error) {
-    if (!(error instanceof OAuthError)) throw error;
-    return redirectTo(target.redirectUri, status, {
-      error: error.code,
-      error_description: error.message,
-      state: params.get("state"),
-      iss: issuer,
-    });
-  }
-  const authorization = { ...target, ...checked };
+  const redirectUri = authorization.redirectUri;
+  const redirectOrigin = new URL(redirectUri).origin;
   const authorizeUrl = `${issuer}${OAUTH_PATHS.authorize}`;
   if (!isPost) return htmlPage(200, consentPage(authorization, params, { authorizeUrl }), redirectOrigin);
   if (params.get("consent") !== "approve")
-    return redirectTo(target.redirectUri, status, {
+    return redirectTo(redirectUri, 303, {
       error: "access_denied",
       error_description: "The user denied the request",
-      state: checked.state,
+      state: authorization.state,
       iss: issuer,
     });
-  const code = await approveAuthorization(authorization, params.get("token") ?? "");
+  let code: string | undefined;
+  try {
+    code = await approveAuthorization(authorization, params.get("token") ?? "");
+  } catch (error) {
+    if (error instanceof OAuthError) return errorAnswer(error);
+    throw error;
+  }
   if (!code)
     return htmlPage(
       401,
       consentPage(authorization, params, { authorizeUrl, error: "That API token is not valid. Try again." }),
       redirectOrigin,
     );
-  return redirectTo(target.redirectUri, status, { code, state: checked.state, iss: issuer });
+  return redirectTo(redirectUri, 303, { code, state: authorization.state, iss: issuer });
 };
 
 const ROUTES: Record<string, { methods: string[]; endpoint: Endpoint; cors: boolean }> = {
@@ -158,7 +175,10 @@ const ROUTES: Record<string, { methods: string[]; endpoint: Endpoint; cors: bool
 };
 
 /** The answer to a request for one of the authorization server's paths, or undefined for any other path. */
-export async function handleOAuthRequest(request: Request): Promise<Response | undefined> {
+export async function handleOAuthRequest(
+  request: Request,
+  context: OAuthRequestContext = {},
+): Promise<Response | undefined> {
   const url = new URL(request.url);
   const route = ROUTES[url.pathname];
   if (!route) return undefined;
@@ -173,11 +193,14 @@ export async function handleOAuthRequest(request: Request): Promise<Response | u
       },
     );
   try {
-    return await route.endpoint(request, endpointsOf(request.url));
+    return await route.endpoint(request, endpointsOf(request.url), context);
   } catch (error) {
     if (error instanceof OAuthError) {
-      const status = error.code === "invalid_client" ? 401 : 400;
-      return json(status, error.toJSON(), NO_STORE);
+      const { status, retryAfterSeconds } = error.answer;
+      return json(status ?? (error.code === "invalid_client" ? 401 : 400), error.toJSON(), {
+        ...NO_STORE,
+        ...(retryAfterSeconds === undefined ? {} : { "Retry-After": String(retryAfterSeconds) }),
+      });
     }
     if (isServiceUnavailable(error)) {
       log.warn("OAuth request: a service is unavailable", { path: url.pathname, ...describeError(error) });

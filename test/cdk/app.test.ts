@@ -63,6 +63,7 @@ describe("buildApp", () => {
     [{ mcpDeleteEnabled: "yes" }, /mcpDeleteEnabled/],
     [{ mcpAllowedOrigins: "https://agent.example.com/callback" }, /mcpAllowedOrigins\.0: not an origin/],
     [{ mcpAllowedOrigins: ["agent.example.com"] }, /mcpAllowedOrigins/],
+    [{ trustCloudFrontViewerCountry: "yes" }, /trustCloudFrontViewerCountry/],
   ])("rejects invalid context %j", (override, message) => {
     expect(() => buildTestApp(override)).toThrow(message);
   });

@@ -226,6 +226,19 @@ describe.each(regions)("RegionalStack %s", (region) => {
 
   describe("telemetry consumer", () => {
     const fnId = logicalId(stack.telemetryConsumer.function);
+
+    it("does not trust CloudFront-Viewer-Country by default (the data plane is a function URL anyone calls)", () => {
+      const variables =
+        template.findResources("AWS::Lambda::Function")[fnId]?.Properties.Environment.Variables;
+      expect(variables).toMatchObject({ TRUST_CLOUDFRONT_VIEWER_COUNTRY: "false" });
+      const trusting = buildTestApp({ trustCloudFrontViewerCountry: "true" }).regionalStacks[region];
+      if (!trusting) throw new Error(`no regional stack for ${region}`);
+      const trustingTemplate = Template.fromStack(trusting);
+      const trustingId = logicalId(trusting.telemetryConsumer.function);
+      expect(
+        trustingTemplate.findResources("AWS::Lambda::Function")[trustingId]?.Properties.Environment.Variables,
+      ).toMatchObject({ TRUST_CLOUDFRONT_VIEWER_COUNTRY: "true" });
+    });
     const queueId = logicalId(stack.telemetryFailureQueue);
     const mapping = Object.values(template.findResources("AWS::Lambda::EventSourceMapping")).find(
       (m) => m.Properties.FunctionName?.Ref === fnId,

@@ -32,7 +32,12 @@ beforeAll(async () => {
     provisionTable(config.homeRegion, config.tableName),
     provisionSigningKey(config.homeRegion, config.oauthSigningKeyId),
   ]);
-  server = await serveWebHandler(handleOAuthRequest);
+  // Every test registers its own client from 127.0.0.1: more than the default 10 a minute. The
+  // registration limits themselves are tested in mcp-oauth-registration-limits.test.ts.
+  process.env.OAUTH_REGISTRATIONS_PER_MINUTE = "1000";
+  server = await serveWebHandler((request, { remoteAddress }) =>
+    handleOAuthRequest(request, { sourceIp: remoteAddress }),
+  );
   base = server.baseUrl;
   resource = `${base}/mcp`;
 });
@@ -260,21 +265,42 @@ describe("the authorization endpoint", () => {
   });
 
   it.each([
-    [{ code_challenge_method: "plain" }, "invalid_request"],
-    [{ code_challenge: "" }, "invalid_request"],
-    [{ response_type: "token" }, "unsupported_response_type"],
-    [{ resource: "http://127.0.0.1:1/mcp" }, "invalid_target"],
-  ])("redirects %j back with error %s and the state", async (change, error) => {
-    const authorization = await newAuthorization(change);
-    const response = await fetch(`${base}/oauth/authorize?${form(authorization.params)}`, {
-      redirect: "manual",
-    });
-    expect(response.status).toBe(302);
-    const location = new URL(response.headers.get("location") ?? "");
-    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
-    expect(location.searchParams.get("error")).toBe(error);
-    expect(location.searchParams.get("state")).toBe(authorization.params.state);
-  });
+    [{ code_challenge_method: "plain" }, "invalid_request", "code_challenge_method"],
+    [{ code_challenge: "" }, "invalid_request", "code_challenge"],
+    [{ response_type: "x" }, "unsupported_response_type", "response_type"],
+    [{ resource: "http://127.0.0.1:1/mcp" }, "invalid_target", "resource"],
+  ])(
+    "answers %j with a 400 error page (%s), never a redirect to the registered URI",
+    async (change, error, field) => {
+      // Open redirect (RFC 9700 4.11): anyone can register https://evil.example/cb; an error
+      // redirected before the user interacted would send a victim there from this server's URL.
+      const registered = await register({ redirect_uris: ["https://evil.example/cb"] });
+      expect(registered.status).toBe(201);
+      const params = {
+        response_type: "code",
+        client_id: registered.body.client_id,
+        redirect_uri: "https://evil.example/cb",
+        code_challenge: s256Challenge(randomBytes(32).toString("base64url")),
+        code_challenge_method: "S256",
+        state: "st-1",
+        resource,
+        ...change,
+      };
+      for (const response of [
+        await fetch(`${base}/oauth/authorize?${form(params)}`, { redirect: "manual" }),
+        await post("/oauth/authorize", { ...params, consent: "deny" }),
+      ]) {
+        const html = await response.text();
+        expect(response.status).toBe(400);
+        expect(response.headers.get("location")).toBeNull();
+        expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+        expect(response.headers.get("content-security-policy")).toContain("form-action 'self';");
+        expect(html).toContain(error);
+        expect(html).toContain(`${field}:`);
+        expect(html).not.toContain("evil.example");
+      }
+    },
+  );
 
   it("answers a denial with access_denied, and a wrong API token with the page again and no code", async () => {
     const user = await newUser();
@@ -420,6 +446,47 @@ describe("refresh tokens", () => {
     // Replay detection: the live refresh token and the grant's access tokens die too.
     expect((await refresh(authorization.clientId, next.refresh_token)).status).toBe(400);
     expect(await verifyAccessToken(next.access_token, resource)).toBeUndefined();
+  });
+
+  it("refuse a forged token for a live grant without revoking it (the grant id is public in every access token)", async () => {
+    const user = await newUser();
+    const { authorization, body } = await tokensFor(user);
+    const grantId = decodeJwt(body.access_token).grant_id as string;
+    expect(body.refresh_token.startsWith(`${grantId}.`)).toBe(true);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const forged = await refresh(
+        authorization.clientId,
+        `${grantId}.${randomBytes(32).toString("base64url")}`,
+      );
+      expect(forged.status).toBe(400);
+      expect(await forged.json()).toEqual({
+        error: "invalid_grant",
+        error_description: "refresh_token: unknown, used or expired",
+      });
+    }
+    // The grant keeps working: its access token verifies and its real refresh token rotates.
+    expect(await verifyAccessToken(body.access_token, resource)).toMatchObject({ userId: user.userId });
+    const real = await refresh(authorization.clientId, body.refresh_token);
+    expect(real.status, await real.clone().text()).toBe(200);
+    expect(await storedItem(keys.oauthGrant(grantId))).toMatchObject({ entity: "oauthGrant" });
+  });
+
+  it("revoke the grant on a replay of a real rotated token, even after several rotations", async () => {
+    const user = await newUser();
+    const { authorization, body } = await tokensFor(user);
+    let latest = body as Record<string, any>;
+    for (let rotation = 0; rotation < 3; rotation += 1) {
+      const response = await refresh(authorization.clientId, latest.refresh_token);
+      latest = (await response.json()) as Record<string, any>;
+      expect(response.status, JSON.stringify(latest)).toBe(200);
+    }
+    const replay = await refresh(authorization.clientId, body.refresh_token);
+    expect(await replay.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "refresh_token: already used; the grant is revoked",
+    });
+    expect((await refresh(authorization.clientId, latest.refresh_token)).status).toBe(400);
+    expect(await verifyAccessToken(latest.access_token, resource)).toBeUndefined();
   });
 
   it("are bound to their client", async () => {

@@ -48,7 +48,9 @@ function requestLog(clientId: string, proxyId: string, at: number, status: numbe
     method: "GET",
     apiPath: "/",
     query: {},
+    // A caller's own claim (no CloudFront in front of a function URL), and its real address (GB).
     requestHeaders: { "cloudfront-viewer-country": "SE" },
+    sourceIp: "81.2.69.160",
     requestBody: undefined,
     receivedAt: at,
     sentAt: at + 40,
@@ -115,12 +117,34 @@ describe("the telemetry stream consumer, exactly once", () => {
           "502:proxy": 1,
           "502:target": 1,
         });
-        expect(record?.countryCountMap).toEqual({ "SE:proxy": 4, "SE:target": 3 });
+        expect(record?.countryCountMap).toEqual({ "GB:proxy": 4, "GB:target": 3 });
         expect(record?.totalResponseTimeMap).toEqual({ proxy: 160, target: 90 });
         expect(record?.p99ResponseTimeMap.proxy).toBeCloseTo(40, -0.5);
         expect(record?.ewmaResponseTime).toBeCloseTo(40, 9);
       }
     }
+  });
+
+  it("takes the country from CloudFront-Viewer-Country only with TRUST_CLOUDFRONT_VIEWER_COUNTRY=true", async () => {
+    const countries = async (trust: string | undefined) => {
+      const clientId = `c-${randomUUID()}`;
+      const saved = process.env.TRUST_CLOUDFRONT_VIEWER_COUNTRY;
+      if (trust === undefined) delete process.env.TRUST_CLOUDFRONT_VIEWER_COUNTRY;
+      else process.env.TRUST_CLOUDFRONT_VIEWER_COUNTRY = trust;
+      try {
+        const result = await handler({
+          Records: [streamRecord(requestLog(clientId, `p-${randomUUID()}`, AT, 200, true))],
+        });
+        expect(result).toEqual({ batchItemFailures: [] });
+      } finally {
+        if (saved === undefined) delete process.env.TRUST_CLOUDFRONT_VIEWER_COUNTRY;
+        else process.env.TRUST_CLOUDFRONT_VIEWER_COUNTRY = saved;
+      }
+      return (await bucketsOf("client", clientId, "minute"))[0]?.countryCountMap;
+    };
+    expect(await countries(undefined)).toEqual({ "GB:proxy": 1, "GB:target": 1 });
+    expect(await countries("false")).toEqual({ "GB:proxy": 1, "GB:target": 1 });
+    expect(await countries("true")).toEqual({ "SE:proxy": 1, "SE:target": 1 });
   });
 
   it("sets the documented TTL on minute and hour buckets and none on day and month buckets", async () => {

@@ -6,7 +6,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-export type WebHandler = (request: Request) => Promise<Response | undefined>;
+/** What the server knows of the connection: the caller's address, as a function URL's `sourceIp`. */
+export interface WebRequestInfo {
+  remoteAddress: string;
+}
+
+export type WebHandler = (request: Request, info: WebRequestInfo) => Promise<Response | undefined>;
 
 export interface WebHandlerServer {
   baseUrl: string;
@@ -49,8 +54,10 @@ export async function serveWebHandler(handler: WebHandler, host = "127.0.0.1"): 
   const server = createServer((req, res) => {
     void (async () => {
       try {
+        const remoteAddress = (req.socket.remoteAddress ?? "127.0.0.1").replace(/^::ffff:/, "");
         const response =
-          (await handler(await webRequestOf(req, baseUrl))) ?? new Response("Not found", { status: 404 });
+          (await handler(await webRequestOf(req, baseUrl), { remoteAddress })) ??
+          new Response("Not found", { status: 404 });
         await writeWebResponse(response, res);
       } catch (error) {
         res.writeHead(500, { "Content-Type": "text/plain" });

@@ -1,9 +1,9 @@
-/** The MCP endpoint's OAuth rules that need no store: PKCE, redirect URIs, registration, metadata, the JWS signature form, the pages. */
+/** The MCP endpoint's OAuth rules that need no store: PKCE, redirect URIs, registration and its limits, metadata, the JWS signature form, the pages. */
 import { generateKeyPairSync, sign, verify } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { checkAuthorizationParams, singleParams } from "#lib/oauth/authorization-server.ts";
 import { parseClientRegistration, redirectUriProblem } from "#lib/oauth/client-metadata.ts";
-import { consentPage, escapeHtml, pageHeaders } from "#lib/oauth/consent-page.ts";
+import { consentPage, errorPage, escapeHtml, pageHeaders } from "#lib/oauth/consent-page.ts";
 import { OAuthError } from "#lib/oauth/errors.ts";
 import {
   authorizationServerMetadata,
@@ -12,6 +12,17 @@ import {
   protectedResourceMetadata,
 } from "#lib/oauth/metadata.ts";
 import { isCodeVerifier, s256Challenge, verifierMatches } from "#lib/oauth/pkce.ts";
+import {
+  PENDING_BUCKET_MS,
+  PENDING_CLIENT_TTL_SECONDS,
+  PENDING_HOURS,
+  pendingBucketExpiry,
+  pendingBucketsAt,
+  pendingRetryAfterSeconds,
+  pendingRoom,
+  registrationLimitsOf,
+  registrationSourceOf,
+} from "#lib/oauth/registration-limits.ts";
 import { derToJoseSignature } from "#lib/oauth/signing.ts";
 
 const codeOf = (fn: () => unknown) => {
@@ -255,5 +266,80 @@ describe("the consent page", () => {
     expect(headers["Content-Security-Policy"]).toContain("form-action 'self' https://a.example;");
     expect(headers["Content-Security-Policy"]).toContain("frame-ancestors 'none'");
     expect(headers["Cache-Control"]).toBe("no-store");
+  });
+});
+
+describe("registration limits", () => {
+  it("count an IPv4 caller by its address, an IPv6 caller by its /64, anything else as unknown", () => {
+    expect(registrationSourceOf("203.0.113.7")).toBe("203.0.113.7");
+    expect(registrationSourceOf("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(registrationSourceOf("::ffff:cb00:7107")).toBe("203.0.113.7");
+    expect(registrationSourceOf("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(registrationSourceOf("2001:0db8:0001:0002:ffff:1:2:3")).toBe("2001:db8:1:2::/64");
+    expect(registrationSourceOf("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(registrationSourceOf("2001:db8:0:0:1::")).toBe("2001:db8:0:0::/64");
+    expect(registrationSourceOf("2001:db8:0:1::1")).not.toBe(registrationSourceOf("2001:db8::1"));
+    expect(registrationSourceOf("::1")).toBe("0:0:0:0::/64");
+    expect(registrationSourceOf("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(registrationSourceOf(undefined)).toBe("unknown");
+    expect(registrationSourceOf("not an address")).toBe("unknown");
+  });
+
+  it("read their figures from the environment: 10 a minute and 1,000 pending by default, a bad value refused by name", () => {
+    expect(registrationLimitsOf({})).toEqual({ perMinute: 10, pendingMax: 1000 });
+    expect(
+      registrationLimitsOf({ OAUTH_REGISTRATIONS_PER_MINUTE: " 3 ", OAUTH_PENDING_CLIENTS_MAX: "50" }),
+    ).toEqual({ perMinute: 3, pendingMax: 50 });
+    for (const bad of ["0", "-1", "2.5", "ten", "1001"])
+      expect(() => registrationLimitsOf({ OAUTH_REGISTRATIONS_PER_MINUTE: bad })).toThrow(
+        /OAUTH_REGISTRATIONS_PER_MINUTE: must be a whole number from 1 to 1000/,
+      );
+    expect(() => registrationLimitsOf({ OAUTH_PENDING_CLIENTS_MAX: "0" })).toThrow(
+      /OAUTH_PENDING_CLIENTS_MAX/,
+    );
+  });
+
+  it("count pending clients per hour: the current hour and the 24 before it are alive", () => {
+    const now = Date.UTC(2026, 10, 26, 16, 20, 5);
+    const { current, earlier } = pendingBucketsAt(now);
+    expect(current).toBe(Date.UTC(2026, 10, 26, 16));
+    expect(PENDING_HOURS).toBe(24);
+    expect(earlier).toHaveLength(24);
+    expect(earlier[0]).toBe(current - PENDING_BUCKET_MS);
+    expect(earlier.at(-1)).toBe(Date.UTC(2026, 10, 25, 16));
+    // A bucket lives until its last client's day is over: its end plus 24 hours.
+    expect(pendingBucketExpiry(current)).toBe(Date.UTC(2026, 10, 27, 17) / 1000);
+    const oldest = earlier.at(-1) as number;
+    expect(pendingBucketExpiry(oldest) * 1000).toBeGreaterThan(now);
+    expect(pendingBucketExpiry(oldest - PENDING_BUCKET_MS) * 1000).toBeLessThanOrEqual(now);
+    expect(PENDING_CLIENT_TTL_SECONDS).toBe(86_400);
+  });
+
+  it("leave room for the cap minus the earlier hours' pending clients, and say when a place frees up", () => {
+    expect(pendingRoom(1000, [])).toBe(1000);
+    expect(pendingRoom(1000, [400, 0, 599])).toBe(1);
+    expect(pendingRoom(1000, [700, 400])).toBe(-100);
+    expect(pendingRoom(10, [-2, 3])).toBe(7);
+    const now = Date.UTC(2026, 10, 26, 16, 20, 0);
+    const { current, earlier } = pendingBucketsAt(now);
+    const oldestHolding = earlier[5] as number;
+    const counts = new Map([
+      [earlier[0] as number, 3],
+      [oldestHolding, 2],
+      [earlier[10] as number, 0],
+    ]);
+    expect(pendingRetryAfterSeconds(now, counts)).toBe(pendingBucketExpiry(oldestHolding) - now / 1000);
+    // Only the current hour holds: its clients' day is over 24 h 40 min from now.
+    expect(pendingRetryAfterSeconds(now, new Map())).toBe(pendingBucketExpiry(current) - now / 1000);
+    expect(pendingRetryAfterSeconds(now, new Map())).toBe(24 * 3600 + 40 * 60);
+  });
+});
+
+describe("the error page", () => {
+  it("names the error code and the parameter, escaped, and offers no way back to the client", () => {
+    const html = errorPage("invalid_request", 'state: at most 1024 characters <script>"');
+    expect(html).toContain("invalid_request: state: at most 1024 characters &lt;script&gt;&quot;");
+    expect(html).not.toContain("<script>");
+    expect(html).not.toMatch(/<a |<form|http/i);
   });
 });

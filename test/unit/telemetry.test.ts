@@ -19,7 +19,7 @@ import {
   type TelemetryObservation,
 } from "#lib/domain/telemetry/aggregate.ts";
 import { bucketAt, bucketKey, bucketKeyRange, bucketStartOf } from "#lib/domain/telemetry/buckets.ts";
-import { countryOf, UNKNOWN_COUNTRY } from "#lib/domain/telemetry/country.ts";
+import { countryOf, countrySettingsOf, UNKNOWN_COUNTRY } from "#lib/domain/telemetry/country.ts";
 import {
   exactPercentile,
   HISTOGRAM_GAMMA,
@@ -154,15 +154,29 @@ describe("log-scale histograms", () => {
 });
 
 describe("country", () => {
-  it("takes CloudFront-Viewer-Country in any case, upper-cased and checked", () => {
-    expect(countryOf({ "CloudFront-Viewer-Country": "de" })).toBe("DE");
-    expect(countryOf({ "cloudfront-viewer-country": ["FR"] })).toBe("FR");
-    expect(countryOf({ "cloudfront-viewer-country": "Germany" })).toBe(UNKNOWN_COUNTRY);
+  const trusted = { trustViewerCountry: true };
+
+  it("takes CloudFront-Viewer-Country in any case, upper-cased and checked, when CloudFront is trusted", () => {
+    expect(countryOf({ "CloudFront-Viewer-Country": "de" }, undefined, undefined, trusted)).toBe("DE");
+    expect(countryOf({ "cloudfront-viewer-country": ["FR"] }, undefined, undefined, trusted)).toBe("FR");
+    expect(countryOf({ "cloudfront-viewer-country": "Germany" }, undefined, undefined, trusted)).toBe(
+      UNKNOWN_COUNTRY,
+    );
+  });
+
+  it("ignores CloudFront-Viewer-Country by default: any caller can send it to a function URL", () => {
+    expect(countryOf({ "CloudFront-Viewer-Country": "de" })).toBe(UNKNOWN_COUNTRY);
+    expect(countryOf({ "cloudfront-viewer-country": "US" }, "203.0.113.9", () => "JP")).toBe("JP");
+    expect(
+      countryOf({ "cloudfront-viewer-country": "US" }, "203.0.113.9", () => "JP", {
+        trustViewerCountry: false,
+      }),
+    ).toBe("JP");
   });
 
   it("falls back to the GeoIP lookup, then to XX; a failing lookup is XX", () => {
     expect(countryOf({}, "203.0.113.9", () => "jp")).toBe("JP");
-    expect(countryOf({ "cloudfront-viewer-country": "US" }, "203.0.113.9", () => "JP")).toBe("US");
+    expect(countryOf({ "cloudfront-viewer-country": "US" }, "203.0.113.9", () => "JP", trusted)).toBe("US");
     expect(countryOf({}, "203.0.113.9", () => undefined)).toBe("XX");
     expect(
       countryOf({}, "203.0.113.9", () => {
@@ -170,6 +184,20 @@ describe("country", () => {
       }),
     ).toBe("XX");
     expect(countryOf(undefined)).toBe("XX");
+  });
+
+  it('reads the setting TRUST_CLOUDFRONT_VIEWER_COUNTRY: off unless "true", a typo refused', () => {
+    expect(countrySettingsOf({})).toEqual({ trustViewerCountry: false });
+    expect(countrySettingsOf({ TRUST_CLOUDFRONT_VIEWER_COUNTRY: "" })).toEqual({ trustViewerCountry: false });
+    expect(countrySettingsOf({ TRUST_CLOUDFRONT_VIEWER_COUNTRY: "false" })).toEqual({
+      trustViewerCountry: false,
+    });
+    expect(countrySettingsOf({ TRUST_CLOUDFRONT_VIEWER_COUNTRY: "true" })).toEqual({
+      trustViewerCountry: true,
+    });
+    expect(() => countrySettingsOf({ TRUST_CLOUDFRONT_VIEWER_COUNTRY: "yes" })).toThrow(
+      /TRUST_CLOUDFRONT_VIEWER_COUNTRY: must be true or false/,
+    );
   });
 });
 
@@ -185,21 +213,26 @@ describe("the GeoIP database (lib/streams/geoip.ts, the telemetry consumer's loo
     expect(countryOf({}, "not-an-address", geoipCountry)).toBe("XX");
   });
 
-  it("gives a request log's stored caller address its country, the header still first", () => {
+  it("gives a request log's stored caller address its country, the header first only when trusted", () => {
     const viaIp = observationOf(logItem({ sourceIp: "81.2.69.160" }), geoipCountry);
     expect(viaIp?.country).toBe("GB");
-    const viaHeader = observationOf(
-      logItem({ sourceIp: "81.2.69.160", requestHeaders: { "cloudfront-viewer-country": "fr" } }),
-      geoipCountry,
-    );
-    expect(viaHeader?.country).toBe("FR");
+    const spoofed = logItem({
+      sourceIp: "81.2.69.160",
+      requestHeaders: { "cloudfront-viewer-country": "fr" },
+    });
+    expect(observationOf(spoofed, geoipCountry)?.country).toBe("GB");
+    expect(observationOf(spoofed, geoipCountry, { trustViewerCountry: true })?.country).toBe("FR");
     expect(observationOf(logItem({ sourceIp: "127.0.0.1" }), geoipCountry)?.country).toBe("XX");
   });
 });
 
 describe("observations of request-log records", () => {
   it("reads both legs with their statuses and response times (ms)", () => {
-    const observation = observationOf(logItem({ requestHeaders: { "cloudfront-viewer-country": "NL" } }));
+    const observation = observationOf(
+      logItem({ requestHeaders: { "cloudfront-viewer-country": "NL" } }),
+      undefined,
+      { trustViewerCountry: true },
+    );
     expect(observation).toEqual({
       clientId: "c1",
       proxyId: "px1",

@@ -3,10 +3,13 @@
  * issued. It holds the SHA-256 of the current refresh token (rotated by a conditional write, so an
  * old refresh token is refused) and binds every token it issues to the user's API token id. Access
  * tokens carry the grant id: deleting the grant revokes them too. Home table, TTL-bound (sliding:
- * each rotation sets it again).
+ * each rotation sets it again). Each refresh token rotated away leaves a marker item (its SHA-256,
+ * in the grant's partition, until the token would have expired): only a token that is one of them
+ * is a replay that revokes the grant; any other token for the grant id (which every access token
+ * shows) is merely unknown.
  */
 import * as z from "zod/mini";
-import { DeleteCommand, GetCommand, UpdateCommand } from "../document-client.ts";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
 import {
   batchGet,
@@ -46,7 +49,7 @@ export type OAuthGrantItem = z.infer<typeof OAuthGrantItem>;
 export const oauthGrantItemOf = (item: Record<string, unknown>): OAuthGrantItem =>
   parseStored(OAuthGrantItem, "OAuth grant", item);
 
-export const oauthGrantKeys = { item: keys.oauthGrant } as const;
+export const oauthGrantKeys = { item: keys.oauthGrant, rotated: keys.oauthRotatedRefresh } as const;
 
 /** Access pattern "OAuth grant by id": a consistent GetItem; an expired grant reads as none. */
 export async function findOAuthGrant(grantId: string): Promise<OAuthGrantItem | undefined> {
@@ -78,21 +81,36 @@ export async function findGrantWithUser(
 }
 
 /**
- * Rotate the refresh token: the grant takes `nextHash` only while it still holds `currentHash`
- * (and has not expired), so of two uses of one refresh token exactly one wins. Undefined when the
- * condition failed.
+ * Rotate the refresh token: first record the current one as rotated (a marker until it would have
+ * expired, `grant.TTL`), then the grant takes `nextHash` only while it still holds the current hash
+ * (and has not expired), so of two uses of one refresh token exactly one wins (one conditional
+ * UpdateItem, no transaction that two racers could both lose). Undefined when the condition failed.
+ * The marker goes first so that a rotated token always has one; a marker whose update then failed
+ * is harmless: the grant's own hash is compared before the markers are read.
  */
 export async function rotateRefreshToken(
-  grantId: string,
-  currentHash: string,
+  grant: OAuthGrantItem,
   nextHash: string,
 ): Promise<OAuthGrantItem | undefined> {
+  const currentHash = grant.refreshHash;
+  await homeDb().send(
+    new PutCommand({
+      TableName: tableName(),
+      Item: {
+        ...oauthGrantKeys.rotated(grant.grantId, currentHash),
+        entity: "oauthRotatedRefresh",
+        grantId: grant.grantId,
+        rotatedAt: nowIso(),
+        TTL: grant.TTL,
+      },
+    }),
+  );
   const now = nowSeconds();
   try {
     const result = await homeDb().send(
       new UpdateCommand({
         TableName: tableName(),
-        Key: oauthGrantKeys.item(grantId),
+        Key: oauthGrantKeys.item(grant.grantId),
         UpdateExpression: "SET refreshHash = :next, rotatedAt = :at, #ttl = :ttl",
         ConditionExpression: "attribute_exists(pKey) AND refreshHash = :current AND #ttl > :now",
         ExpressionAttributeNames: { "#ttl": "TTL" },
@@ -111,6 +129,21 @@ export async function rotateRefreshToken(
     if (isConditionalCheckFailure(error)) return undefined;
     throw error;
   }
+}
+
+/**
+ * Access pattern "rotated refresh token of a grant": whether `tokenHash` is a refresh token the
+ * grant issued and rotated away (a consistent GetItem; an expired marker reads as none).
+ */
+export async function wasRotatedRefreshToken(grantId: string, tokenHash: string): Promise<boolean> {
+  const result = await homeDb().send(
+    new GetCommand({
+      TableName: tableName(),
+      Key: oauthGrantKeys.rotated(grantId, tokenHash),
+      ConsistentRead: true,
+    }),
+  );
+  return result.Item !== undefined && !isExpired(result.Item);
 }
 
 /** Revoke a grant: its refresh token and every access token it issued (idempotent). */

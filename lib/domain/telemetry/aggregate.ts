@@ -14,7 +14,7 @@
 import { z } from "zod";
 import { type TimeWindow, windowAt } from "../meters/windows.ts";
 import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "./buckets.ts";
-import { type CountryLookup, countryOf } from "./country.ts";
+import { type CountryLookup, type CountrySettings, countryOf } from "./country.ts";
 import { histogramBucket } from "./histogram.ts";
 
 /** `proxy`: the inbound leg (caller -> gateway); `target`: the forwarding leg (gateway -> target). */
@@ -120,6 +120,7 @@ const elapsed = (from: number, to: number) => Math.max(0, to - from);
 export function observationOf(
   image: Record<string, unknown> | undefined,
   lookup?: CountryLookup,
+  countrySettings?: CountrySettings,
 ): TelemetryObservation | undefined {
   const parsed = RequestLogImage.safeParse(image);
   if (!parsed.success) return undefined;
@@ -137,7 +138,7 @@ export function observationOf(
     clientId,
     proxyId,
     at: proxyData.receivedAt,
-    country: countryOf(proxyData.apiHeaders, parsed.data.sourceIp, lookup),
+    country: countryOf(proxyData.apiHeaders, parsed.data.sourceIp, lookup, countrySettings),
     legs,
   };
 }
