@@ -5,7 +5,8 @@
  *     -> forward (request transform inside) -> [filter response] -> response transform
  *     -> [answer] -> settle -> log
  *
- * - locate (stages/locate.ts): the proxy and its cached configuration;
+ * - locate (stages/locate.ts): the proxy and its cached configuration; then the caller's body is
+ *   decoded from its Content-Encoding (stages/decode.ts), before anything reads it;
  * - admit (stages/admit.ts): proxy active, billing, caller authentication, access rules;
  * - count (stages/count.ts): the rate window, the meters' limited windows and the configuration
  *   version in one transaction; 429 when a window refuses;
@@ -51,6 +52,7 @@ import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
 import { type CommitCounters, count } from "./stages/count.ts";
+import { decodeRequestBody } from "./stages/decode.ts";
 import { filterResponse, screenCaller, screenRequest } from "./stages/filter.ts";
 import { forward } from "./stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
@@ -147,7 +149,7 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
   if (malformed) return malformed;
   let revalidate = false;
   for (let attempt = 1; ; attempt++) {
-    const unlocated = await locate(ctx, deps.loadRuntime, { revalidate });
+    const unlocated = (await locate(ctx, deps.loadRuntime, { revalidate })) ?? (await decodeRequestBody(ctx));
     if (unlocated) return unlocated;
     const refused = screenCaller(ctx) ?? (await admit(ctx, deps.authenticate)) ?? screenRequest(ctx);
     if (refused) {
