@@ -372,20 +372,15 @@ async function decodedBody(
 ): Promise<{ body: Buffer; truncated: boolean }> {
   const contentEncoding = headers["content-encoding"];
   if (codingsOf(contentEncoding).length === 0) return read;
-  const { body } = read;
-  if (read.truncated) {
-    delete headers["content-encoding"];
-    delete headers["content-length"];
-    return { body: Buffer.alloc(0), truncated: true };
-  }
+  delete headers["content-encoding"];
+  delete headers["content-length"];
+  const tooLarge = { body: Buffer.alloc(0), truncated: true };
+  if (read.truncated) return tooLarge;
   try {
-    const plain = await decodeBody(body, contentEncoding, limit);
-    delete headers["content-encoding"];
-    delete headers["content-length"];
-    return { body: plain, truncated: false };
+    return { body: await decodeBody(read.body, contentEncoding, limit), truncated: false };
   } catch (error) {
     if (!(error instanceof ContentCodingError)) throw error;
-    if (error.failure === "too-large") return { body: Buffer.alloc(0), truncated: true };
+    if (error.failure === "too-large") return tooLarge;
     throw new OutboundDecodeError(url.host, error.failure, error.coding);
   }
 }
