@@ -33,7 +33,7 @@
 import { isServiceUnavailable } from "../aws/clients.ts";
 import { loadOnce } from "../lazy.ts";
 import { describeError, log, logSettled } from "../log.ts";
-import { sendOutbound } from "../net/outbound.ts";
+import { ACCEPTED_CODINGS, sendOutbound } from "../net/outbound.ts";
 import type { OutgoingRequest } from "../vault/apply-credential.ts";
 import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
@@ -52,7 +52,6 @@ import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
 import { type CommitCounters, count } from "./stages/count.ts";
-import { decodeRequestBody } from "./stages/decode.ts";
 import { filterResponse, screenCaller, screenRequest } from "./stages/filter.ts";
 import { forward } from "./stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
@@ -88,6 +87,7 @@ const transformStage = loadOnce(() => import("./stages/transform.ts"));
 const customTokenModule = loadOnce(() => import("../vault/custom-token.ts"));
 const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
 const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
+const decodeStage = loadOnce(() => import("./stages/decode.ts"));
 
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(
@@ -105,6 +105,18 @@ async function responseTransformOf(ctx: RequestContext, answer: Answer, deps: Pi
   if (!ctx.runtime?.transforms?.response.length || !ctx.processed) return answer;
   const { transformResponse } = await transformStage();
   return transformResponse(ctx, answer, deps.transformDeps);
+}
+
+/** A caller's Content-Encoding body decoded (stages/decode.ts, loaded only when one comes). */
+async function decodedRequest(ctx: RequestContext): Promise<Answer | undefined> {
+  if (!Object.keys(ctx.request.headers).some((name) => name.toLowerCase() === "content-encoding"))
+    return undefined;
+  const { decodeRequestBody } = await decodeStage();
+  const refusal = await decodeRequestBody(ctx.request);
+  if (!refusal) return undefined;
+  // RFC 9110 15.5.16: a 415 for a coding names the codings that would be accepted.
+  const extra: Record<string, string> = refusal.status === 415 ? { "accept-encoding": ACCEPTED_CODINGS } : {};
+  return serviceAnswer(refusal.status, { code: "proxy-access-denied", message: refusal.message }, extra);
 }
 
 /**
@@ -149,7 +161,7 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
   if (malformed) return malformed;
   let revalidate = false;
   for (let attempt = 1; ; attempt++) {
-    const unlocated = (await locate(ctx, deps.loadRuntime, { revalidate })) ?? (await decodeRequestBody(ctx));
+    const unlocated = (await locate(ctx, deps.loadRuntime, { revalidate })) ?? (await decodedRequest(ctx));
     if (unlocated) return unlocated;
     const refused = screenCaller(ctx) ?? (await admit(ctx, deps.authenticate)) ?? screenRequest(ctx);
     if (refused) {

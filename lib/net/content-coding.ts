@@ -51,9 +51,6 @@ const ZSTD_WINDOW_LOG_MAX = 23;
 const ZSTD_WINDOW_PARAM = (zlib.constants as unknown as Record<string, number | undefined>)
   .ZSTD_d_windowLogMax;
 
-/** The codings the gateway decodes: what it asks a target for (`Accept-Encoding`) and takes from a caller. */
-export const ACCEPTED_CODINGS = "gzip, deflate, br, zstd";
-
 /** The codings of a Content-Encoding value, in the order they were applied; `identity` left out. */
 export function codingsOf(contentEncoding: string | string[] | undefined): string[] {
   if (contentEncoding === undefined) return [];
@@ -230,4 +227,29 @@ async function decodeZstdPortable(input: Buffer, limit: number): Promise<Buffer>
     throw error === overflow ? overflow : new ContentCodingError("corrupt", "zstd");
   }
   return Buffer.concat(chunks, size);
+}
+
+/**
+ * A response body as read (`truncated` when the read stopped at `limit`), decoded from the codings
+ * of `headers["content-encoding"]`; the coding headers are removed from `headers` once the body is
+ * decoded. Too large (encoded, or once decoded): empty and `truncated`, never a cut of encoded bytes
+ * that no reader could decode or redact. Throws ContentCodingError `unsupported` or `corrupt`.
+ */
+export async function decodeAnswer(
+  read: { body: Buffer; truncated: boolean },
+  headers: Record<string, string | string[]>,
+  limit: number,
+): Promise<{ body: Buffer; truncated: boolean }> {
+  const contentEncoding = headers["content-encoding"];
+  if (codingsOf(contentEncoding).length === 0) return read;
+  delete headers["content-encoding"];
+  delete headers["content-length"];
+  const tooLarge = { body: Buffer.alloc(0), truncated: true };
+  if (read.truncated) return tooLarge;
+  try {
+    return { body: await decodeBody(read.body, contentEncoding, limit), truncated: false };
+  } catch (error) {
+    if (error instanceof ContentCodingError && error.failure === "too-large") return tooLarge;
+    throw error;
+  }
 }

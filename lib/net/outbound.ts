@@ -24,8 +24,14 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
+import { loadOnce } from "../lazy.ts";
 import { isBlockedAddress, parseHostLiteral } from "./address-policy.ts";
-import { ACCEPTED_CODINGS, ContentCodingError, codingsOf, decodeBody } from "./content-coding.ts";
+
+/** The codings the gateway decodes: what it asks a target for (`Accept-Encoding`) and takes from a caller. */
+export const ACCEPTED_CODINGS = "gzip, deflate, br, zstd";
+
+/** The decoders (content-coding.ts), loaded on the first coded answer: most answers are not. */
+const contentCoding = loadOnce(() => import("./content-coding.ts"));
 
 export interface OutboundPolicy {
   allowPrivate: boolean;
@@ -359,28 +365,19 @@ async function readBody(res: IncomingMessage, limit: number): Promise<{ body: Bu
   return { body: Buffer.concat(chunks, size), truncated: false };
 }
 
-/**
- * The body decoded from its Content-Encoding, at most `limit` bytes; the coding headers are removed
- * from `headers`. Too large (compressed, or once decoded): empty and `truncated`, never a cut of
- * encoded bytes that no reader could decode or redact.
- */
+/** The body decoded from its Content-Encoding (content-coding.ts, loaded on the first coded answer). */
 async function decodedBody(
   read: { body: Buffer; truncated: boolean },
   headers: Record<string, string | string[]>,
   limit: number,
   url: URL,
 ): Promise<{ body: Buffer; truncated: boolean }> {
-  const contentEncoding = headers["content-encoding"];
-  if (codingsOf(contentEncoding).length === 0) return read;
-  delete headers["content-encoding"];
-  delete headers["content-length"];
-  const tooLarge = { body: Buffer.alloc(0), truncated: true };
-  if (read.truncated) return tooLarge;
+  if (headers["content-encoding"] === undefined) return read;
+  const { ContentCodingError, decodeAnswer } = await contentCoding();
   try {
-    return { body: await decodeBody(read.body, contentEncoding, limit), truncated: false };
+    return await decodeAnswer(read, headers, limit);
   } catch (error) {
-    if (!(error instanceof ContentCodingError)) throw error;
-    if (error.failure === "too-large") return tooLarge;
+    if (!(error instanceof ContentCodingError) || error.failure === "too-large") throw error;
     throw new OutboundDecodeError(url.host, error.failure, error.coding);
   }
 }

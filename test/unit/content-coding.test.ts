@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from "vitest";
 import {
-  ACCEPTED_CODINGS,
   ContentCodingError,
   codingsOf,
   decodeBody,
   ZSTD_MAX_WINDOW_BYTES,
   zstdFrameLimits,
 } from "#lib/net/content-coding.ts";
+import { ACCEPTED_CODINGS } from "#lib/net/outbound.ts";
 import { CODINGS, encodeBody } from "../support/content-codings.ts";
 
 const LIMIT = 6 * 1024 * 1024;
