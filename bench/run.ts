@@ -12,7 +12,8 @@
  * per access-rule decision (bench/rule-cost.ts: a baseline beside the worst case the rule caps
  * allow), and the transforms case (bench/transforms.ts: the sandbox's warm cost per call, the cold
  * first call on a fresh instance, CPU per proxied request with and without a request and a
- * response transform). A benchmark, not a test: it asserts nothing.
+ * response transform), and the cost of compressed answers (bench/content-coding.ts: bytes per
+ * coding, CPU to decode beside CPU to re-encode). A benchmark, not a test: it asserts nothing.
  */
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
@@ -27,6 +28,7 @@ import { startEmulator } from "#local/emulator.ts";
 import { startLocalStack } from "#local/runner.ts";
 import { setClientPlan } from "../cli/client-plan.ts";
 import { buildDataPlaneBundle, importTimesMs, printBundleFigures } from "./bundle-report.ts";
+import { codingRows, printCodingRows } from "./content-coding.ts";
 import { cpuRows, printCpuRows } from "./cpu.ts";
 import { benchMeters } from "./meters.ts";
 import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
@@ -390,6 +392,8 @@ async function main() {
     printTransformFigures(sandbox, coldSandbox, transforms, REQUESTS, CONNECTIONS);
     // In-process, after the load runs (the stack is idle): CPU per access-rule decision.
     printRuleCost(ruleCostRows());
+    // In-process: the cost of decoding a coded answer beside re-encoding it (issue 19).
+    printCodingRows(await codingRows());
     console.log(
       "Note: the emulator (moto, about 3.5 ms per DynamoDB call here) dominates the gateway's added latency; in AWS a DynamoDB call takes a few ms in-region.",
     );

@@ -149,7 +149,10 @@ def transact_write_items_idempotent(self):
     now = time.time()
     for old in [t for t, (_, at) in _tokens.items() if now - at > _TOKEN_LIFETIME_SECONDS]:
         del _tokens[old]
-    fingerprint = json.dumps(self.body["TransactItems"], sort_keys=True)
+    # Binary attributes arrive as bytes: fingerprinted by their hex.
+    fingerprint = json.dumps(
+        self.body["TransactItems"], sort_keys=True, default=lambda value: bytes(value).hex()
+    )
     seen = _tokens.get(token)
     if seen is not None:
         if seen[0] != fingerprint:

@@ -5,7 +5,8 @@
  *     -> forward (request transform inside) -> [filter response] -> response transform
  *     -> [answer] -> settle -> log
  *
- * - locate (stages/locate.ts): the proxy and its cached configuration;
+ * - locate (stages/locate.ts): the proxy and its cached configuration; then the caller's body is
+ *   decoded from its Content-Encoding (stages/decode.ts), before anything reads it;
  * - admit (stages/admit.ts): proxy active, billing, caller authentication, access rules;
  * - count (stages/count.ts): the rate window, the meters' limited windows and the configuration
  *   version in one transaction; 429 when a window refuses;
@@ -32,7 +33,7 @@
 import { isServiceUnavailable } from "../aws/clients.ts";
 import { loadOnce } from "../lazy.ts";
 import { describeError, log, logSettled } from "../log.ts";
-import { sendOutbound } from "../net/outbound.ts";
+import { ACCEPTED_CODINGS, sendOutbound } from "../net/outbound.ts";
 import type { OutgoingRequest } from "../vault/apply-credential.ts";
 import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
@@ -92,6 +93,7 @@ const customTokenModule = loadOnce(() => import("../vault/custom-token.ts"));
 const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
 const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
 const settlementModule = loadOnce(() => import("./meter-settlement.ts"));
+const decodeStage = loadOnce(() => import("./stages/decode.ts"));
 
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(
@@ -109,6 +111,18 @@ async function responseTransformOf(ctx: RequestContext, answer: Answer, deps: Pi
   if (!ctx.runtime?.transforms?.response.length || !ctx.processed) return answer;
   const { transformResponse } = await transformStage();
   return transformResponse(ctx, answer, deps.transformDeps);
+}
+
+/** A caller's Content-Encoding body decoded (stages/decode.ts, loaded only when one comes). */
+async function decodedRequest(ctx: RequestContext): Promise<Answer | undefined> {
+  if (!Object.keys(ctx.request.headers).some((name) => name.toLowerCase() === "content-encoding"))
+    return undefined;
+  const { decodeRequestBody } = await decodeStage();
+  const refusal = await decodeRequestBody(ctx.request);
+  if (!refusal) return undefined;
+  // RFC 9110 15.5.16: a 415 for a coding names the codings that would be accepted.
+  const extra: Record<string, string> = refusal.status === 415 ? { "accept-encoding": ACCEPTED_CODINGS } : {};
+  return serviceAnswer(refusal.status, { code: "proxy-access-denied", message: refusal.message }, extra);
 }
 
 /**
@@ -153,7 +167,7 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
   if (malformed) return malformed;
   let revalidate = false;
   for (let attempt = 1; ; attempt++) {
-    const unlocated = await locate(ctx, deps.loadRuntime, { revalidate });
+    const unlocated = (await locate(ctx, deps.loadRuntime, { revalidate })) ?? (await decodedRequest(ctx));
     if (unlocated) return unlocated;
     const refused = screenCaller(ctx) ?? (await admit(ctx, deps.authenticate)) ?? screenRequest(ctx);
     if (refused) {

@@ -10,6 +10,9 @@
  * - redirects are off by default; when allowed they are followed here, hop by hop, each hop's
  *   URL going through the same checks.
  * Responses are read up to a byte limit and a deadline covers the whole exchange.
+ * Compressed answers are decoded here, bounded by the same limit (content-coding.ts): every reader
+ * of a body gets the decoded bytes, and the target is asked only for codings the gateway decodes
+ * (`Accept-Encoding`, whatever the caller of the gateway sent).
  * See docs/outbound-requests.md.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
@@ -21,7 +24,14 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
+import { loadOnce } from "../lazy.ts";
 import { isBlockedAddress, parseHostLiteral } from "./address-policy.ts";
+
+/** The codings the gateway decodes: what it asks a target for (`Accept-Encoding`) and takes from a caller. */
+export const ACCEPTED_CODINGS = "gzip, deflate, br, zstd";
+
+/** The decoders (content-coding.ts), loaded on the first coded answer: most answers are not. */
+const contentCoding = loadOnce(() => import("./content-coding.ts"));
 
 export interface OutboundPolicy {
   allowPrivate: boolean;
@@ -37,7 +47,10 @@ export interface OutboundRequest {
   timeoutMs?: number;
   /** Redirects to follow (default 0: a 3xx response is returned as it is). */
   maxRedirects?: number;
-  /** Bytes of response body kept (default 6 MiB); beyond it reading stops and `truncated` is set. */
+  /**
+   * Bytes of response body kept (default 6 MiB), before and after decoding its Content-Encoding;
+   * beyond it reading stops and `truncated` is set (a body too large once decoded: empty).
+   */
   maxResponseBytes?: number;
   /** Default: `outboundPolicyFromEnv()`. */
   policy?: OutboundPolicy;
@@ -45,7 +58,9 @@ export interface OutboundRequest {
 
 export interface OutboundResponse {
   status: number;
+  /** Without `content-encoding` and `content-length` when the body was decoded. */
   headers: Record<string, string | string[]>;
+  /** Decoded from its Content-Encoding. */
   body: Buffer;
   truncated: boolean;
   /** Epoch milliseconds: request start, response headers of the final hop, body read. */
@@ -77,6 +92,18 @@ export class OutboundTimeoutError extends OutboundError {
   override name = "OutboundTimeoutError";
   constructor(host: string, timeoutMs: number) {
     super(`Outbound request to ${host} timed out after ${timeoutMs} ms`);
+  }
+}
+
+/** The answer's Content-Encoding is unknown, or its bytes are not valid in it (too large: `truncated`). */
+export class OutboundDecodeError extends OutboundError {
+  override name = "OutboundDecodeError";
+  readonly failure: "unsupported" | "corrupt";
+  readonly coding: string;
+  constructor(host: string, failure: "unsupported" | "corrupt", coding: string) {
+    super(`Outbound response of ${host}: ${failure} content coding ${coding}`);
+    this.failure = failure;
+    this.coding = coding;
   }
 }
 
@@ -338,9 +365,26 @@ async function readBody(res: IncomingMessage, limit: number): Promise<{ body: Bu
   return { body: Buffer.concat(chunks, size), truncated: false };
 }
 
+/** The body decoded from its Content-Encoding (content-coding.ts, loaded on the first coded answer). */
+async function decodedBody(
+  read: { body: Buffer; truncated: boolean },
+  headers: Record<string, string | string[]>,
+  limit: number,
+  url: URL,
+): Promise<{ body: Buffer; truncated: boolean }> {
+  if (headers["content-encoding"] === undefined) return read;
+  const { ContentCodingError, decodeAnswer } = await contentCoding();
+  try {
+    return await decodeAnswer(read, headers, limit);
+  } catch (error) {
+    if (!(error instanceof ContentCodingError) || error.failure === "too-large") throw error;
+    throw new OutboundDecodeError(url.host, error.failure, error.coding);
+  }
+}
+
 /**
- * Sends one request under the outbound policy. Throws OutboundBlockedError, OutboundTimeoutError
- * or OutboundConnectError; any HTTP status is a response, not an error.
+ * Sends one request under the outbound policy. Throws OutboundBlockedError, OutboundTimeoutError,
+ * OutboundConnectError or OutboundDecodeError; any HTTP status is a response, not an error.
  */
 export async function sendOutbound(request: OutboundRequest): Promise<OutboundResponse> {
   const policy = request.policy ?? outboundPolicyFromEnv();
@@ -367,7 +411,11 @@ async function send(
   let url = checkUrl(request.url, policy);
   let method = request.method.toUpperCase();
   let body = request.body;
-  let headers: Record<string, string> = { ...(request.headers ?? {}) };
+  // The codings asked for are the ones decoded below, never what the gateway's own caller asked.
+  let headers: Record<string, string> = Object.fromEntries(
+    Object.entries(request.headers ?? {}).filter(([name]) => name.toLowerCase() !== "accept-encoding"),
+  );
+  headers["accept-encoding"] = ACCEPTED_CODINGS;
 
   const controller = new AbortController();
   let timedOut = false;
@@ -435,11 +483,12 @@ async function send(
 
       const read = await readBody(response, maxResponseBytes);
       reading = undefined;
+      const decoded = await decodedBody(read, responseHeadersOfHop, maxResponseBytes, url);
       return {
         status,
         headers: responseHeadersOfHop,
-        body: read.body,
-        truncated: read.truncated,
+        body: decoded.body,
+        truncated: decoded.truncated,
         timings: { startedAt, headersAt, endedAt: Date.now() },
         url: url.toString(),
       };

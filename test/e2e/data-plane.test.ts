@@ -490,6 +490,40 @@ describe("odd input never gives a bare 500", () => {
     expect(got.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
     expect(got.body.toString()).toBe(body);
   });
+
+  it("sets every client-address header from the real address: a caller's own X-Real-IP, Forwarded and kin never reach the target", async () => {
+    const s = await setup();
+    const spoofed = "203.0.113.66";
+    const response = await call(`${s.url}/whoami`, {
+      headers: withKey(s.key, {
+        "x-forwarded-for": spoofed,
+        "x-real-ip": spoofed,
+        "true-client-ip": spoofed,
+        forwarded: `for=${spoofed};proto=https`,
+        "cf-connecting-ip": spoofed,
+        "fastly-client-ip": spoofed,
+        "x-client-ip": spoofed,
+        "x-cluster-client-ip": spoofed,
+        "client-ip": spoofed,
+      }),
+    });
+    expect(response.status).toBe(200);
+    const got = received.at(-1)!;
+    expect(JSON.stringify(got.headers)).not.toContain(spoofed);
+    const real = got.headers["x-forwarded-for"] as string;
+    expect(real).toMatch(/^(127\.0\.0\.1|::1)$/);
+    expect(got.headers["x-real-ip"]).toBe(real);
+    expect(got.headers.forwarded).toBe(real.includes(":") ? `for="[${real}]"` : `for=${real}`);
+    for (const name of [
+      "true-client-ip",
+      "cf-connecting-ip",
+      "fastly-client-ip",
+      "x-client-ip",
+      "x-cluster-client-ip",
+      "client-ip",
+    ])
+      expect(got.headers[name], name).toBeUndefined();
+  });
 });
 
 describe("request logs", () => {

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { REQUEST_LOG_BODY_CAP_BYTES } from "#lib/data-plane/request-log.ts";
 import { TEST_BODY_LIMIT } from "#lib/domain/credential-test.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { encodeBody } from "../support/content-codings.ts";
 import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedDetail } from "../support/request-logs.ts";
 import {
@@ -65,6 +66,8 @@ function echoOf(req: IncomingMessage, body: Buffer, padding: number) {
 function echo(req: IncomingMessage, body: Buffer, res: ServerResponse) {
   const url = new URL(req.url ?? "/", "http://echo");
   const padding = Number(url.searchParams.get("pad") ?? 0);
+  // `enc`: the answer compressed with these codings, whatever the gateway asked for (issue 19).
+  const codings = url.searchParams.get("enc");
   const echoed = echoOf(req, body, padding);
   const headers: Record<string, string> = {
     // The request's credential headers and URL echoed in response headers too.
@@ -72,17 +75,16 @@ function echo(req: IncomingMessage, body: Buffer, res: ServerResponse) {
     "x-echo-url": req.url ?? "",
     "x-echo-headers": b64(JSON.stringify(req.headers)),
     location: req.url ?? "/",
+    ...(codings ? { "content-encoding": codings } : {}),
   };
-  if (url.pathname.endsWith("/base64")) {
-    res.writeHead(200, { ...headers, "content-type": "text/plain" });
-    res.end(echoed.toString("base64"));
-  } else if (url.pathname.endsWith("/binary")) {
-    res.writeHead(200, { ...headers, "content-type": "application/octet-stream" });
-    res.end(Buffer.concat([Buffer.from([0, 1, 2, 0xff]), echoed]));
-  } else {
-    res.writeHead(200, { ...headers, "content-type": "application/json" });
-    res.end(echoed);
-  }
+  const send = (contentType: string, answer: Buffer | string) => {
+    res.writeHead(200, { ...headers, "content-type": contentType });
+    res.end(codings ? encodeBody(codings, answer) : answer);
+  };
+  if (url.pathname.endsWith("/base64")) send("text/plain", echoed.toString("base64"));
+  else if (url.pathname.endsWith("/binary"))
+    send("application/octet-stream", Buffer.concat([Buffer.from([0, 1, 2, 0xff]), echoed]));
+  else send("application/json", echoed);
 }
 
 async function listen(handler: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void) {
@@ -454,6 +456,11 @@ describe("an echoing target behind a proxy: the request log shows no secret", ()
       ["/binary", ""],
       ["/json", `pad=${REQUEST_LOG_BODY_CAP_BYTES - 200}`],
       ["/json", `pad=${REQUEST_LOG_BODY_CAP_BYTES - 400}`],
+      // Compressed echoes: the log is redacted on the decoded body.
+      ["/json", "enc=gzip"],
+      ["/json", "enc=deflate,%20br"],
+      ["/json", "enc=zstd"],
+      ["/base64", "enc=br"],
     ] as const;
     for (const [path, extraQuery] of paths) {
       const { response, requestId } = await throughProxy(proxy.url, caller, path, extraQuery);
@@ -538,6 +545,9 @@ describe("an echoing target in the credential test and the token test", () => {
         { targetId, method: "POST", body: { hello: "world" } },
         { targetId, path: "/base64" },
         { targetId, path: "/binary" },
+        // Compressed echoes, decoded before they are redacted and shown.
+        { targetId, path: "/json?enc=gzip" },
+        { targetId, path: "/json?enc=zstd" },
         // The secrets cross the 64 KiB cut of the shown body.
         { targetId, path: `/json?pad=${TEST_BODY_LIMIT - 150}` },
         { targetId, path: `/json?pad=${TEST_BODY_LIMIT - 300}` },

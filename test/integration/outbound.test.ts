@@ -12,10 +12,12 @@ import {
   closeOutboundAgents,
   OutboundBlockedError,
   OutboundConnectError,
+  OutboundDecodeError,
   OutboundTimeoutError,
   outboundPolicyFromEnv,
   sendOutbound,
 } from "#lib/net/outbound.ts";
+import { encodeBody } from "../support/content-codings.ts";
 
 const LOOPBACK = { allowLoopback: true, allowPrivate: false };
 const OPEN = { allowLoopback: true, allowPrivate: true };
@@ -92,6 +94,21 @@ async function handle(req: IncomingMessage, res: ServerResponse) {
     case "/exact":
       res.end(Buffer.alloc(1000, 0x62));
       return;
+    case "/coded": {
+      // The body encoded with `enc`, whatever was asked for; `size` bytes of "c" (default 2000).
+      const codings = url.searchParams.get("enc") ?? "gzip";
+      const plain = Buffer.alloc(Number(url.searchParams.get("size") ?? 2000), 0x63);
+      const encoded = url.searchParams.has("corrupt")
+        ? Buffer.from("not encoded")
+        : encodeBody(codings, plain);
+      res.writeHead(200, {
+        "content-type": "text/plain",
+        "content-encoding": codings,
+        "content-length": encoded.length,
+      });
+      res.end(encoded);
+      return;
+    }
     case "/hang":
       return; // never answers
     case "/slow-body":
@@ -379,6 +396,73 @@ describe("redirects", () => {
     expect(seen[1]?.headers.authorization).toBeUndefined();
     expect(seen[1]?.headers.cookie).toBeUndefined();
     expect(seen[1]?.headers["x-other"]).toBe("1");
+  });
+});
+
+describe("content codings", () => {
+  it("asks for the codings it decodes, replacing the caller's own Accept-Encoding", async () => {
+    await sendOutbound({
+      method: "GET",
+      url: `${base}/hello`,
+      headers: { "Accept-Encoding": "compress" },
+      policy: LOOPBACK,
+    });
+    expect(seen[0]!.headers["accept-encoding"]).toBe("gzip, deflate, br, zstd");
+  });
+
+  it.each(["gzip", "deflate", "br", "zstd", "gzip, br"])(
+    "%s: the body is decoded and the coding headers removed",
+    async (codings) => {
+      const response = await sendOutbound({
+        method: "GET",
+        url: `${base}/coded?enc=${encodeURIComponent(codings)}`,
+        policy: LOOPBACK,
+      });
+      expect(response.body.equals(Buffer.alloc(2000, 0x63))).toBe(true);
+      expect(response.truncated).toBe(false);
+      expect(response.headers["content-encoding"]).toBeUndefined();
+      expect(response.headers["content-length"]).toBeUndefined();
+      expect(response.headers["content-type"]).toBe("text/plain");
+    },
+  );
+
+  it("a body over the limit once decoded is truncated and empty, never encoded bytes", async () => {
+    const response = await sendOutbound({
+      method: "GET",
+      url: `${base}/coded?enc=gzip&size=100000`,
+      maxResponseBytes: 50_000,
+      policy: LOOPBACK,
+    });
+    expect(response.truncated).toBe(true);
+    expect(response.body.length).toBe(0);
+    expect(response.headers["content-encoding"]).toBeUndefined();
+  });
+
+  it("an encoded body cut by the limit is truncated and empty", async () => {
+    const response = await sendOutbound({
+      method: "GET",
+      url: `${base}/coded?enc=gzip&size=100000`,
+      maxResponseBytes: 10,
+      policy: LOOPBACK,
+    });
+    expect(response.truncated).toBe(true);
+    expect(response.body.length).toBe(0);
+  });
+
+  it("corrupt bytes and unknown codings are OutboundDecodeError naming the coding", async () => {
+    const corrupt = await sendOutbound({
+      method: "GET",
+      url: `${base}/coded?enc=br&corrupt`,
+      policy: LOOPBACK,
+    }).catch((e: unknown) => e);
+    expect(corrupt).toBeInstanceOf(OutboundDecodeError);
+    expect(corrupt).toMatchObject({ failure: "corrupt", coding: "br" });
+    const unknown = await sendOutbound({
+      method: "GET",
+      url: `${base}/coded?enc=compress&corrupt`,
+      policy: LOOPBACK,
+    }).catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ failure: "unsupported", coding: "compress" });
   });
 });
 

@@ -1,16 +1,22 @@
 /**
  * Stage 4, forward: the outgoing request (caller headers minus hop-by-hop and the caller's
- * credential, `X-Forwarded-For`, the proxy's additions, the target credential applied), the call
+ * credential and the caller's own client-address headers, `X-Forwarded-For`, `X-Real-IP` and
+ * `Forwarded` from the real address, the proxy's additions, the target credential applied), the call
  * to the target, and the target's answer as the caller's answer (hop-by-hop and service-proxy-*
  * headers dropped, cookies confined to this proxy). A proxy's request transform runs on the
  * outgoing request before the single-use claim and before the target credential is applied
  * (stages/transform.ts, through `deps.transformRequest`). A single-use proxy credential is claimed
  * here, just before the call; the pipeline settles the claim.
  */
-import { RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
+import {
+  clientAddressHeaders,
+  isClientAddressHeader,
+  RESERVED_HEADER_NAMES,
+} from "../../net/header-rules.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
+  OutboundDecodeError,
   type OutboundResponse,
   OutboundTimeoutError,
   type sendOutbound,
@@ -71,11 +77,11 @@ export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
   for (const [name, value] of Object.entries(ctx.request.headers)) {
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || callerSecretHeaders.has(lower) || lower === "authorization") continue;
-    if (lower.startsWith("x-forwarded-") || lower === "forwarded") continue;
+    if (isClientAddressHeader(lower)) continue; // set below from the real address
     if (isStrippedHeader(ctx, lower)) continue; // the proxy's header filter (docs/filters.md)
     headers[lower] = value;
   }
-  headers["x-forwarded-for"] = ctx.request.sourceIp;
+  Object.assign(headers, clientAddressHeaders(ctx.request.sourceIp));
   let url: URL;
   try {
     url = targetUrl(runtime.target!.targetBaseURL, ctx.apiPath, ctx.request.rawQuery);
@@ -166,6 +172,14 @@ export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<A
       return notForwarded("The target address is not allowed");
     }
     if (error instanceof OutboundConnectError) return notForwarded("The target could not be reached");
+    if (error instanceof OutboundDecodeError) {
+      v.responseReceived = true;
+      return notForwarded(
+        error.failure === "unsupported"
+          ? `The target's response has a Content-Encoding the gateway cannot decode (${error.coding})`
+          : `The target's response could not be decoded (${error.coding})`,
+      );
+    }
     throw error;
   }
   v.responseReceived = true;
