@@ -19,9 +19,7 @@
  * See docs/caller-authentication.md.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { JWTPayload, ProtectedHeaderParameters } from "jose";
 import { loadOnce } from "../lazy.ts";
-import { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "../vault/jwt-algorithms.ts";
 import type {
   ApiKeySecret,
   BasicAuthSecret,
@@ -30,7 +28,10 @@ import type {
   JwtVerifySecret,
   ProxySecret,
 } from "../vault/secret-schemas.ts";
-import type { JwksCache, VerificationKey } from "./jwks-cache.ts";
+import type { JwksCache } from "./jwks-cache.ts";
+
+/** Token verification (caller-jwt.ts: jose and the JWKS cache), loaded on the first token to verify. */
+const jwtVerification = loadOnce(() => import("./caller-jwt.ts"));
 
 export interface CallerRequest {
   /** Lower-case header names. */
@@ -231,59 +232,6 @@ function checkBasic(request: CallerRequest, secret: BasicAuthSecret): CallerAuth
 // jwtVerify
 // ---------------------------------------------------------------------------------------------
 
-const ALLOWED_ALGORITHMS: ReadonlySet<string> = new Set(JWT_ALGORITHMS);
-
-/** The JWKS cache and jose, loaded on the first jwtVerify request (lib/lazy.ts). */
-const jwksCacheModule = loadOnce(() => import("./jwks-cache.ts"));
-
-function subjectMatches(pattern: string, sub: unknown): boolean {
-  if (typeof sub !== "string") return false;
-  if (pattern.endsWith("*")) return sub.startsWith(pattern.slice(0, -1));
-  return sub === pattern;
-}
-
-type ClaimValue = NonNullable<JwtVerifySecret["requiredClaims"]>[string];
-
-function claimMatches(expected: ClaimValue, actual: unknown): boolean {
-  const accepted: readonly unknown[] = Array.isArray(expected) ? expected : [expected];
-  if (Array.isArray(actual)) return actual.some((value) => accepted.includes(value));
-  return accepted.includes(actual);
-}
-
-/** The name of the first required claim that does not match, or undefined. */
-function failingClaim(payload: JWTPayload, required: JwtVerifySecret["requiredClaims"]): string | undefined {
-  for (const [name, expected] of Object.entries(required ?? {})) {
-    const actual = Object.hasOwn(payload, name) ? payload[name] : undefined;
-    if (actual === undefined || !claimMatches(expected, actual)) return name;
-  }
-  return undefined;
-}
-
-function reasonOf(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  switch (code) {
-    case "ERR_JWT_EXPIRED":
-      return "token expired";
-    case "ERR_JWT_CLAIM_VALIDATION_FAILED": {
-      const claim = (error as { claim?: unknown }).claim;
-      return typeof claim === "string" && claim !== "unspecified"
-        ? `claim ${claim} invalid`
-        : "claims invalid";
-    }
-    case "ERR_JWS_SIGNATURE_VERIFICATION_FAILED":
-      return "invalid signature";
-    case "ERR_JOSE_ALG_NOT_ALLOWED":
-      return "algorithm not allowed";
-    case "ERR_JWS_INVALID":
-    case "ERR_JWT_INVALID":
-      return "malformed token";
-    case "ERR_JOSE_NOT_SUPPORTED":
-      return "unsupported token";
-    default:
-      return "token verification failed";
-  }
-}
-
 async function checkJwtVerify(
   request: CallerRequest,
   credentialId: string,
@@ -303,59 +251,16 @@ async function checkJwtVerify(
   const approved = last.approved(credentialId, token, now(), skew);
   if (approved) return { ok: true, claims: approved.claims };
 
-  // The JWKS cache and jose are loaded on the first jwtVerify request, not at a cold start.
-  const { jwksCache: defaultJwksCache, loadJose } = await jwksCacheModule();
-  const { decodeProtectedHeader, jwtVerify } = await loadJose();
-  let header: ProtectedHeaderParameters;
-  try {
-    header = decodeProtectedHeader(token);
-  } catch {
-    return deny("malformed token");
-  }
-  const alg = header.alg;
-  if (typeof alg !== "string" || alg.toLowerCase() === "none" || !ALLOWED_ALGORITHMS.has(alg)) {
-    return deny("algorithm not allowed");
-  }
-  if (!(secret.algorithms as readonly string[]).includes(alg)) return deny("algorithm not allowed");
-
-  let key: VerificationKey | Uint8Array;
-  if (isHmacAlgorithm(alg as JwtAlgorithm)) {
-    if (secret.sharedSecret === undefined) return deny("algorithm not allowed");
-    key = new TextEncoder().encode(secret.sharedSecret);
-  } else {
-    if (secret.jwksUri === undefined) return deny("algorithm not allowed");
-    const kid = typeof header.kid === "string" ? header.kid : undefined;
-    const found = await (deps.jwks ?? defaultJwksCache).keyFor(
-      credentialId,
-      secret.jwksUri,
-      { alg, ...(kid !== undefined ? { kid } : {}) },
-      {
-        failPolicy: secret.failPolicy ?? "fail-closed",
-        ...(secret.jwksRefreshHint !== undefined ? { refreshHintSeconds: secret.jwksRefreshHint } : {}),
-      },
-    );
-    if (found === "unreachable") return deny("jwks unreachable");
-    if (found === undefined) return deny("no matching key");
-    key = found;
-  }
-
-  let payload: JWTPayload;
-  try {
-    jwtVerifyStats.verifications++;
-    ({ payload } = await jwtVerify(token, key, {
-      algorithms: secret.algorithms,
-      issuer: secret.issuer,
-      audience: secret.audience,
-      clockTolerance: skew,
-      currentDate: new Date(now()),
-      requiredClaims: ["exp"],
-    }));
-  } catch (error) {
-    return deny(reasonOf(error));
-  }
-  if (!subjectMatches(secret.subject, payload.sub)) return deny("claim sub invalid");
-  const claim = failingClaim(payload, secret.requiredClaims);
-  if (claim !== undefined) return deny(`claim ${claim} invalid`);
+  // Verification (jose, the JWKS cache) is loaded on the first token to verify, not at a cold start.
+  const { verifyJwt } = await jwtVerification();
+  const verified = await verifyJwt(token, credentialId, secret, {
+    jwks: deps.jwks,
+    now: now(),
+    skew,
+    stats: jwtVerifyStats,
+  });
+  if (!verified.ok) return verified;
+  const { payload } = verified;
   const claims = Object.freeze({ ...payload }) as CallerClaims;
   if (typeof payload.exp === "number") last.remember(credentialId, token, payload.exp, claims);
   return { ok: true, claims };
