@@ -7,6 +7,10 @@
  * request is allowed only if every layer allows, in the order credential, proxy, target.
  * See docs/access-rules.md.
  *
+ * Several values (a repeated query parameter, header lines joined with commas): a `deny` rule's
+ * check holds when any value matches, an `allow` rule's only when every value matches
+ * (lib/domain/request-view.ts checkOutcome, shared with the predicates of meters and transforms).
+ *
  * Bounded work (docs/access-rules.md, "Limits"): rules are compiled once per configuration load
  * (compileRules; the data plane caches the result with the proxy's configuration), each distinct
  * (pattern, header/parameter/path) pair is matched at most once per request, and only values of at
