@@ -131,6 +131,17 @@ describe("isJsonContentType", () => {
     expect(isJsonContentType("application/x-www-form-urlencoded")).toBe(false);
     expect(isJsonContentType("application/jsonx")).toBe(false);
   });
+
+  it("two Content-Type lines (joined with a comma): JSON when one of them is", () => {
+    expect(isJsonContentType("text/plain,application/json")).toBe(true);
+    expect(isJsonContentType("application/json, text/plain")).toBe(true);
+    expect(isJsonContentType("text/plain, text/html")).toBe(false);
+    // A meter on a body field cannot be dodged by adding a second Content-Type line.
+    const m = meter({ body: [{ path: "model", pattern: "^gpt-5$" }] });
+    expect(applies(m, jsonRequest({ model: "gpt-5" }, { contentType: "text/plain,application/json" }))).toBe(
+      true,
+    );
+  });
 });
 
 describe("modes", () => {
