@@ -36,8 +36,8 @@ const jwtVerification = loadOnce(() => import("./caller-jwt.ts"));
 export interface CallerRequest {
   /** Lower-case header names. */
   headers: Record<string, string | undefined>;
-  /** Decoded query parameters. */
-  query: Record<string, string | undefined>;
+  /** Decoded query parameters (a repeated one: its values; the first is checked). */
+  query: Record<string, string | string[] | undefined>;
 }
 
 export interface CallerCredential {
@@ -183,7 +183,7 @@ function checkPrefixed(
 
 function checkApiKey(request: CallerRequest, secret: ApiKeySecret): CallerAuthResult {
   if (secret.placement === "query") {
-    const presented = request.query[secret.keyName];
+    const presented = [request.query[secret.keyName]].flat()[0];
     if (presented === undefined) return deny(`missing query parameter ${secret.keyName}`);
     if (presented.length > MAX_PRESENTED_LENGTH) return deny("api key too long");
     return constantTimeEqual(presented, secret.keyValue) ? OK : deny("api key mismatch");

@@ -5,6 +5,7 @@
  * single-use claim itself (the pipeline does both, once, on every path).
  */
 import type { PreparedPredicateRequest } from "../domain/predicates/evaluate.ts";
+import { normalisePath } from "../domain/request-view.ts";
 import type { MeterUse } from "./meter-plan.ts";
 import type { ValidationData } from "./request-log.ts";
 import type { LoadedCredential, ProxyRuntime } from "./runtime-config.ts";
@@ -77,12 +78,12 @@ export interface RequestContext {
   readonly request: DataPlaneRequest;
   /** The proxy id of the path ("" when the path has none). */
   readonly proxyId: string;
-  /** The path after /api/{proxyId}, "/" at least. */
+  /** The path after /api/{proxyId}, "/" at least, normalised (request-view.ts normalisePath). */
   readonly apiPath: string;
   /** True when the path is /api/{proxyId}[/...]. */
   readonly pathMatched: boolean;
-  /** The caller's query parameters, decoded; the first value of each name (null prototype). */
-  readonly query: Record<string, string>;
+  /** The caller's query parameters, decoded; a repeated name has all its values (null prototype). */
+  readonly query: Record<string, string | string[]>;
   validation: Partial<ValidationData>;
   runtime?: ProxyRuntime;
   /** True when `runtime` was read from the table during this request (its version is current). */
@@ -119,10 +120,13 @@ export const REDACT_HEADER = "service-proxy-redact";
 /** `/api/{proxyId}` and the path after it. */
 const PROXY_PATH = /^\/api\/([^/]+)(\/.*)?$/;
 
-function parseQuery(raw: string): Record<string, string> {
+export function parseQuery(raw: string | URLSearchParams): Record<string, string | string[]> {
   // Null prototype: `constructor` or `toString` must not be found already set on Object.prototype.
-  const query: Record<string, string> = Object.create(null);
-  for (const [name, value] of new URLSearchParams(raw)) query[name] ??= value;
+  const query: Record<string, string | string[]> = Object.create(null);
+  for (const [name, value] of new URLSearchParams(raw)) {
+    const seen = query[name];
+    query[name] = seen === undefined ? value : [seen, value].flat();
+  }
   return query;
 }
 
@@ -133,7 +137,7 @@ export function newContext(request: DataPlaneRequest, requestId: string, receive
     receivedAt,
     request,
     proxyId: match?.[1] ?? "",
-    apiPath: match?.[2] ?? "/",
+    apiPath: normalisePath(match?.[2] ?? "/"),
     pathMatched: match !== null,
     query: parseQuery(request.rawQuery),
     validation: {},

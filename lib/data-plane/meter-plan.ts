@@ -32,6 +32,8 @@ import {
   type PreparedPredicateRequest,
   preparePredicateRequest,
 } from "../domain/predicates/evaluate.ts";
+import { omitNames } from "../domain/request-view.ts";
+import { callerCredentialNames } from "../vault/apply-credential.ts";
 import type { RequestContext } from "./context.ts";
 
 /**
@@ -95,13 +97,18 @@ export interface MeterUse {
   extraction: Extraction | null;
 }
 
-/** The request as the predicates see it, prepared once for all meters. */
+/**
+ * The request as the predicates and variables of meters and transforms see it, prepared once for
+ * all of them: without the caller's credential (its headers, `authorization` always, and query
+ * parameters; a jwtVerify caller's verified claims stand for it).
+ */
 export function predicateRequestOf(ctx: RequestContext): PreparedPredicateRequest {
+  const callerCredential = callerCredentialNames(ctx.admission?.proxyCredential);
   return preparePredicateRequest({
     method: ctx.request.method,
     path: ctx.apiPath,
-    headers: ctx.request.headers,
-    query: ctx.query,
+    headers: omitNames(ctx.request.headers, callerCredential.headers),
+    query: omitNames(ctx.query, new Set(callerCredential.query)),
     body: ctx.request.body ?? null,
     contentType: ctx.request.headers["content-type"] ?? null,
     claims: (ctx.admission?.claims as Record<string, unknown> | undefined) ?? null,

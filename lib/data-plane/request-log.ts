@@ -95,7 +95,7 @@ export interface RequestLogInput {
   method: string;
   /** Path after /api/{proxyId}. */
   apiPath: string;
-  query: Record<string, string>;
+  query: Record<string, string | string[]>;
   requestHeaders: Record<string, string>;
   requestBody: Buffer | undefined;
   /** Unix ms when the proxy received the request. */

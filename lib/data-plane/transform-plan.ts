@@ -114,13 +114,18 @@ export async function retireTransforms(transforms: RuntimeTransforms): Promise<v
     disposeTransform(transform.compiled);
 }
 
-/** The request transform that runs, if any: its request predicates on the caller's request. */
+/**
+ * The request transform that runs, if any: its request predicates on the caller's request (a field
+ * with several values errs on applying: any value for `include`, every value for `exclude`).
+ */
 export function selectRequestTransform(
   transforms: readonly LoadedTransform[],
   request: PreparedPredicateRequest,
 ): LoadedTransform | undefined {
   return selectTransform(transforms, (transform) =>
-    transformApplies(transform.mode, transform.effect, () => predicatesOutcome(transform.request, request)),
+    transformApplies(transform.mode, transform.effect, () =>
+      predicatesOutcome(transform.request, request, transform.effect !== "exclude"),
+    ),
   );
 }
 
@@ -138,8 +143,8 @@ export function selectResponseTransform(
     transformApplies(transform.mode, transform.effect, () =>
       allHold([
         statusHolds(transform.responseStatus, status),
-        predicatesOutcome(transform.request, request),
-        predicatesOutcome(transform.response, response),
+        predicatesOutcome(transform.request, request, transform.effect !== "exclude"),
+        predicatesOutcome(transform.response, response, transform.effect !== "exclude"),
       ]),
     ),
   );

@@ -222,6 +222,27 @@ export function applyTargetCredential(
 }
 
 /**
+ * The caller's proxy credential in a request: the lower-case header names (`authorization` always)
+ * and the query parameter names that carry it. The one definition used to strip it from the
+ * outgoing request (stages/forward.ts) and from every view of the request given to predicates and
+ * user code (meter-plan.ts predicateRequestOf).
+ */
+export function callerCredentialNames(credential?: {
+  item: { credentialAuthType: string };
+  secret: unknown;
+}): {
+  headers: Set<string>;
+  query: string[];
+} {
+  const authType = credential?.item.credentialAuthType as AuthType;
+  const secret = (credential?.secret ?? {}) as CredentialSecret;
+  return {
+    headers: new Set([...credentialHeaderNames(authType, secret), "authorization"]),
+    query: credentialQueryParamNames(authType, secret),
+  };
+}
+
+/**
  * Lower-case names of the headers that carry a credential's secret (its auth header and its
  * additionalHeaders), for redaction in request logs. For a proxy credential these are the headers
  * the caller presents.

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   applyTargetCredential,
   CredentialApplicationError,
+  callerCredentialNames,
   credentialHeaderNames,
   credentialQueryParamNames,
   isJsonContentType,
@@ -433,5 +434,26 @@ describe("credentialHeaderNames and credentialQueryParamNames", () => {
       "authorization",
       "x-extra",
     ]);
+  });
+});
+
+describe("callerCredentialNames: the caller's credential in a request", () => {
+  const of = (credentialAuthType: string, secret: unknown) => {
+    const names = callerCredentialNames({ item: { credentialAuthType }, secret });
+    return { headers: [...names.headers].sort(), query: names.query };
+  };
+
+  it("names the credential's header or query parameter, and authorization always", () => {
+    expect(of("apiKey", { keyName: "X-Api-Key", keyValue: "k" })).toEqual({
+      headers: ["authorization", "x-api-key"],
+      query: [],
+    });
+    expect(of("apiKey", { keyName: "api_key", keyValue: "k", placement: "query" })).toEqual({
+      headers: ["authorization"],
+      query: ["api_key"],
+    });
+    for (const authType of ["bearer", "basicAuth", "jwt", "jwtVerify"])
+      expect(of(authType, {}), authType).toEqual({ headers: ["authorization"], query: [] });
+    expect(callerCredentialNames().headers).toEqual(new Set(["authorization"]));
   });
 });

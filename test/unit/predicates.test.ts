@@ -131,6 +131,17 @@ describe("isJsonContentType", () => {
     expect(isJsonContentType("application/x-www-form-urlencoded")).toBe(false);
     expect(isJsonContentType("application/jsonx")).toBe(false);
   });
+
+  it("two Content-Type lines (joined with a comma): JSON when one of them is", () => {
+    expect(isJsonContentType("text/plain,application/json")).toBe(true);
+    expect(isJsonContentType("application/json, text/plain")).toBe(true);
+    expect(isJsonContentType("text/plain, text/html")).toBe(false);
+    // A meter on a body field cannot be dodged by adding a second Content-Type line.
+    const m = meter({ body: [{ path: "model", pattern: "^gpt-5$" }] });
+    expect(applies(m, jsonRequest({ model: "gpt-5" }, { contentType: "text/plain,application/json" }))).toBe(
+      true,
+    );
+  });
 });
 
 describe("modes", () => {
@@ -257,6 +268,64 @@ describe("checks", () => {
     expect(applies(roles, request({ claims: { roles: ["user", "admin"] } }))).toBe(true);
     const proto = meter({ token: [{ claim: "constructor" }] });
     expect(applies(proto, request({ claims: {} }))).toBe(false);
+  });
+});
+
+describe("several values (request-view.ts): the meter errs on applying", () => {
+  const include = meter({ headers: [{ name: "x-role", pattern: "^admin$" }] });
+  const exclude = meter({ headers: [{ name: "x-role", pattern: "^user$" }] }, { effect: "exclude" });
+  const mixed: PredicateRequest[] = [
+    request({ headers: { "x-role": ["user", "admin"] } }),
+    request({ headers: { "x-role": ["admin", "user"] } }),
+    request({ headers: { "x-role": "user,admin" } }),
+    request({ headers: { "x-role": "admin, user" } }),
+  ];
+
+  it("include: any value (or comma-separated element) that matches makes the set hold", () => {
+    for (const r of mixed) expect(applies(include, r), JSON.stringify(r.headers)).toBe(true);
+    expect(applies(include, request({ headers: { "x-role": "user" } }))).toBe(false);
+  });
+
+  it("exclude: the set holds (the meter is left out) only when every value matches", () => {
+    for (const r of mixed) expect(applies(exclude, r), JSON.stringify(r.headers)).toBe(true);
+    expect(applies(exclude, request({ headers: { "x-role": "user" } }))).toBe(false);
+    expect(applies(exclude, request({ headers: { "x-role": ["user", "user"] } }))).toBe(false);
+    expect(applies(exclude, request({ headers: { "x-role": "user, user" } }))).toBe(false);
+  });
+
+  it("query: repeated values, first or last", () => {
+    const m = meter({ query: [{ name: "role", pattern: "^admin$" }] });
+    expect(applies(m, request({ query: { role: ["user", "admin"] } }))).toBe(true);
+    expect(applies(m, request({ query: { role: ["admin", "user"] } }))).toBe(true);
+    const out = meter({ query: [{ name: "role", pattern: "^user$" }] }, { effect: "exclude" });
+    expect(applies(out, request({ query: { role: ["user", "admin"] } }))).toBe(true);
+    expect(applies(out, request({ query: { role: ["user"] } }))).toBe(false);
+  });
+
+  it("body and claims: a JSON array is tested whole and element by element", () => {
+    const m = meter({ body: [{ path: "roles", pattern: "^admin$" }] });
+    expect(applies(m, jsonRequest({ roles: ["user", "admin"] }))).toBe(true);
+    expect(applies(m, jsonRequest({ roles: ["admin", "user"] }))).toBe(true);
+    expect(applies(m, jsonRequest({ roles: ["user"] }))).toBe(false);
+    const whole = meter({ body: [{ path: "roles", pattern: '^\\["user"\\]$' }] });
+    expect(applies(whole, jsonRequest({ roles: ["user"] }))).toBe(true);
+    const out = meter({ body: [{ path: "roles", pattern: "^user$" }] }, { effect: "exclude" });
+    expect(applies(out, jsonRequest({ roles: ["user", "admin"] }))).toBe(true);
+    expect(applies(out, jsonRequest({ roles: ["admin", "user"] }))).toBe(true);
+    expect(applies(out, jsonRequest({ roles: ["user", "user"] }))).toBe(false);
+    const claim = meter({ token: [{ claim: "roles", pattern: "^admin$" }] });
+    expect(applies(claim, request({ claims: { roles: ["user", "admin"] } }))).toBe(true);
+    const numbers = meter({ body: [{ path: "n", pattern: "^3$" }] });
+    expect(applies(numbers, jsonRequest({ n: [1, 3] }))).toBe(true);
+  });
+
+  it("predicatesOutcome: broad by default, narrow for an exclude set", () => {
+    const compiled = compilePredicates({
+      headers: [{ name: "x-role", pattern: "^user$", presence: "present" }],
+    });
+    const r = request({ headers: { "x-role": "user,admin" } });
+    expect(predicatesOutcome(compiled, r)).toBe(true);
+    expect(predicatesOutcome(compiled, r, false)).toBe(false);
   });
 });
 

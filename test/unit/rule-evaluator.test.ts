@@ -120,12 +120,53 @@ describe("ruleMatches: conditions", () => {
       expect(ruleMatches(r, request({ headers: {} }))).toBe(false);
     });
 
-    it("absent with pattern: no value matches; a missing header counts as absent", () => {
+    it("absent with pattern (deny): not every value matches; a missing header counts as absent", () => {
       const r = check({ name: "x-env", pattern: "^prod$", presence: "absent" });
       expect(ruleMatches(r, request({ headers: {} }))).toBe(true);
       expect(ruleMatches(r, request({ headers: { "x-env": "test" } }))).toBe(true);
       expect(ruleMatches(r, request({ headers: { "x-env": "prod" } }))).toBe(false);
-      expect(ruleMatches(r, request({ headers: { "x-env": ["test", "prod"] } }))).toBe(false);
+      // "deny unless x-env is prod": one value that is not prod is enough to deny
+      expect(ruleMatches(r, request({ headers: { "x-env": ["test", "prod"] } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "x-env": ["prod", "test"] } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "x-env": "prod,test" } }))).toBe(true);
+      expect(ruleMatches(r, request({ headers: { "x-env": ["prod", "prod"] } }))).toBe(false);
+    });
+
+    it("an allow rule's checks hold only when every value matches; a deny rule's when any does", () => {
+      const allow = rule("a", {
+        effect: "allow",
+        priority: 1,
+        headerChecks: [{ name: "x-role", pattern: "^user$" }],
+      });
+      const deny = rule("d", {
+        effect: "deny",
+        priority: 1,
+        headerChecks: [{ name: "x-role", pattern: "^admin$" }],
+      });
+      for (const role of [["user", "admin"], ["admin", "user"], "user,admin", "admin, user"]) {
+        expect(ruleMatches(allow, request({ headers: { "x-role": role } })), String(role)).toBe(false);
+        expect(ruleMatches(deny, request({ headers: { "x-role": role } })), String(role)).toBe(true);
+      }
+      expect(ruleMatches(allow, request({ headers: { "x-role": ["user", "user"] } }))).toBe(true);
+      expect(ruleMatches(allow, request({ headers: { "x-role": "user, user" } }))).toBe(true);
+      // A value that legitimately contains commas still satisfies an allow rule matching it whole.
+      const agent = rule("u", {
+        effect: "allow",
+        priority: 1,
+        headerChecks: [{ name: "user-agent", pattern: "^Mozilla/5\\.0 \\(X11, Linux\\)$" }],
+      });
+      expect(ruleMatches(agent, request({ headers: { "user-agent": "Mozilla/5.0 (X11, Linux)" } }))).toBe(
+        true,
+      );
+      // allow + absent: no value nor element matches
+      const notAdmin = rule("n", {
+        effect: "allow",
+        priority: 1,
+        headerChecks: [{ name: "x-role", pattern: "^admin$", presence: "absent" }],
+      });
+      expect(ruleMatches(notAdmin, request({ headers: { "x-role": "user" } }))).toBe(true);
+      expect(ruleMatches(notAdmin, request({ headers: { "x-role": "user,admin" } }))).toBe(false);
+      expect(ruleMatches(notAdmin, request({ headers: { "x-role": ["admin", "user"] } }))).toBe(false);
     });
 
     it("every check must hold", () => {
@@ -160,7 +201,10 @@ describe("ruleMatches: conditions", () => {
       expect(ruleMatches(limit, request({ query: { limit: "10" } }))).toBe(false);
       const notAll = check({ name: "scope", pattern: "^all$", presence: "absent" });
       expect(ruleMatches(notAll, request({ query: {} }))).toBe(true);
-      expect(ruleMatches(notAll, request({ query: { scope: ["mine", "all"] } }))).toBe(false);
+      expect(ruleMatches(notAll, request({ query: { scope: ["mine", "all"] } }))).toBe(true);
+      expect(ruleMatches(notAll, request({ query: { scope: ["all", "all"] } }))).toBe(false);
+      // query values are not split at commas
+      expect(ruleMatches(limit, request({ query: { limit: "10,5000" } }))).toBe(false);
     });
   });
 

@@ -24,8 +24,7 @@ import {
 import { removeQueryPairs } from "../../net/query-pairs.ts";
 import {
   applyTargetCredential,
-  credentialHeaderNames,
-  credentialQueryParamNames,
+  callerCredentialNames,
   mergeProxyAdditions,
   type OutgoingRequest,
 } from "../../vault/apply-credential.ts";
@@ -69,14 +68,12 @@ function targetUrl(base: string, apiPath: string, rawQuery: string): URL {
 /** The request to send to the target, before the target credential is applied. */
 export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
   const runtime = ctx.runtime!;
-  const { proxyCredential } = ctx.admission!;
-  const authType = proxyCredential.item.credentialAuthType as AuthType;
+  const callerCredential = callerCredentialNames(ctx.admission!.proxyCredential);
   // Null prototype: a header of any name (`__proto__` included) is an own entry.
   const headers: Record<string, string> = Object.create(null);
-  const callerSecretHeaders = new Set(credentialHeaderNames(authType, proxyCredential.secret as never));
   for (const [name, value] of Object.entries(ctx.request.headers)) {
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || callerSecretHeaders.has(lower) || lower === "authorization") continue;
+    if (HOP_BY_HOP.has(lower) || callerCredential.headers.has(lower)) continue;
     if (isClientAddressHeader(lower)) continue; // set below from the real address
     if (isStrippedHeader(ctx, lower)) continue; // the proxy's header filter (docs/filters.md)
     headers[lower] = value;
@@ -89,7 +86,7 @@ export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
     ctx.validation.requestConfigError = true;
     return notForwarded("The target URL is invalid");
   }
-  removeQueryPairs(url, credentialQueryParamNames(authType, proxyCredential.secret as never));
+  removeQueryPairs(url, callerCredential.query);
   const body = ctx.request.body;
   // A path override's headers go over the proxy's own (later names win; names ignore case).
   const overrideHeaders = routeOverride(ctx)?.additionalHeaders;

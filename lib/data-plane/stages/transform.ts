@@ -19,7 +19,7 @@ import { preparePredicateRequest } from "../../domain/predicates/evaluate.ts";
 import { loadOnce } from "../../lazy.ts";
 import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
 import type { OutgoingRequest } from "../../vault/apply-credential.ts";
-import { type Answer, type RequestContext, serviceAnswer } from "../context.ts";
+import { type Answer, parseQuery, type RequestContext, serviceAnswer } from "../context.ts";
 import { predicateRequestOf } from "../meter-plan.ts";
 import type { CompiledTransform, TransformResult } from "../sandbox.ts";
 import { SERVICE_HEADER_PREFIX } from "../target-response.ts";
@@ -153,15 +153,6 @@ function checkedQuery(value: unknown): Record<string, string | string[]> {
   return value as Record<string, string | string[]>;
 }
 
-function queryOf(url: URL): Record<string, string | string[]> {
-  const query: Record<string, string | string[]> = Object.create(null);
-  for (const [name, value] of url.searchParams) {
-    const seen = query[name];
-    query[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
-  }
-  return query;
-}
-
 function searchOf(query: Record<string, string | string[]>): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query))
@@ -175,7 +166,7 @@ export function requestView(ctx: RequestContext, outgoing: OutgoingRequest): Tra
   return {
     method: outgoing.method,
     path: ctx.apiPath,
-    query: queryOf(outgoing.url),
+    query: parseQuery(outgoing.url.searchParams),
     headers: { ...outgoing.headers },
     body: bodyView(outgoing.body, outgoing.headers["content-type"]),
   };

@@ -103,11 +103,17 @@ function cut(text: string, limit: number): BoundedText {
 /** The JSON body: parsed, not JSON (`missing`), or too large to parse (`undecided`). */
 export type ParsedBody = { kind: "json"; value: unknown } | { kind: "missing" } | { kind: "undecided" };
 
-/** Whether a Content-Type allows reading the body as JSON: absent, application/json or *+json. */
+/**
+ * Whether a Content-Type allows reading the body as JSON: absent, application/json or *+json.
+ * Several Content-Type lines arrive joined with commas and a target may read any of them: the body
+ * is read as JSON when one of them is JSON (request-view.ts "several values").
+ */
 export function isJsonContentType(contentType: string | null | undefined): boolean {
   if (contentType === undefined || contentType === null || contentType.trim() === "") return true;
-  const media = contentType.split(";")[0]!.trim().toLowerCase();
-  return media === "application/json" || /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]*\+json$/.test(media);
+  return contentType.split(",").some((one) => {
+    const media = one.split(";")[0]!.trim().toLowerCase();
+    return media === "application/json" || /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]*\+json$/.test(media);
+  });
 }
 
 /**

@@ -14,13 +14,22 @@
  *   counted and limited), so padding a value can never escape a quota.
  */
 import type { RE2JS } from "re2js";
-import { BudgetedMatcher, compileRulePattern, patternCost, RulePatternError } from "../rules/regex.ts";
 import {
-  type EvaluationStats,
+  type FieldValues,
+  fieldValues,
+  headerValue,
   MAX_MATCHED_VALUE_LENGTH,
   MAX_MATCHED_VALUES,
+  checkOutcome as valuesOutcome,
+} from "../request-view.ts";
+import {
+  BudgetedMatcher,
+  compileRulePattern,
+  type EvaluationStats,
   newEvaluationStats,
-} from "../rules/rule-evaluator.ts";
+  patternCost,
+  RulePatternError,
+} from "../rules/regex.ts";
 import { boundedText, type ParsedBody, parseJsonBody, readDotPath } from "./dot-path.ts";
 import type { PredicatePresence, StoredPredicates, VariableValue } from "./schema.ts";
 
@@ -59,23 +68,10 @@ export interface PredicateRequest {
 /** Result of one predicate set: true / false, or undefined when a check could not be decided. */
 export type Outcome = boolean | undefined;
 
-/** The values of one field of a request; `overLong` when they exceed the matched bounds. */
-interface FieldValues {
-  values: string[];
-  overLong: boolean;
-}
-
 function valuesOf(value: Values): string[] {
   if (value === undefined) return [];
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [value];
 }
-
-const overLong = (values: string[]): boolean => {
-  if (values.length > MAX_MATCHED_VALUES) return true;
-  let length = 0;
-  for (const value of values) length += value.length;
-  return length > MAX_MATCHED_VALUE_LENGTH;
-};
 
 /** A request indexed for evaluation: fields built on first use, pattern results memoised. */
 export class PreparedPredicateRequest {
@@ -88,10 +84,14 @@ export class PreparedPredicateRequest {
   private segments: string[] | null = null;
   private readonly matcher: BudgetedMatcher;
 
-  constructor(request: PredicateRequest, stats: EvaluationStats = newEvaluationStats()) {
+  constructor(
+    request: PredicateRequest,
+    stats: EvaluationStats = newEvaluationStats(),
+    budget = MAX_PREDICATE_WORK_PER_REQUEST,
+  ) {
     this.request = request;
     this.stats = stats;
-    this.matcher = new BudgetedMatcher(MAX_PREDICATE_WORK_PER_REQUEST, stats);
+    this.matcher = new BudgetedMatcher(budget, stats);
     this.method = request.method.toUpperCase();
     for (const [name, value] of Object.entries(request.headers ?? {})) {
       const values = valuesOf(value);
@@ -158,34 +158,56 @@ export class PreparedPredicateRequest {
   private buildField(field: string): FieldValues | undefined | "undecided" {
     const kind = field.slice(0, 2);
     const name = field.slice(2);
-    let values: string[] | undefined;
-    if (field === "path") values = [this.path];
-    else if (kind === "h:") values = this.headerValues(name);
-    else if (kind === "q:") values = this.queryValues(name);
-    else if (kind === "b:") {
+    if (field === "path") return fieldValues([[this.path]]);
+    if (kind === "h:") return fieldValues(this.headerValues(name)?.map(headerValue));
+    if (kind === "q:") return fieldValues(this.queryValues(name)?.map((value) => [value]));
+    let value: unknown;
+    if (kind === "b:") {
       const body = this.body();
-      if (body.kind === "undecided") return "undecided";
-      if (body.kind === "missing") return undefined;
-      const text = jsonValueText(readDotPath(body.value, name), MAX_MATCHED_VALUE_LENGTH);
-      if (text === "overLong") return { values: [], overLong: true };
-      values = text === undefined ? undefined : [text];
-    } else if (kind === "t:") {
-      const text = jsonValueText(this.claim(name), MAX_MATCHED_VALUE_LENGTH);
-      if (text === "overLong") return { values: [], overLong: true };
-      values = text === undefined ? undefined : [text];
-    }
-    if (values === undefined || values.length === 0) return undefined;
-    return { values, overLong: overLong(values) };
+      if (body.kind !== "json") return body.kind === "undecided" ? "undecided" : undefined;
+      value = readDotPath(body.value, name);
+    } else value = this.claim(name);
+    const text = jsonValueText(value, MAX_MATCHED_VALUE_LENGTH);
+    if (text === "overLong") return { values: [], overLong: true };
+    if (text === undefined) return undefined;
+    // A JSON array is a list: tested as a whole and element by element (request-view.ts).
+    const elements = Array.isArray(value)
+      ? value.map((item) => boundedText(item, MAX_MATCHED_VALUE_LENGTH)!.text)
+      : [];
+    return fieldValues([[text, ...elements]]);
   }
 
   /**
-   * Whether any value of the field matches; each (pattern, field) pair runs once per request.
-   * Undefined when running it would take the request over MAX_PREDICATE_WORK_PER_REQUEST.
+   * How the field's values match (request-view.ts); each (pattern, field) pair runs once per
+   * request. Undefined when running it would take the request over the request's work budget.
    */
-  matches(regex: RE2JS, cost: number, field: string, entry: FieldValues): boolean | undefined {
+  matches(regex: RE2JS, cost: number, field: string, entry: FieldValues) {
     return this.matcher.matches(regex, cost, field, entry.values);
   }
 }
+
+/** A compiled check on one field: the same shape for rules and predicates. */
+export interface FieldCheck {
+  /** `path`, `h:<header>`, `q:<parameter>`, `b:<dot path>` or `t:<claim>`. */
+  field: string;
+  pattern: { regex: RE2JS; cost: number } | null;
+  presence: PredicatePresence;
+}
+
+/** The outcome of one check (request-view.ts checkOutcome); `broad` for deny rules and applying sets. */
+export const fieldCheckOutcome = (
+  check: FieldCheck,
+  request: PreparedPredicateRequest,
+  broad: boolean,
+): Outcome => {
+  const { pattern } = check;
+  return valuesOutcome(
+    request.field(check.field),
+    check.presence,
+    pattern && ((entry) => request.matches(pattern.regex, pattern.cost, check.field, entry)),
+    broad,
+  );
+};
 
 /**
  * The text a body or claim check tests: a string as it is, another value in its JSON form; JSON
@@ -205,12 +227,7 @@ export function preparePredicateRequest(
   return request instanceof PreparedPredicateRequest ? request : new PreparedPredicateRequest(request, stats);
 }
 
-interface CompiledCheck {
-  /** `path`, `h:<header>`, `q:<parameter>`, `b:<dot path>` or `t:<claim>`. */
-  field: string;
-  pattern: { regex: RE2JS; cost: number } | null;
-  presence: PredicatePresence;
-}
+type CompiledCheck = FieldCheck;
 
 /** One predicate set, compiled: build once per configuration load. */
 export interface CompiledPredicates {
@@ -279,34 +296,24 @@ export function compilePredicates(predicates: PredicateFieldsInput): CompiledPre
   }
 }
 
-function checkOutcome(check: CompiledCheck, request: PreparedPredicateRequest): Outcome {
-  const entry = request.field(check.field);
-  if (entry === "undecided") return undefined;
-  if (check.pattern === null) {
-    const present = entry !== undefined;
-    return check.presence === "present" ? present : !present;
-  }
-  if (entry === undefined) return check.presence !== "present";
-  if (entry.overLong) return undefined;
-  const matched = request.matches(check.pattern.regex, check.pattern.cost, check.field, entry);
-  if (matched === undefined) return undefined;
-  return check.presence === "present" ? matched : !matched;
-}
-
 /**
  * Whether every given predicate holds (true for an empty set); false as soon as one fails;
- * undefined if none fails but one could not be decided.
+ * undefined if none fails but one could not be decided. `broad` (default): the set makes its meter
+ * or transform apply when it holds (`include`), so a field with several values holds when any
+ * value matches; false for an `exclude` set, which holds only when every value matches
+ * (request-view.ts checkOutcome).
  */
 export function predicatesOutcome(
   compiled: CompiledPredicates,
   request: PredicateRequest | PreparedPredicateRequest,
+  broad = true,
 ): Outcome {
   const prepared = preparePredicateRequest(request);
   if (compiled.methods && !compiled.methods.has(prepared.method)) return false;
   if (compiled.invalid !== null) return undefined;
   let outcome: Outcome = true;
   for (const check of compiled.checks) {
-    const result = checkOutcome(check, prepared);
+    const result = fieldCheckOutcome(check, prepared, broad);
     if (result === false) return false;
     if (result === undefined) outcome = undefined;
   }
@@ -342,7 +349,7 @@ export function compileMatcher(predicates: PredicateFieldsInput, options: Matche
   const exclude = options.effect === "exclude";
   const matcher = (request: PredicateRequest | PreparedPredicateRequest): boolean => {
     if (!conditional) return true;
-    const outcome = predicatesOutcome(compiled, request);
+    const outcome = predicatesOutcome(compiled, request, !exclude);
     if (outcome === undefined) return options.undecided;
     return exclude ? !outcome : outcome;
   };

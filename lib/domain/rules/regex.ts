@@ -10,6 +10,7 @@
  * either throws RuleEngineNotLoadedError.
  */
 import type { RE2JS } from "re2js";
+import { type FieldValue, type Matched, matchValues } from "../request-view.ts";
 
 type Re2Module = typeof import("re2js");
 let re2: Re2Module | undefined;
@@ -190,7 +191,7 @@ export const newEvaluationStats = (): EvaluationStats => ({
  */
 export class BudgetedMatcher {
   /** pattern -> field -> matched. */
-  private readonly results = new Map<RE2JS, Map<string, boolean | undefined>>();
+  private readonly results = new Map<RE2JS, Map<string, Matched | undefined>>();
   private spent = 0;
 
   constructor(
@@ -198,8 +199,8 @@ export class BudgetedMatcher {
     readonly stats: EvaluationStats = newEvaluationStats(),
   ) {}
 
-  /** Whether any of the field's values matches; undefined when over the budget. */
-  matches(regex: RE2JS, cost: number, field: string, values: readonly string[]): boolean | undefined {
+  /** How the field's values match (request-view.ts matchValues); undefined when over the budget. */
+  matches(regex: RE2JS, cost: number, field: string, values: readonly FieldValue[]): Matched | undefined {
     let byField = this.results.get(regex);
     if (!byField) {
       byField = new Map();
@@ -207,23 +208,19 @@ export class BudgetedMatcher {
     }
     if (byField.has(field)) return byField.get(field);
     let work = 0;
-    for (const value of values) work += cost * Math.max(1, value.length);
+    for (const value of values) for (const text of value) work += cost * Math.max(1, text.length);
     if (this.spent + work > this.budget) {
       this.stats.overBudget += 1;
       byField.set(field, undefined);
       return undefined;
     }
     this.spent += work;
-    let matched = false;
-    for (const value of values) {
+    const matched = matchValues(values, (text) => {
       this.stats.executions += 1;
-      this.stats.scannedChars += value.length;
-      this.stats.work += cost * Math.max(1, value.length);
-      if (testPattern(regex, value)) {
-        matched = true;
-        break;
-      }
-    }
+      this.stats.scannedChars += text.length;
+      this.stats.work += cost * Math.max(1, text.length);
+      return testPattern(regex, text);
+    });
     byField.set(field, matched);
     return matched;
   }

@@ -7,6 +7,10 @@
  * request is allowed only if every layer allows, in the order credential, proxy, target.
  * See docs/access-rules.md.
  *
+ * Several values (a repeated query parameter, header lines joined with commas): a `deny` rule's
+ * check holds when any value matches, an `allow` rule's only when every value matches
+ * (lib/domain/request-view.ts checkOutcome, shared with the predicates of meters and transforms).
+ *
  * Bounded work (docs/access-rules.md, "Limits"): rules are compiled once per configuration load
  * (compileRules; the data plane caches the result with the proxy's configuration), each distinct
  * (pattern, header/parameter/path) pair is matched at most once per request, and only values of at
@@ -15,20 +19,18 @@
  * (a `deny` rule holds, an `allow` rule does not), so padding a value can never bypass a rule.
  */
 import type { RE2JS } from "re2js";
+import { type FieldCheck, fieldCheckOutcome, PreparedPredicateRequest } from "../predicates/evaluate.ts";
+import { MAX_MATCHED_VALUE_LENGTH, MAX_MATCHED_VALUES } from "../request-view.ts";
 import {
-  BudgetedMatcher,
   compileRulePattern,
   type EvaluationStats,
   newEvaluationStats,
   patternCost,
   RulePatternError,
 } from "./regex.ts";
-import type { RulePresence, StoredRuleConditions } from "./rule-schema.ts";
+import type { StoredRuleConditions } from "./rule-schema.ts";
 
-/** Longest header value, query value or path (in characters, all values of a name together) that is matched. */
-export const MAX_MATCHED_VALUE_LENGTH = 4096;
-/** Most values of one header or query parameter that are matched. */
-export const MAX_MATCHED_VALUES = 16;
+export { MAX_MATCHED_VALUE_LENGTH, MAX_MATCHED_VALUES };
 /**
  * Matching work one request may spend on all its rules, in pattern instructions x characters
  * (the bound on the regex engine's steps). Measured on the slowest patterns the instruction cap
@@ -58,12 +60,8 @@ interface CompiledPattern {
   cost: number;
 }
 
-interface CompiledCheck {
-  /** `path`, `h:<lower-case header name>` or `q:<parameter name>`. */
-  field: string;
-  pattern: CompiledPattern | null;
-  presence: RulePresence;
-}
+/** `path`, `h:<lower-case header name>` or `q:<parameter name>`. */
+type CompiledCheck = FieldCheck;
 
 interface CompiledRule {
   ruleId: string;
@@ -169,83 +167,22 @@ export function compileRules(rules: readonly EvaluableRule[]): CompiledRules {
   return new CompiledRules(compiled, total);
 }
 
-/** The values of one field of a request; `overLong` when they exceed the matched bounds. */
-interface FieldValues {
-  values: string[];
-  overLong: boolean;
-}
-
-function valuesOf(value: string | string[] | undefined): string[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [value];
-}
-
-/** A request indexed for evaluation, with the per-request memo of pattern results. */
-class PreparedRequest {
-  readonly method: string;
-  private readonly fields = new Map<string, FieldValues>();
-  private readonly matcher: BudgetedMatcher;
-  readonly stats: EvaluationStats;
-
-  constructor(request: RuleRequest, stats: EvaluationStats) {
-    this.stats = stats;
-    this.matcher = new BudgetedMatcher(MAX_RULE_WORK_PER_REQUEST, stats);
-    this.method = request.method.toUpperCase();
-    const queryStart = request.path.indexOf("?");
-    this.add("path", [queryStart === -1 ? request.path : request.path.slice(0, queryStart)]);
-    // Header names are folded to lower case, query names are kept as they are.
-    for (const [name, value] of Object.entries(request.headers ?? {}))
-      this.add(`h:${name.toLowerCase()}`, valuesOf(value));
-    for (const [name, value] of Object.entries(request.query ?? {})) this.add(`q:${name}`, valuesOf(value));
-    for (const entry of this.fields.values()) {
-      let length = 0;
-      for (const value of entry.values) length += value.length;
-      entry.overLong = length > MAX_MATCHED_VALUE_LENGTH || entry.values.length > MAX_MATCHED_VALUES;
-    }
-  }
-
-  private add(field: string, values: string[]): void {
-    if (values.length === 0) return; // undefined or [] : the header/parameter is missing
-    const existing = this.fields.get(field);
-    if (existing) existing.values.push(...values);
-    else this.fields.set(field, { values, overLong: false });
-  }
-
-  field(field: string): FieldValues | undefined {
-    return this.fields.get(field);
-  }
-
-  /**
-   * Whether any value of the field matches; each (pattern, field) pair runs once per request.
-   * Undefined when running it would take the request over MAX_RULE_WORK_PER_REQUEST.
-   */
-  matches(pattern: CompiledPattern, field: string, entry: FieldValues): boolean | undefined {
-    return this.matcher.matches(pattern.regex, pattern.cost, field, entry.values);
-  }
-}
+/** A request indexed for evaluation, with the per-request memo of pattern results and work budget. */
+type PreparedRequest = PreparedPredicateRequest;
+const prepare = (request: RuleRequest, stats = newEvaluationStats()): PreparedRequest =>
+  new PreparedPredicateRequest(request, stats, MAX_RULE_WORK_PER_REQUEST);
 
 /** true / false, or undefined when a value it tests is too long to be matched. */
 type Outcome = boolean | undefined;
-
-function checkOutcome(check: CompiledCheck, request: PreparedRequest): Outcome {
-  const entry = request.field(check.field);
-  if (check.pattern === null) {
-    const present = entry !== undefined;
-    return check.presence === "present" ? present : !present;
-  }
-  if (entry === undefined) return check.presence !== "present";
-  if (entry.overLong) return undefined;
-  const matched = request.matches(check.pattern, check.field, entry);
-  if (matched === undefined) return undefined;
-  return check.presence === "present" ? matched : !matched;
-}
 
 /** Whether every condition holds; undefined if none fails but one could not be decided. */
 function ruleOutcome(rule: CompiledRule, request: PreparedRequest): Outcome {
   if (rule.methods && !rule.methods.has(request.method)) return false;
   let outcome: Outcome = true;
   for (const check of rule.checks) {
-    const result = checkOutcome(check, request);
+    // A deny rule's checks err on the side of holding (any value), an allow rule's on failing
+    // (every value): request-view.ts checkOutcome.
+    const result = fieldCheckOutcome(check, request, rule.effect === "deny");
     if (result === false) return false;
     if (result === undefined) outcome = undefined;
   }
@@ -305,13 +242,13 @@ export function ruleMatches(rule: EvaluableRule | StoredRuleConditions, request:
   const [compiled] = compileRules([evaluable]).rules;
   if (!compiled) return false;
   if (compiled.invalid !== null) throw new RulePatternError("", evaluable.regexFlags ?? "", compiled.invalid);
-  const outcome = ruleOutcome(compiled, new PreparedRequest(request, newEvaluationStats()));
+  const outcome = ruleOutcome(compiled, prepare(request));
   return outcome === undefined ? compiled.effect === "deny" : outcome;
 }
 
 /** The decision of one layer: the first matching rule, else the layer's default effect. */
 export function evaluateLayer(layer: RuleLayer, request: RuleRequest): LayerDecision {
-  return evaluatePrepared(layer, new PreparedRequest(request, newEvaluationStats()));
+  return evaluatePrepared(layer, prepare(request));
 }
 
 /**
@@ -324,7 +261,7 @@ export function evaluateAccess(
   request: RuleRequest,
   stats: EvaluationStats = newEvaluationStats(),
 ): AccessDecision {
-  const prepared = new PreparedRequest(request, stats);
+  const prepared = prepare(request, stats);
   const ordered = [...layers].sort(
     (a, b) => RULE_LAYER_ORDER.indexOf(a.name) - RULE_LAYER_ORDER.indexOf(b.name),
   );

@@ -222,7 +222,7 @@ describe("admit: an admitted request", () => {
     expect(seen).toHaveLength(1);
     const [callerRequest, callerCredentialArg] = seen[0]!;
     expect(callerRequest.headers["x-api-key"]).toBe(CALLER_KEY);
-    expect({ ...callerRequest.query }).toEqual({ a: "1", b: "x y" });
+    expect({ ...callerRequest.query }).toEqual({ a: ["1", "2"], b: "x y" }); // every value (the first authenticates)
     expect(callerCredentialArg).toEqual({
       credentialId: "cred-caller",
       authType: "apiKey",

@@ -12,7 +12,7 @@ import {
   clientRequestToken,
   counterKeys,
 } from "#lib/data-plane/counters.ts";
-import { planMeters, valueMeans } from "#lib/data-plane/meter-plan.ts";
+import { planMeters, predicateRequestOf, valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
 import {
   CLIENT_STEP,
@@ -23,7 +23,17 @@ import {
   refusal,
 } from "#lib/data-plane/stages/count.ts";
 import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
-import { CLIENT_ID, located, meter, NOW, PROXY_ID, type RuntimeOptions, runtime } from "./fixtures.ts";
+import {
+  CALLER_KEY,
+  CLIENT_ID,
+  credential,
+  located,
+  meter,
+  NOW,
+  PROXY_ID,
+  type RuntimeOptions,
+  runtime,
+} from "./fixtures.ts";
 
 /** A context admitted on this configuration (the real admit stage, the real caller check). */
 async function admitted(options: RuntimeOptions = {}, overrides: Parameters<typeof located>[1] = {}) {
@@ -378,5 +388,59 @@ describe("count", () => {
     expect(clientRequestToken("req-a", "count:1")).toBe(a);
     expect(clientRequestToken("req-a", "count:2")).not.toBe(a);
     expect(clientRequestToken("req-b", "count:1")).not.toBe(a);
+  });
+});
+
+describe("predicateRequestOf: the request as meters' and transforms' predicates and variables see it", () => {
+  it("leaves out the caller's credential (header, query parameter, authorization) and keeps the rest", async () => {
+    const headerCaller = await admitted(
+      {},
+      {
+        rawQuery: "x=1&x=2",
+        headers: Object.assign(Object.create(null), {
+          "x-api-key": CALLER_KEY,
+          authorization: "Bearer anything",
+          "x-role": "user,admin",
+        }),
+      },
+    );
+    const view = predicateRequestOf(headerCaller);
+    expect(view.headerValues("x-api-key")).toBeUndefined();
+    expect(view.headerValues("authorization")).toBeUndefined();
+    expect(view.headerValues("x-role")).toEqual(["user,admin"]);
+    expect(view.queryValues("x")).toEqual(["1", "2"]);
+
+    const queryKey = credential("cred-q", "proxy", "apiKey", {
+      keyName: "api_key",
+      keyValue: CALLER_KEY,
+      placement: "query",
+    });
+    const queryCaller = await admitted(
+      { proxyCredential: queryKey },
+      { rawQuery: `api_key=${CALLER_KEY}&api_key=again&x=1`, headers: Object.create(null) },
+    );
+    const queryView = predicateRequestOf(queryCaller);
+    expect(queryView.queryValues("api_key")).toBeUndefined();
+    expect(queryView.queryValues("x")).toEqual(["1"]);
+  });
+
+  it("a meter on the credential header never applies; the path is the normalised one", async () => {
+    const ctx = await admitted(
+      {
+        meters: [
+          meter("m-key", {
+            meterType: "request_count",
+            meterActive: true,
+            meterMode: "conditional",
+            effect: "include",
+            headers: [{ name: "x-api-key", presence: "present" }],
+            limits: { minute: 1 },
+          }),
+        ],
+      },
+      { path: `/api/${PROXY_ID}/%61dmin` },
+    );
+    expect(planMeters(ctx, NOW)).toEqual([]);
+    expect(predicateRequestOf(ctx).path).toBe("/admin");
   });
 });

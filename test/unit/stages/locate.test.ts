@@ -119,6 +119,21 @@ describe("locate", () => {
     expect(ctx.validation).toEqual({ proxyExists: true });
   });
 
+  it("sees the normalised path: unreserved escapes decoded, so no spelling of a dot segment gets through", async () => {
+    const normalised = context({ path: `/api/${PROXY_ID}/%61dmin/a%2fb/%2561`, rawQuery: "x=%61&x=b" });
+    expect(normalised.apiPath).toBe("/admin/a%2Fb/%2561");
+    expect({ ...normalised.query }).toEqual({ x: ["a", "b"] });
+    for (const path of ["/%2e%2e/x", "/%2E/x", "/.%2e", "/x/%2e%2E"]) {
+      const ctx = context({ path: `/api/${PROXY_ID}${path}` });
+      const answer = await locate(ctx, async () => loaded(true), { revalidate: false });
+      expect(answer?.response.status, path).toBe(400);
+    }
+    // Not decoded twice: %252e is a literal "%2e" for the target, not a dot.
+    const twice = context({ path: `/api/${PROXY_ID}/%252e%252e/x` });
+    expect(await locate(twice, async () => loaded(true), { revalidate: false })).toBeUndefined();
+    expect(twice.apiPath).toBe("/%252e%252e/x");
+  });
+
   it("lets a loader failure through (the pipeline turns it into a logged 500/503)", async () => {
     const failure = new Error("store down");
     await expect(locate(context(), async () => Promise.reject(failure), { revalidate: false })).rejects.toBe(
