@@ -51,12 +51,24 @@
  * Lambda asset it is its own entry, `sandbox.mjs`, with the worker entry `sandbox-worker.mjs`
  * beside it and the wasm beside its loader chunk (cdk/bundle.ts).
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+import {
+  afterKill,
+  isForgotten,
+  NOT_SUSPENDED,
+  type Suspension,
+  type SuspensionPolicy,
+  type SuspensionState,
+  suspendedMessage,
+  suspensionAt,
+  suspensionPolicy,
+} from "../domain/transforms/suspension.ts";
 import { log, metricFields } from "../log.ts";
 
 export const DEFAULT_MEMORY_LIMIT_MB = 16;
@@ -118,15 +130,27 @@ export function sandboxLimits(env: NodeJS.ProcessEnv = process.env): SandboxLimi
   };
 }
 
-export type FailureReason = "timeout" | "memory" | "error" | "invalid";
+export type FailureReason = "timeout" | "memory" | "error" | "invalid" | "suspended";
+/** A suspension of the transform (docs/transforms.md "Suspension"); `started` by this call's kill. */
+export type TransformSuspension = Suspension & { started: boolean };
 export type TransformResult =
   | { ok: true; value: unknown }
-  | { ok: false; reason: FailureReason; message: string };
+  | {
+      ok: false;
+      reason: FailureReason;
+      message: string;
+      /** The call was stopped by killing the worker at the hard deadline. */
+      killed?: true;
+      /** The call was not run (suspended), or its kill suspended the transform. */
+      suspension?: TransformSuspension;
+    };
 type Failed = TransformResult & { ok: false };
 
 export interface CompiledTransform {
   readonly id: string;
   readonly javascript: string;
+  /** SHA-256 of the JavaScript: with the id, the key of its suspension (an edited code is another). */
+  readonly codeHash: string;
   readonly limits: SandboxLimits;
   /** Its key in the worker. */
   readonly key: number;
@@ -393,6 +417,7 @@ const hostFailure = (text: string): Failed => ({
 const killed = (during: "call" | "load"): Failed => ({
   ok: false,
   reason: "timeout",
+  ...(during === "call" ? { killed: true as const } : {}),
   message:
     during === "call"
       ? "the transform ran past its deadline (the sandbox worker was stopped)"
@@ -460,7 +485,8 @@ export async function compileTransform(
   javascript: string,
   limits: SandboxLimits = sandboxLimits(),
 ): Promise<CompiledTransform> {
-  const compiled: CompiledTransform = { id, javascript, limits, key: nextKey++ };
+  const codeHash = createHash("sha256").update(javascript).digest("base64url");
+  const compiled: CompiledTransform = { id, javascript, codeHash, limits, key: nextKey++ };
   try {
     await withWorker((handle) => compileIn(handle, compiled));
   } catch {
@@ -477,11 +503,73 @@ export async function warmSandbox(): Promise<void> {
   await withWorker(() => undefined);
 }
 
-/** Calls the transform's default export with `args` (JSON values); never throws. */
+/**
+ * Calls the transform's default export with `args` (JSON values); never throws. A suspended
+ * transform is not run (its failure `suspended` is the answer); a call killed at the hard deadline
+ * counts towards a suspension.
+ */
 export async function runTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
-  const result = await callTransform(compiled, args);
+  let result = suspendedCall(compiled) ?? (await callTransform(compiled, args));
+  if (!result.ok && result.killed) result = afterKilled(compiled, result);
   if (compiled.retired) disposeTransform(compiled);
   return result;
+}
+
+// ---- Suspension (docs/transforms.md "Suspension") --------------------------------------------
+
+/** At most this many transform versions with a suspension state on the instance. */
+export const MAX_SUSPENSION_ENTRIES = 1000;
+/** The CloudWatch metric counting suspensions. */
+export const TRANSFORM_SUSPENSION_METRIC = "TransformSuspensions";
+/** Per transform id and code hash: its kills and suspension on this instance. */
+const suspensions = new Map<string, SuspensionState>();
+let suspensionClock: () => number = Date.now;
+let policy: SuspensionPolicy | undefined;
+const currentPolicy = () => {
+  policy ??= suspensionPolicy();
+  return policy;
+};
+const suspensionKey = (compiled: CompiledTransform) => `${compiled.id}#${compiled.codeHash}`;
+
+function suspendedCall(compiled: CompiledTransform): Failed | undefined {
+  const state = suspensions.get(suspensionKey(compiled));
+  const suspension = state && suspensionAt(state, suspensionClock());
+  if (!suspension) return undefined;
+  return {
+    ok: false,
+    reason: "suspended",
+    message: `the transform is ${suspendedMessage(suspension, currentPolicy())}`,
+    suspension: { ...suspension, started: false },
+  };
+}
+
+function afterKilled(compiled: CompiledTransform, result: Failed): Failed {
+  const key = suspensionKey(compiled);
+  const now = suspensionClock();
+  const rules = currentPolicy();
+  const { state, started } = afterKill(suspensions.get(key) ?? NOT_SUSPENDED, now, rules);
+  suspensions.delete(key); // the newest last: the first dropped over the bound is the oldest
+  suspensions.set(key, state);
+  if (suspensions.size > MAX_SUSPENSION_ENTRIES) {
+    for (const [other, otherState] of suspensions)
+      if (isForgotten(otherState, now, rules)) suspensions.delete(other);
+    for (const other of suspensions.keys()) {
+      if (suspensions.size <= MAX_SUSPENSION_ENTRIES) break;
+      suspensions.delete(other);
+    }
+  }
+  if (!started) return result;
+  log.warn("sandbox: transform suspended", {
+    transformId: compiled.id,
+    until: new Date(started.until).toISOString(),
+    cooldownMs: started.cooldownMs,
+    ...metricFields(TRANSFORM_SUSPENSION_METRIC, "data-plane"),
+  });
+  return {
+    ...result,
+    message: `${result.message}; it is now ${suspendedMessage(started, rules)}`,
+    suspension: { ...started, started: true },
+  };
 }
 
 async function callTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
@@ -564,4 +652,17 @@ export const sandboxTestHooks = {
   },
   /** The last kill: ms from the request to the decision to kill. */
   lastKillMs: () => stats.lastKillMs,
+  /** The suspensions' clock (undefined: Date.now) and policy (undefined: from the environment). */
+  setSuspensionClock(clock: (() => number) | undefined): void {
+    suspensionClock = clock ?? Date.now;
+  },
+  setSuspensionPolicy(next: SuspensionPolicy | undefined): void {
+    policy = next;
+  },
+  /** Forgets every suspension state; answers how many there were. */
+  clearSuspensions(): number {
+    const size = suspensions.size;
+    suspensions.clear();
+    return size;
+  },
 };

@@ -78,7 +78,10 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
       ...(ctx.dynamicToken ? [ctx.dynamicToken] : []),
     ],
   });
-  return ctx.metering ? { ...item, metering: ctx.metering } : item;
+  const logged = ctx.metering ? { ...item, metering: ctx.metering } : item;
+  // A transform suspension this request started: the stream consumer notifies the organisation.
+  const suspension = ctx.transforms?.suspension;
+  return suspension ? { ...logged, transformSuspension: suspension } : logged;
 }
 
 /**

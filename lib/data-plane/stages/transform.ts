@@ -91,6 +91,25 @@ export function transformFailed(transform: LoadedTransform, reason: string, mess
   return serviceAnswer(500, { code: "transform-error", message: text });
 }
 
+/** A failed call's answer; a suspension its kill started goes to the request log (and so to the inbox). */
+function failedCall(
+  ctx: RequestContext,
+  transform: LoadedTransform,
+  result: TransformResult & { ok: false },
+) {
+  const { suspension } = result;
+  if (suspension?.started) {
+    ctx.transforms ??= {};
+    ctx.transforms.suspension = {
+      transformId: transform.transformId,
+      kind: transform.kind,
+      until: new Date(suspension.until).toISOString(),
+      cooldownMs: suspension.cooldownMs,
+    };
+  }
+  return transformFailed(transform, result.reason, result.message);
+}
+
 /** A body for user code: parsed JSON when its content type allows JSON and it parses, else text. */
 function bodyView(body: Buffer | undefined, contentType: string | undefined): unknown {
   if (!body || body.length === 0) return null;
@@ -265,7 +284,7 @@ export async function transformRequest(
   if (!transform) return outgoing;
   ctx.transforms.requestTransformId = transform.transformId;
   const result = await deps.run(transform.compiled, [contextOf(ctx, transform), view]);
-  if (!result.ok) return transformFailed(transform, result.reason, result.message);
+  if (!result.ok) return failedCall(ctx, transform, result);
   try {
     const next = requestFrom(ctx, outgoing, view, result.value);
     ctx.transforms.request = next.view;
@@ -333,7 +352,7 @@ export async function transformResponse(
     ctx.transforms.request ?? null,
     view,
   ]);
-  if (!result.ok) return transformFailed(transform, result.reason, result.message);
+  if (!result.ok) return failedCall(ctx, transform, result);
   try {
     const transformed = responseFrom(answer, view, result.value);
     ctx.transforms.response = { headers: transformed.headers, body: transformed.body };
