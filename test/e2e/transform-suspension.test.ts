@@ -131,11 +131,20 @@ describe("a transform killed at the hard deadline again and again", () => {
 
     // Suspended: answered at once, the sandbox never asked (no deadline waited, no kill).
     const { kills } = sandboxStats();
-    const suspended = await transformError(proxyId);
+    const suspendedCalls = [];
+    for (let i = 0; i < 3; i++) suspendedCalls.push(await transformError(proxyId));
+    const suspended = suspendedCalls[0]!;
+    for (const { message } of suspendedCalls) expect(message).toBe(suspended.message);
     expect(suspended.message).toBe(
       `Request transform ${transformId} failed (suspended): the transform is suspended until ${until} (cool-down 60 s) after 3 calls stopped at the hard deadline within 60 s on this instance; it runs again then, or at once when its code changes`,
     );
-    expect(suspended.elapsed).toBeLessThan(150); // the deadline (50 ms) + grace (100 ms) is never reached
+    // Never near the deadline (50 ms) + grace (100 ms) of a killed call; the fastest of three, so
+    // that a loaded machine does not fail it (one call measured 253 ms with four test files running).
+    const fastest = Math.min(...suspendedCalls.map((one) => one.elapsed));
+    process.stdout.write(
+      `transform suspension e2e: a suspended call answered in ${suspendedCalls.map((one) => one.elapsed.toFixed(1)).join(", ")} ms over HTTP\n`,
+    );
+    expect(fastest).toBeLessThan(150);
     expect(sandboxStats().kills).toBe(kills);
     // The neighbour's transform is served meanwhile.
     const served = await call(neighbour);

@@ -68,6 +68,7 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
       : null,
     validation: ctx.validation,
     processed: ctx.processed,
+    transformSuspension: ctx.transforms?.suspension,
     redactHeaders: namesOf(credentialHeaderNames),
     redactQuery: namesOf(credentialQueryParamNames),
     // Every secret the request used, wherever a target echoes it (issue 7).
@@ -78,10 +79,7 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
       ...(ctx.dynamicToken ? [ctx.dynamicToken] : []),
     ],
   });
-  const logged = ctx.metering ? { ...item, metering: ctx.metering } : item;
-  // A transform suspension this request started: the stream consumer notifies the organisation.
-  const suspension = ctx.transforms?.suspension;
-  return suspension ? { ...logged, transformSuspension: suspension } : logged;
+  return ctx.metering ? { ...item, metering: ctx.metering } : item;
 }
 
 /**
