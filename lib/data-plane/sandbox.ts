@@ -139,8 +139,11 @@ export type TransformResult =
       ok: false;
       reason: FailureReason;
       message: string;
-      /** The call was stopped by killing the worker at the hard deadline. */
-      killed?: true;
+      /**
+       * The call cost the instance its worker: killed at the hard deadline, or dropped after a
+       * host failure. Counts towards a suspension.
+       */
+      workerLost?: true;
       /** The call was not run (suspended), or its kill suspended the transform. */
       suspension?: TransformSuspension;
     };
@@ -417,7 +420,7 @@ const hostFailure = (text: string): Failed => ({
 const killed = (during: "call" | "load"): Failed => ({
   ok: false,
   reason: "timeout",
-  ...(during === "call" ? { killed: true as const } : {}),
+  ...(during === "call" ? { workerLost: true as const } : {}),
   message:
     during === "call"
       ? "the transform ran past its deadline (the sandbox worker was stopped)"
@@ -465,7 +468,8 @@ function compileIn(handle: SandboxWorker, compiled: CompiledTransform): Failed |
     compiled.loadTimeout = killed("load");
     return compiled.loadTimeout;
   }
-  if (reply.broken) return hostFailure(reply.broken);
+  // A host failure dropped the worker (recycle): as costly as a kill, on every call that compiles it.
+  if (reply.broken) return { ...hostFailure(reply.broken), workerLost: true };
   if (reply.result && !reply.result.ok) {
     if (reply.result.reason === "timeout") compiled.loadTimeout = reply.result;
     return reply.result;
@@ -505,12 +509,12 @@ export async function warmSandbox(): Promise<void> {
 
 /**
  * Calls the transform's default export with `args` (JSON values); never throws. A suspended
- * transform is not run (its failure `suspended` is the answer); a call killed at the hard deadline
- * counts towards a suspension.
+ * transform is not run (its failure `suspended` is the answer); a call that cost the worker (killed
+ * at the hard deadline, or a host failure) counts towards a suspension.
  */
 export async function runTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
   let result = suspendedCall(compiled) ?? (await callTransform(compiled, args));
-  if (!result.ok && result.killed) result = afterKilled(compiled, result);
+  if (!result.ok && result.workerLost) result = afterWorkerLost(compiled, result);
   if (compiled.retired) disposeTransform(compiled);
   return result;
 }
@@ -543,7 +547,7 @@ function suspendedCall(compiled: CompiledTransform): Failed | undefined {
   };
 }
 
-function afterKilled(compiled: CompiledTransform, result: Failed): Failed {
+function afterWorkerLost(compiled: CompiledTransform, result: Failed): Failed {
   const key = suspensionKey(compiled);
   const now = suspensionClock();
   const rules = currentPolicy();
@@ -611,7 +615,9 @@ function callIn(handle: SandboxWorker, compiled: CompiledTransform, argsJson: st
   );
   if (!reply?.alive) compiled.worker = undefined;
   if (!reply) return killed("call");
-  if (reply.broken || !reply.result) return hostFailure(reply.broken ?? "no result");
+  // A host failure dropped the worker (recycle): as costly as a kill.
+  if (reply.broken) return { ...hostFailure(reply.broken), workerLost: true };
+  if (!reply.result) return hostFailure("no result");
   if (!reply.result.ok) return reply.result;
   const { json } = reply.result;
   if (jsonDepth(json) > RESULT_DEPTH_LIMIT) {

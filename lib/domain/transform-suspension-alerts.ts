@@ -57,8 +57,8 @@ export function suspensionNotification(
     type: TRANSFORM_SUSPENDED_TYPE,
     title: `Transform suspended: ${kind} transform ${transformId}`,
     message:
-      `The ${kind} transform ${transformId} of proxy ${logged.proxyId} was stopped at the hard deadline ` +
-      `repeatedly on a data-plane instance in ${region} and is suspended there until ${until} ` +
+      `The ${kind} transform ${transformId} of proxy ${logged.proxyId} cost the sandbox its worker ` +
+      `repeatedly (past the hard deadline, or a host failure) on a data-plane instance in ${region} and is suspended there until ${until} ` +
       `(cool-down ${seconds} s): its calls answer 500 transform-error without running it. It runs ` +
       `again after the cool-down, or at once when its code changes. Request ${logged.requestId} ` +
       "started the suspension.",

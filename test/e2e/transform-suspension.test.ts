@@ -136,7 +136,7 @@ describe("a transform killed at the hard deadline again and again", () => {
     const suspended = suspendedCalls[0]!;
     for (const { message } of suspendedCalls) expect(message).toBe(suspended.message);
     expect(suspended.message).toBe(
-      `Request transform ${transformId} failed (suspended): the transform is suspended until ${until} (cool-down 60 s) after 3 calls stopped at the hard deadline within 60 s on this instance; it runs again then, or at once when its code changes`,
+      `Request transform ${transformId} failed (suspended): the transform is suspended until ${until} (cool-down 60 s) after 3 calls that cost the sandbox its worker (past the hard deadline, or a host failure) within 60 s on this instance; it runs again then, or at once when its code changes`,
     );
     // Never near the deadline (50 ms) + grace (100 ms) of a killed call; the fastest of three, so
     // that a loaded machine does not fail it (one call measured 253 ms with four test files running).

@@ -475,6 +475,41 @@ describe("sandbox: the worker thread and its hard deadline", () => {
     }
   });
 
+  it("suspends as well a transform whose calls fail in the host 3 times within 60 s (each drops the worker)", async () => {
+    const now = Date.UTC(2026, 10, 26, 12);
+    sandboxTestHooks.setSuspensionClock(() => now);
+    try {
+      // No QuickJS stack limit: the recursion exhausts the host's stack inside wasm (as in the
+      // recycle test above); the worker answers `broken` and is replaced.
+      const limits = { ...sandboxLimits({}), maxStackBytes: 0, deadlineMs: 5000, loadDeadlineMs: 5000 };
+      const codes = {
+        call: "export default function f(n = 0) { return f(n + 1) + 1 }",
+        // At the top level: every call compiles it again on the new worker, and breaks it again.
+        "top level": "function f(n = 0) { return f(n + 1) + 1 }\nf();\nexport default () => 1",
+      };
+      for (const [where, code] of Object.entries(codes)) {
+        const breaker = await compileTransform(`suspended-breaker-${where}`, code, limits);
+        const { recycles } = sandboxStats();
+        for (let i = 0; i < 2; i++) {
+          await warmSandbox();
+          expectFailure(await runTransform(breaker, []), "error", /sandbox failed.*it is reset$/);
+        }
+        await warmSandbox();
+        const third = await runTransform(breaker, []);
+        expectFailure(third, "error", /it is reset; it is now suspended until 2026-11-26T12:01:00\.000Z/);
+        await warmSandbox();
+        const lost = sandboxStats().recycles - recycles;
+        expect(lost, where).toBeGreaterThanOrEqual(3); // a compile at load may have broken one more
+        expectFailure(await runTransform(breaker, []), "suspended", /^the transform is suspended/);
+        expect(sandboxStats().recycles - recycles, where).toBe(lost);
+        await expectNormalCall();
+      }
+    } finally {
+      sandboxTestHooks.setSuspensionClock(undefined);
+      sandboxTestHooks.clearSuspensions();
+    }
+  });
+
   it("refuses arguments over the size limit without sending them", async () => {
     const compiled = await compileTransform("args", "export default (x) => x.length");
     expectFailure(

@@ -121,7 +121,7 @@ describe("transform suspension policy", () => {
   it("says until when, why and how it ends, in printable ASCII", () => {
     const message = suspendedMessage({ until: T0 + 60_000, cooldownMs: 60_000 }, POLICY);
     expect(message).toBe(
-      "suspended until 2026-11-26T12:01:00.000Z (cool-down 60 s) after 3 calls stopped at the hard deadline within 60 s on this instance; it runs again then, or at once when its code changes",
+      "suspended until 2026-11-26T12:01:00.000Z (cool-down 60 s) after 3 calls that cost the sandbox its worker (past the hard deadline, or a host failure) within 60 s on this instance; it runs again then, or at once when its code changes",
     );
     expect(message).toMatch(/^[\x20-\x7e]+$/);
   });

@@ -1,8 +1,8 @@
 /**
- * Suspension of a transform that keeps hitting the hard deadline (issue 19; docs/transforms.md
- * "Suspension"). A call killed at the hard deadline costs a worker kill and restart and makes every
- * other transform on the instance wait and compile again; a transform killed `kills` times within
- * `windowMs` is suspended for a cool-down: its calls answer transform-error at once, without
+ * Suspension of a transform that keeps costing the sandbox its worker (issue 19; docs/transforms.md
+ * "Suspension"). A call killed at the hard deadline (or failing in the host) costs a worker restart
+ * and makes every other transform on the instance wait and compile again; a transform that does so
+ * `kills` times within `windowMs` is suspended for a cool-down: its calls answer transform-error at once, without
  * running. A repeat (a new suspension starting less than `resetAfterMs` after the last one ended)
  * doubles the cool-down, up to `maxCooldownMs`.
  *
@@ -11,7 +11,7 @@
  */
 
 export interface SuspensionPolicy {
-  /** Kills within the window that suspend the transform; 0 turns suspension off. */
+  /** Kills (calls that cost the worker) within the window that suspend; 0 turns suspension off. */
   kills: number;
   windowMs: number;
   /** The first suspension's cool-down. */
@@ -109,7 +109,7 @@ export function suspensionPolicy(env: NodeJS.ProcessEnv = process.env): Suspensi
 export function suspendedMessage(suspension: Suspension, policy: SuspensionPolicy): string {
   return (
     `suspended until ${new Date(suspension.until).toISOString()} (cool-down ${Math.round(suspension.cooldownMs / 1000)} s) ` +
-    `after ${policy.kills} calls stopped at the hard deadline within ${Math.round(policy.windowMs / 1000)} s ` +
-    "on this instance; it runs again then, or at once when its code changes"
+    `after ${policy.kills} calls that cost the sandbox its worker (past the hard deadline, or a host failure) ` +
+    `within ${Math.round(policy.windowMs / 1000)} s on this instance; it runs again then, or at once when its code changes`
   );
 }
