@@ -4,7 +4,10 @@
  * bound, reset after a calm hour, the environment's figures; and the notification the stream
  * consumer writes from a suspending request log.
  */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { handler as regionStream } from "#functions/region-stream.ts";
+import { getConfig } from "#lib/config.ts";
+import { listNotificationsOfInbox } from "#lib/db/entities/notification.ts";
 import { suspensionNotification, TRANSFORM_SUSPENDED_TYPE } from "#lib/domain/transform-suspension-alerts.ts";
 import {
   afterKill,
@@ -16,6 +19,8 @@ import {
   suspensionAt,
   suspensionPolicy,
 } from "#lib/domain/transforms/suspension.ts";
+import { provisionTable } from "#local/provision.ts";
+import { insertRecord, sequenceFrom } from "#test/support/stream-records.ts";
 
 const T0 = Date.UTC(2026, 10, 26, 12);
 
@@ -128,6 +133,11 @@ describe("transform suspension policy", () => {
 });
 
 describe("transform suspension notification", () => {
+  beforeAll(async () => {
+    // The home table (the inbox) and the region's (the meter-alert processor reads the same batch).
+    await Promise.all(getConfig().regions.map((region) => provisionTable(region, getConfig().tableName)));
+  });
+
   const logged = {
     entity: "requestLog" as const,
     requestId: "r-1",
@@ -156,5 +166,25 @@ describe("transform suspension notification", () => {
     expect(suspensionNotification({ ...logged, requestId: "r-2" }, "eu-west-1").notificationId).not.toBe(
       notification.notificationId,
     );
+  });
+
+  it("is written once by the region stream consumer (emulator), however often the record comes; other logs write none", async () => {
+    const clientId = `c-${crypto.randomUUID()}`;
+    const region = "eu-west-1";
+    const next = sequenceFrom(7_190_000_000n);
+    const base = { pKey: "REQ#p-1", entity: "requestLog", clientId, proxyId: "p-1", processedAt: T0 };
+    const suspending = { ...logged, ...base, sKey: "r-1", clientId };
+    const plain = { ...base, sKey: "r-2", requestId: "r-2" };
+    const record = insertRecord(suspending, { region, at: T0, sequenceNumber: next() });
+    const first = await regionStream({
+      Records: [record, insertRecord(plain, { region, at: T0, sequenceNumber: next() })],
+    });
+    expect(first.batchItemFailures).toEqual([]);
+    // Redelivered (a retry after a later record failed, say): nothing more.
+    expect((await regionStream({ Records: [record] })).batchItemFailures).toEqual([]);
+    const inbox = await listNotificationsOfInbox({ kind: "client", clientId });
+    expect(inbox.map((item) => [item.type, item.data?.requestId])).toEqual([
+      [TRANSFORM_SUSPENDED_TYPE, "r-1"],
+    ]);
   });
 });
