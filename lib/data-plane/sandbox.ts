@@ -59,9 +59,7 @@ import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import {
-  afterKill,
-  isForgotten,
-  NOT_SUSPENDED,
+  recordKill,
   type Suspension,
   type SuspensionPolicy,
   type SuspensionState,
@@ -551,17 +549,7 @@ function afterWorkerLost(compiled: CompiledTransform, result: Failed): Failed {
   const key = suspensionKey(compiled);
   const now = suspensionClock();
   const rules = currentPolicy();
-  const { state, started } = afterKill(suspensions.get(key) ?? NOT_SUSPENDED, now, rules);
-  suspensions.delete(key); // the newest last: the first dropped over the bound is the oldest
-  suspensions.set(key, state);
-  if (suspensions.size > MAX_SUSPENSION_ENTRIES) {
-    for (const [other, otherState] of suspensions)
-      if (isForgotten(otherState, now, rules)) suspensions.delete(other);
-    for (const other of suspensions.keys()) {
-      if (suspensions.size <= MAX_SUSPENSION_ENTRIES) break;
-      suspensions.delete(other);
-    }
-  }
+  const started = recordKill(suspensions, key, now, rules, MAX_SUSPENSION_ENTRIES);
   if (!started) return result;
   log.warn("sandbox: transform suspended", {
     transformId: compiled.id,

@@ -14,6 +14,7 @@ import {
   isForgotten,
   NOT_SUSPENDED,
   DEFAULT_SUSPENSION_POLICY as POLICY,
+  recordKill,
   type SuspensionState,
   suspendedMessage,
   suspensionAt,
@@ -102,6 +103,29 @@ describe("transform suspension policy", () => {
     const suspended = killsAt([0, 1, 2]).state;
     expect(isForgotten(suspended, suspended.until + POLICY.resetAfterMs - 1, POLICY)).toBe(false);
     expect(isForgotten(suspended, suspended.until + POLICY.resetAfterMs, POLICY)).toBe(true);
+  });
+
+  it("keeps an instance's states bounded: the forgotten ones dropped first, then the oldest", () => {
+    const states = new Map<string, SuspensionState>();
+    // Three kills at T0 (forgotten from T0 + 60 s), then two at T0 + 50 s.
+    for (const key of ["a", "b", "c"]) recordKill(states, key, T0, POLICY, 4);
+    for (const key of ["d", "e"]) recordKill(states, key, T0 + 50_000, POLICY, 4);
+    // Over the bound at T0 + 50 s, none forgotten yet: the oldest (a) went.
+    expect([...states.keys()]).toEqual(["b", "c", "d", "e"]);
+    // Over the bound at T0 + 61 s: b and c say nothing any more (no kill in the last 60 s).
+    expect(recordKill(states, "f", T0 + 61_000, POLICY, 4)).toBeUndefined();
+    expect([...states.keys()]).toEqual(["d", "e", "f"]);
+    // Nothing forgotten: the oldest goes; a kill moves its key to the newest end.
+    recordKill(states, "d", T0 + 62_000, POLICY, 4);
+    recordKill(states, "g", T0 + 63_000, POLICY, 4);
+    recordKill(states, "h", T0 + 64_000, POLICY, 4);
+    expect([...states.keys()]).toEqual(["f", "d", "g", "h"]);
+    // A third kill of one key within the window starts its suspension.
+    expect(recordKill(states, "d", T0 + 65_000, POLICY, 4)).toEqual({
+      until: T0 + 125_000,
+      cooldownMs: 60_000,
+    });
+    expect(states.get("d")).toEqual({ kills: [], until: T0 + 125_000, cooldownMs: 60_000 });
   });
 
   it("reads its figures from the environment, and refuses a bad value naming the variable", () => {

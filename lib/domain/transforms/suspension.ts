@@ -81,6 +81,32 @@ export function isForgotten(state: SuspensionState, now: number, policy: Suspens
   );
 }
 
+/**
+ * Records a kill of the transform version `key` at `now` in an instance's states, and answers the
+ * suspension it starts, if any. The states stay at most `max`: over it, those with nothing left to
+ * say (isForgotten) are dropped, then the oldest (a Map keeps insertion order; a kill moves its
+ * version to the newest end).
+ */
+export function recordKill(
+  states: Map<string, SuspensionState>,
+  key: string,
+  now: number,
+  policy: SuspensionPolicy,
+  max: number,
+): Suspension | undefined {
+  const { state, started } = afterKill(states.get(key) ?? NOT_SUSPENDED, now, policy);
+  states.delete(key);
+  states.set(key, state);
+  if (states.size > max) {
+    for (const [other, otherState] of states) if (isForgotten(otherState, now, policy)) states.delete(other);
+    for (const other of states.keys()) {
+      if (states.size <= max) break;
+      states.delete(other);
+    }
+  }
+  return started;
+}
+
 /** The policy from the environment (a bad value fails loudly, naming the variable). */
 export function suspensionPolicy(env: NodeJS.ProcessEnv = process.env): SuspensionPolicy {
   const read = (name: string, fallback: number, min: number, max: number) => {
