@@ -41,6 +41,10 @@
  * - When a call fails in the host rather than in QuickJS (a wasm trap, the host stack exhausted
  *   inside wasm, QuickJS's abort when a runtime that still holds objects is freed, its issues 235
  *   and 269), the worker answers `broken`: it is dropped and a new one started (a "recycle").
+ * - A transform whose calls cost the worker (killed at the hard deadline, or a host failure) 3 times
+ *   within 60 s is suspended on the instance for a cool-down (60 s, doubling on repeat up to 16 min;
+ *   lib/domain/transforms/suspension.ts): its calls answer `suspended` at once without running,
+ *   keyed by its id and code hash, so edited code runs at once.
  * - The emscripten module's own output (print, printErr) comes back with the worker's answers and
  *   goes to our logger, never to raw stdout/stderr; recycles and kills are counted
  *   (`sandboxStats()`) and logged with CloudWatch metrics (`SandboxModuleRecycles`,

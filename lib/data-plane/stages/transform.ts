@@ -10,7 +10,8 @@
  * - Of each kind only the highest-priority matching active transform runs (transform-plan.ts).
  * - A failure (a throw, the deadline, the memory limit, an invalid return value) answers 500
  *   `transform-error` naming the transform and the reason; after a failed request transform the
- *   target is not called.
+ *   target is not called. A suspended transform (sandbox.ts) answers so without running; the call
+ *   whose kill suspended it leaves `ctx.transforms.suspension` for the request log.
  *
  * Loaded on demand (import() from the pipeline) only when a proxy has transforms.
  */
