@@ -5,9 +5,10 @@
  */
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from "aws-lambda";
 import { meterAlertProcessor } from "#lib/domain/meter-alerts.ts";
+import { transformSuspensionProcessor } from "#lib/domain/transform-suspension-alerts.ts";
 import { processStreamBatch, type StreamProcessor } from "#lib/streams/stream-batch.ts";
 
-export const processors: readonly StreamProcessor[] = [meterAlertProcessor];
+export const processors: readonly StreamProcessor[] = [meterAlertProcessor, transformSuspensionProcessor];
 
 export const handler = (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> =>
   processStreamBatch(event, processors);

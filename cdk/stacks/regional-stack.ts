@@ -233,7 +233,8 @@ export class RegionalStack extends Stack {
    * The stream consumer (functions/region-stream.ts) and its event source mapping, from the one
    * declaration in lib/infra/region-stream.ts: filter criteria, ReportBatchItemFailures, bounded
    * retries, bisect on error, an on-failure queue. It reads meters and writes occurrences and
-   * stream-record markers in this table only (GetItem, PutItem, UpdateItem: no index, no Scan).
+   * stream-record markers in this table (GetItem, PutItem, UpdateItem: no index, no Scan), and
+   * puts transform-suspension notifications into the home region's table (PutItem only).
    */
   private addStreamConsumer(settings: AppSettings, functionsDir: string | undefined): GatewayFunction {
     const consumer = new GatewayFunction(this, "StreamConsumer", {
@@ -248,6 +249,7 @@ export class RegionalStack extends Stack {
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
     ]);
+    consumer.allowTableItemActions(this.homeTableArn(settings), ["dynamodb:PutItem"]);
     const patterns = regionStreamFilterPatterns();
     if (patterns.length > MAX_FILTER_PATTERNS)
       throw new Error(
@@ -290,6 +292,16 @@ export class RegionalStack extends Stack {
     });
   }
 
+  /** The home region's table (its deterministic ARN, without referencing the home stack). */
+  private homeTableArn(settings: AppSettings): string {
+    return this.formatArn({
+      service: "dynamodb",
+      region: settings.homeRegion,
+      resource: "table",
+      resourceName: tableNameOf(settings),
+    });
+  }
+
   /** An on-failure destination: encrypted (SQS-managed key), TLS only, 14 days. */
   private failureQueue(id: string, consumer: string): sqs.Queue {
     const queue = new sqs.Queue(this, id, {
@@ -325,13 +337,7 @@ export class RegionalStack extends Stack {
       timeout: Duration.seconds(TELEMETRY_STREAM_FUNCTION.timeoutSeconds),
     });
     consumer.allowTableItemActions(this.table, ["dynamodb:PutItem", "dynamodb:UpdateItem"]);
-    const homeTableArn = this.formatArn({
-      service: "dynamodb",
-      region: settings.homeRegion,
-      resource: "table",
-      resourceName: tableNameOf(settings),
-    });
-    consumer.allowTableItemActions(homeTableArn, [
+    consumer.allowTableItemActions(this.homeTableArn(settings), [
       "dynamodb:GetItem",
       "dynamodb:BatchGetItem",
       "dynamodb:PutItem",

@@ -111,6 +111,11 @@ export interface RequestContext {
     responseTransformId?: string;
     /** The response as the response transform returned it: the request log shows it. */
     response?: { headers: Record<string, string>; body: Buffer };
+    /**
+     * A suspension this request's kill started (docs/transforms.md "Suspension"): stored on the
+     * request log, from which the stream consumer notifies the organisation.
+     */
+    suspension?: { transformId: string; kind: string; until: string; cooldownMs: number };
   };
 }
 

@@ -122,6 +122,11 @@ export interface RequestLogInput {
   };
   validation: Partial<ValidationData>;
   processed: boolean;
+  /**
+   * A transform suspension this request started (docs/transforms.md "Suspension"): stored for the
+   * stream consumer, which notifies the organisation; never answered by the API.
+   */
+  transformSuspension?: { transformId: string; kind: string; until: string; cooldownMs: number } | undefined;
   /** Extra lower-case header names to redact, e.g. the proxy credential's key header. */
   redactHeaders: string[];
   /** Extra query parameter names to redact, e.g. the credential's key parameter. */
@@ -424,5 +429,6 @@ export function buildRequestLogItem(input: RequestLogInput): Record<string, unkn
     responseHeadersTruncated: responseHeaders.truncated,
     ...bodyAttributes("response", responseBody),
     apiParamsTruncated: apiParams.truncated,
+    ...(input.transformSuspension ? { transformSuspension: input.transformSuspension } : {}),
   };
 }

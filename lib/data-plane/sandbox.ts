@@ -41,6 +41,10 @@
  * - When a call fails in the host rather than in QuickJS (a wasm trap, the host stack exhausted
  *   inside wasm, QuickJS's abort when a runtime that still holds objects is freed, its issues 235
  *   and 269), the worker answers `broken`: it is dropped and a new one started (a "recycle").
+ * - A transform whose calls cost the worker (killed at the hard deadline, or a host failure) 3 times
+ *   within 60 s is suspended on the instance for a cool-down (60 s, doubling on repeat up to 16 min;
+ *   lib/domain/transforms/suspension.ts): its calls answer `suspended` at once without running,
+ *   keyed by its id and code hash, so edited code runs at once.
  * - The emscripten module's own output (print, printErr) comes back with the worker's answers and
  *   goes to our logger, never to raw stdout/stderr; recycles and kills are counted
  *   (`sandboxStats()`) and logged with CloudWatch metrics (`SandboxModuleRecycles`,
@@ -51,12 +55,22 @@
  * Lambda asset it is its own entry, `sandbox.mjs`, with the worker entry `sandbox-worker.mjs`
  * beside it and the wasm beside its loader chunk (cdk/bundle.ts).
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+import {
+  recordKill,
+  type Suspension,
+  type SuspensionPolicy,
+  type SuspensionState,
+  suspendedMessage,
+  suspensionAt,
+  suspensionPolicy,
+} from "../domain/transforms/suspension.ts";
 import { log, metricFields } from "../log.ts";
 
 export const DEFAULT_MEMORY_LIMIT_MB = 16;
@@ -118,15 +132,30 @@ export function sandboxLimits(env: NodeJS.ProcessEnv = process.env): SandboxLimi
   };
 }
 
-export type FailureReason = "timeout" | "memory" | "error" | "invalid";
+export type FailureReason = "timeout" | "memory" | "error" | "invalid" | "suspended";
+/** A suspension of the transform (docs/transforms.md "Suspension"); `started` by this call's kill. */
+export type TransformSuspension = Suspension & { started: boolean };
 export type TransformResult =
   | { ok: true; value: unknown }
-  | { ok: false; reason: FailureReason; message: string };
+  | {
+      ok: false;
+      reason: FailureReason;
+      message: string;
+      /**
+       * The call cost the instance its worker: killed at the hard deadline, or dropped after a
+       * host failure. Counts towards a suspension.
+       */
+      workerLost?: true;
+      /** The call was not run (suspended), or its kill suspended the transform. */
+      suspension?: TransformSuspension;
+    };
 type Failed = TransformResult & { ok: false };
 
 export interface CompiledTransform {
   readonly id: string;
   readonly javascript: string;
+  /** SHA-256 of the JavaScript: with the id, the key of its suspension (an edited code is another). */
+  readonly codeHash: string;
   readonly limits: SandboxLimits;
   /** Its key in the worker. */
   readonly key: number;
@@ -393,6 +422,7 @@ const hostFailure = (text: string): Failed => ({
 const killed = (during: "call" | "load"): Failed => ({
   ok: false,
   reason: "timeout",
+  ...(during === "call" ? { workerLost: true as const } : {}),
   message:
     during === "call"
       ? "the transform ran past its deadline (the sandbox worker was stopped)"
@@ -440,7 +470,8 @@ function compileIn(handle: SandboxWorker, compiled: CompiledTransform): Failed |
     compiled.loadTimeout = killed("load");
     return compiled.loadTimeout;
   }
-  if (reply.broken) return hostFailure(reply.broken);
+  // A host failure dropped the worker (recycle): as costly as a kill, on every call that compiles it.
+  if (reply.broken) return { ...hostFailure(reply.broken), workerLost: true };
   if (reply.result && !reply.result.ok) {
     if (reply.result.reason === "timeout") compiled.loadTimeout = reply.result;
     return reply.result;
@@ -460,7 +491,8 @@ export async function compileTransform(
   javascript: string,
   limits: SandboxLimits = sandboxLimits(),
 ): Promise<CompiledTransform> {
-  const compiled: CompiledTransform = { id, javascript, limits, key: nextKey++ };
+  const codeHash = createHash("sha256").update(javascript).digest("base64url");
+  const compiled: CompiledTransform = { id, javascript, codeHash, limits, key: nextKey++ };
   try {
     await withWorker((handle) => compileIn(handle, compiled));
   } catch {
@@ -477,11 +509,63 @@ export async function warmSandbox(): Promise<void> {
   await withWorker(() => undefined);
 }
 
-/** Calls the transform's default export with `args` (JSON values); never throws. */
+/**
+ * Calls the transform's default export with `args` (JSON values); never throws. A suspended
+ * transform is not run (its failure `suspended` is the answer); a call that cost the worker (killed
+ * at the hard deadline, or a host failure) counts towards a suspension.
+ */
 export async function runTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
-  const result = await callTransform(compiled, args);
+  let result = suspendedCall(compiled) ?? (await callTransform(compiled, args));
+  if (!result.ok && result.workerLost) result = afterWorkerLost(compiled, result);
   if (compiled.retired) disposeTransform(compiled);
   return result;
+}
+
+// ---- Suspension (docs/transforms.md "Suspension") --------------------------------------------
+
+/** At most this many transform versions with a suspension state on the instance. */
+export const MAX_SUSPENSION_ENTRIES = 1000;
+/** The CloudWatch metric counting suspensions. */
+export const TRANSFORM_SUSPENSION_METRIC = "TransformSuspensions";
+/** Per transform id and code hash: its kills and suspension on this instance. */
+const suspensions = new Map<string, SuspensionState>();
+let suspensionClock: () => number = Date.now;
+let policy: SuspensionPolicy | undefined;
+const currentPolicy = () => {
+  policy ??= suspensionPolicy();
+  return policy;
+};
+const suspensionKey = (compiled: CompiledTransform) => `${compiled.id}#${compiled.codeHash}`;
+
+function suspendedCall(compiled: CompiledTransform): Failed | undefined {
+  const state = suspensions.get(suspensionKey(compiled));
+  const suspension = state && suspensionAt(state, suspensionClock());
+  if (!suspension) return undefined;
+  return {
+    ok: false,
+    reason: "suspended",
+    message: `the transform is ${suspendedMessage(suspension, currentPolicy())}`,
+    suspension: { ...suspension, started: false },
+  };
+}
+
+function afterWorkerLost(compiled: CompiledTransform, result: Failed): Failed {
+  const key = suspensionKey(compiled);
+  const now = suspensionClock();
+  const rules = currentPolicy();
+  const started = recordKill(suspensions, key, now, rules, MAX_SUSPENSION_ENTRIES);
+  if (!started) return result;
+  log.warn("sandbox: transform suspended", {
+    transformId: compiled.id,
+    until: new Date(started.until).toISOString(),
+    cooldownMs: started.cooldownMs,
+    ...metricFields(TRANSFORM_SUSPENSION_METRIC, "data-plane"),
+  });
+  return {
+    ...result,
+    message: `${result.message}; it is now ${suspendedMessage(started, rules)}`,
+    suspension: { ...started, started: true },
+  };
 }
 
 async function callTransform(compiled: CompiledTransform, args: unknown[]): Promise<TransformResult> {
@@ -523,7 +607,9 @@ function callIn(handle: SandboxWorker, compiled: CompiledTransform, argsJson: st
   );
   if (!reply?.alive) compiled.worker = undefined;
   if (!reply) return killed("call");
-  if (reply.broken || !reply.result) return hostFailure(reply.broken ?? "no result");
+  // A host failure dropped the worker (recycle): as costly as a kill.
+  if (reply.broken) return { ...hostFailure(reply.broken), workerLost: true };
+  if (!reply.result) return hostFailure("no result");
   if (!reply.result.ok) return reply.result;
   const { json } = reply.result;
   if (jsonDepth(json) > RESULT_DEPTH_LIMIT) {
@@ -564,4 +650,17 @@ export const sandboxTestHooks = {
   },
   /** The last kill: ms from the request to the decision to kill. */
   lastKillMs: () => stats.lastKillMs,
+  /** The suspensions' clock (undefined: Date.now) and policy (undefined: from the environment). */
+  setSuspensionClock(clock: (() => number) | undefined): void {
+    suspensionClock = clock ?? Date.now;
+  },
+  setSuspensionPolicy(next: SuspensionPolicy | undefined): void {
+    policy = next;
+  },
+  /** Forgets every suspension state; answers how many there were. */
+  clearSuspensions(): number {
+    const size = suspensions.size;
+    suspensions.clear();
+    return size;
+  },
 };

@@ -11,7 +11,6 @@
  * - the period is recorded delivered (home table) only when all of it was; until then each run
  *   retries it (catch-up over the last DIGEST_LOOKBACK_PERIODS periods of the cadence).
  */
-import { createHash } from "node:crypto";
 import { getConfig } from "../config.ts";
 import { listMembersOfClient } from "../db/entities/member.ts";
 import {
@@ -43,7 +42,7 @@ import {
   periodAt,
   previousPeriod,
 } from "./meter-periods.ts";
-import { NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
+import { derivedNotificationId, NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
 import { isAdministrator } from "./roles.ts";
 
 /** The notification type of a digest (spec 6.3 leaves it open). */
@@ -87,25 +86,14 @@ export function periodsToDigest(cadence: AlertCadence, now: number): Period[] {
  * digest always gets the same id.
  */
 export function digestNotificationId(occurrence: DigestSubject): string {
-  const hash = createHash("sha256")
-    .update(
-      [
-        "meter-digest",
-        occurrence.clientId,
-        occurrence.meterId,
-        occurrence.notifyTrigger,
-        occurrence.cadence,
-        occurrence.periodStart,
-      ].join("\n"),
-    )
-    .digest();
-  const bytes = Buffer.alloc(16);
-  bytes.writeUIntBE(occurrence.periodEnd, 0, 6);
-  hash.copy(bytes, 6, 0, 10);
-  bytes[6] = 0x70 | ((bytes[6] as number) & 0x0f);
-  bytes[8] = 0x80 | ((bytes[8] as number) & 0x3f);
-  const hex = bytes.toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return derivedNotificationId(occurrence.periodEnd, [
+    "meter-digest",
+    occurrence.clientId,
+    occurrence.meterId,
+    occurrence.notifyTrigger,
+    occurrence.cadence,
+    String(occurrence.periodStart),
+  ]);
 }
 
 type DigestSubject = Pick<

@@ -8,6 +8,7 @@
  * (any authenticated user), the caller's own (self) or a client's (a member, reader role or more).
  */
 
+import { createHash } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import {
   findNotification,
@@ -39,6 +40,22 @@ export type NotificationInbox =
   | { kind: "system"; readerId: string }
   | { kind: "user"; userId: string }
   | { kind: "client"; access: ClientAccess };
+
+/**
+ * A notification id derived from what it reports, so that writing it again (a rerun, a redelivered
+ * stream record) finds the same item: UUIDv7-shaped, its timestamp `atMs` (inbox order is time
+ * order), the rest a hash of `parts`.
+ */
+export function derivedNotificationId(atMs: number, parts: readonly string[]): string {
+  const hash = createHash("sha256").update(parts.join("\n")).digest();
+  const bytes = Buffer.alloc(16);
+  bytes.writeUIntBE(atMs, 0, 6);
+  hash.copy(bytes, 6, 0, 10);
+  bytes[6] = 0x70 | ((bytes[6] as number) & 0x0f);
+  bytes[8] = 0x80 | ((bytes[8] as number) & 0x3f);
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
 
 function scopeOf(inbox: NotificationInbox): NotificationScope {
   if (inbox.kind === "system") return { kind: "system" };

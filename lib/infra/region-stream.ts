@@ -59,6 +59,18 @@ export const REGION_STREAM_FILTERS = {
     /** A meter counter created or incremented: threshold crossings (old < threshold <= new). */
     { eventName: ["INSERT", "MODIFY"], dynamodb: { NewImage: { entity: { S: ["meterCounter"] } } } },
   ],
+  /** Transform suspensions (docs/transforms.md "Suspension"): a request log that started one. */
+  transformSuspensions: [
+    {
+      eventName: ["INSERT"],
+      dynamodb: {
+        NewImage: {
+          entity: { S: ["requestLog"] },
+          transformSuspension: { M: { transformId: { S: [{ exists: true }] } } },
+        },
+      },
+    },
+  ],
 } as const satisfies Record<string, readonly FilterPattern[]>;
 
 export type RegionStreamProcessorName = keyof typeof REGION_STREAM_FILTERS;

@@ -171,12 +171,15 @@ describe.each(regions)("RegionalStack %s", (region) => {
       expect(mapping.MaximumRetryAttempts).toBeLessThanOrEqual(10);
     });
 
-    it("filters with the patterns of lib/infra/region-stream.ts: request-log INSERTs and meter-counter changes", () => {
+    it("filters with the patterns of lib/infra/region-stream.ts: request-log INSERTs, meter-counter changes, suspending request logs", () => {
       const patterns = (mapping.FilterCriteria.Filters as { Pattern: string }[]).map((f) =>
         JSON.parse(f.Pattern),
       );
       expect(patterns).toEqual(regionStreamFilterPatterns());
-      expect(patterns).toEqual([...REGION_STREAM_FILTERS.meterAlerts]);
+      expect(patterns).toEqual([
+        ...REGION_STREAM_FILTERS.meterAlerts,
+        ...REGION_STREAM_FILTERS.transformSuspensions,
+      ]);
       expect(patterns.length).toBeLessThanOrEqual(5);
     });
 
@@ -191,7 +194,7 @@ describe.each(regions)("RegionalStack %s", (region) => {
       expect(JSON.stringify(policy?.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
     });
 
-    it("gets least privilege: item actions on this table only, this stream, this queue", () => {
+    it("gets least privilege: item actions on this table, puts into the home table (suspension notifications), this stream, this queue", () => {
       const statements = statementsOf(template, stack.streamConsumer);
       const items = statements.filter((st) =>
         st.Action.some((a) => /^dynamodb:(Get|Put|Update)Item$/.test(a)),
@@ -201,6 +204,12 @@ describe.each(regions)("RegionalStack %s", (region) => {
           Effect: "Allow",
           Action: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
           Resource: [`<${tableId}.Arn>`],
+        },
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:PutItem"],
+          // the home region's table, by its deterministic ARN (us-east-1 is the fixture's home region)
+          Resource: [`arn:aws:dynamodb:us-east-1:<AWS::AccountId>:table/${appName}`],
         },
       ]);
       const all = statements.flatMap((st) => st.Action);

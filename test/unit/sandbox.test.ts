@@ -424,6 +424,92 @@ describe("sandbox: the worker thread and its hard deadline", () => {
     expect(results[5]).toEqual({ ok: true, value: { x: 3, n: 2 } });
   });
 
+  it("suspends a transform killed at the hard deadline 3 times within 60 s: answered at once, its edited code runs, it runs again after the cool-down", async () => {
+    let now = Date.UTC(2026, 10, 26, 12);
+    sandboxTestHooks.setSuspensionClock(() => now);
+    try {
+      const bomb = await compileTransform("suspended-bomb", BUILTIN_BOMBS[2]!);
+      for (let i = 0; i < 2; i++) {
+        const { result } = await timedCall(bomb);
+        expectFailure(result, "timeout", /worker was stopped\)$/);
+        expect(!result.ok && result.suspension).toBeUndefined();
+        now += 10_000;
+      }
+      const third = (await timedCall(bomb)).result;
+      expectFailure(
+        third,
+        "timeout",
+        /worker was stopped\); it is now suspended until 2026-11-26T12:01:20\.000Z \(cool-down 60 s\) after 3 calls/,
+      );
+      expect(!third.ok && third.suspension).toEqual({
+        until: now + 60_000,
+        cooldownMs: 60_000,
+        started: true,
+      });
+      await warmSandbox(); // the worker started after the kill is loaded before the count
+      const { kills, loads } = sandboxStats();
+      const suspended = await timedCall(bomb);
+      expectFailure(
+        suspended.result,
+        "suspended",
+        /^the transform is suspended until 2026-11-26T12:01:20\.000Z/,
+      );
+      expect(!suspended.result.ok && suspended.result.suspension?.started).toBe(false);
+      expect(suspended.elapsed).toBeLessThan(20); // not run: no deadline, no kill
+      // The same code compiled again (a configuration reload) is still suspended.
+      const reloaded = await compileTransform("suspended-bomb", BUILTIN_BOMBS[2]!);
+      expectFailure(await runTransform(reloaded, []), "suspended", /suspended until/);
+      // Its edited code runs at once; other transforms are untouched.
+      const edited = await compileTransform("suspended-bomb", "export default () => 'fixed'");
+      expect(await runTransform(edited, [])).toEqual({ ok: true, value: "fixed" });
+      await expectNormalCall();
+      expect(sandboxStats()).toMatchObject({ kills, loads });
+      // After the cool-down it runs again (and is killed again: the first kill of a new window).
+      now += 60_000;
+      const again = (await timedCall(bomb)).result;
+      expectFailure(again, "timeout", /worker was stopped\)$/);
+      expect(sandboxStats().kills).toBe(kills + 1);
+    } finally {
+      sandboxTestHooks.setSuspensionClock(undefined);
+      sandboxTestHooks.clearSuspensions();
+    }
+  });
+
+  it("suspends as well a transform whose calls fail in the host 3 times within 60 s (each drops the worker)", async () => {
+    const now = Date.UTC(2026, 10, 26, 12);
+    sandboxTestHooks.setSuspensionClock(() => now);
+    try {
+      // No QuickJS stack limit: the recursion exhausts the host's stack inside wasm (as in the
+      // recycle test above); the worker answers `broken` and is replaced.
+      const limits = { ...sandboxLimits({}), maxStackBytes: 0, deadlineMs: 5000, loadDeadlineMs: 5000 };
+      const codes = {
+        call: "export default function f(n = 0) { return f(n + 1) + 1 }",
+        // At the top level: every call compiles it again on the new worker, and breaks it again.
+        "top level": "function f(n = 0) { return f(n + 1) + 1 }\nf();\nexport default () => 1",
+      };
+      for (const [where, code] of Object.entries(codes)) {
+        const breaker = await compileTransform(`suspended-breaker-${where}`, code, limits);
+        const { recycles } = sandboxStats();
+        for (let i = 0; i < 2; i++) {
+          await warmSandbox();
+          expectFailure(await runTransform(breaker, []), "error", /sandbox failed.*it is reset$/);
+        }
+        await warmSandbox();
+        const third = await runTransform(breaker, []);
+        expectFailure(third, "error", /it is reset; it is now suspended until 2026-11-26T12:01:00\.000Z/);
+        await warmSandbox();
+        const lost = sandboxStats().recycles - recycles;
+        expect(lost, where).toBeGreaterThanOrEqual(3); // a compile at load may have broken one more
+        expectFailure(await runTransform(breaker, []), "suspended", /^the transform is suspended/);
+        expect(sandboxStats().recycles - recycles, where).toBe(lost);
+        await expectNormalCall();
+      }
+    } finally {
+      sandboxTestHooks.setSuspensionClock(undefined);
+      sandboxTestHooks.clearSuspensions();
+    }
+  });
+
   it("refuses arguments over the size limit without sending them", async () => {
     const compiled = await compileTransform("args", "export default (x) => x.length");
     expectFailure(

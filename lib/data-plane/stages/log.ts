@@ -68,6 +68,7 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
       : null,
     validation: ctx.validation,
     processed: ctx.processed,
+    transformSuspension: ctx.transforms?.suspension,
     redactHeaders: namesOf(credentialHeaderNames),
     redactQuery: namesOf(credentialQueryParamNames),
     // Every secret the request used, wherever a target echoes it (issue 7).

@@ -10,7 +10,8 @@
  * - Of each kind only the highest-priority matching active transform runs (transform-plan.ts).
  * - A failure (a throw, the deadline, the memory limit, an invalid return value) answers 500
  *   `transform-error` naming the transform and the reason; after a failed request transform the
- *   target is not called.
+ *   target is not called. A suspended transform (sandbox.ts) answers so without running; the call
+ *   whose kill suspended it leaves `ctx.transforms.suspension` for the request log.
  *
  * Loaded on demand (import() from the pipeline) only when a proxy has transforms.
  */
@@ -89,6 +90,25 @@ export function transformFailed(transform: LoadedTransform, reason: string, mess
     .replace(/[^\x20-\x7e]/g, "?")
     .slice(0, MESSAGE_LIMIT);
   return serviceAnswer(500, { code: "transform-error", message: text });
+}
+
+/** A failed call's answer; a suspension its kill started goes to the request log (and so to the inbox). */
+function failedCall(
+  ctx: RequestContext,
+  transform: LoadedTransform,
+  result: TransformResult & { ok: false },
+) {
+  const { suspension } = result;
+  if (suspension?.started) {
+    ctx.transforms ??= {};
+    ctx.transforms.suspension = {
+      transformId: transform.transformId,
+      kind: transform.kind,
+      until: new Date(suspension.until).toISOString(),
+      cooldownMs: suspension.cooldownMs,
+    };
+  }
+  return transformFailed(transform, result.reason, result.message);
 }
 
 /** A body for user code: parsed JSON when its content type allows JSON and it parses, else text. */
@@ -256,7 +276,7 @@ export async function transformRequest(
   if (!transform) return outgoing;
   ctx.transforms.requestTransformId = transform.transformId;
   const result = await deps.run(transform.compiled, [contextOf(ctx, transform), view]);
-  if (!result.ok) return transformFailed(transform, result.reason, result.message);
+  if (!result.ok) return failedCall(ctx, transform, result);
   try {
     const next = requestFrom(ctx, outgoing, view, result.value);
     ctx.transforms.request = next.view;
@@ -324,7 +344,7 @@ export async function transformResponse(
     ctx.transforms.request ?? null,
     view,
   ]);
-  if (!result.ok) return transformFailed(transform, result.reason, result.message);
+  if (!result.ok) return failedCall(ctx, transform, result);
   try {
     const transformed = responseFrom(answer, view, result.value);
     ctx.transforms.response = { headers: transformed.headers, body: transformed.body };

@@ -94,6 +94,7 @@ describe("requestLogItem", () => {
       responseBody: '{"id":"42"}',
     });
     expect(item).not.toHaveProperty("metering");
+    expect(item).not.toHaveProperty("transformSuspension");
   });
 
   it("redacts the credentials' secrets in the request's headers, query and body, and the target's echo", async () => {
@@ -162,6 +163,23 @@ describe("requestLogItem", () => {
     expect(item?.responseHeaders).toEqual({ "x-from": "transform" });
     expect(item?.responseBody).toBe("transformed");
     expect(item?.metering).toEqual({ applied: ["m-1"], refused: [{ meterId: "m-2", window: "day" }] });
+  });
+
+  it("carries the transform suspension the request started (for the stream consumer's notification)", async () => {
+    const ctx = located(runtime());
+    const suspension = {
+      transformId: "t-1",
+      kind: "response",
+      until: "2026-11-26T12:01:00.000Z",
+      cooldownMs: 60_000,
+    };
+    ctx.transforms = { suspension };
+    const item = await requestLogItem(
+      ctx,
+      answer(500, "Response transform t-1 failed (timeout): ..."),
+      NOW + 3,
+    );
+    expect(item?.transformSuspension).toEqual(suspension);
   });
 });
 

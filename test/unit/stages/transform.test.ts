@@ -6,7 +6,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
 import type { Answer, RequestContext } from "#lib/data-plane/context.ts";
-import { compileTransform, type TransformResult } from "#lib/data-plane/sandbox.ts";
+import {
+  compileTransform,
+  sandboxTestHooks,
+  type TransformResult,
+  warmSandbox,
+} from "#lib/data-plane/sandbox.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
 import { type ForwardDeps, forward } from "#lib/data-plane/stages/forward.ts";
 import { type TransformDeps, transformRequest, transformResponse } from "#lib/data-plane/stages/transform.ts";
@@ -369,6 +374,44 @@ describe("response transform", () => {
     });
     expect(ctx.target?.status).toBe(200);
     expect(ctx.transforms?.response).toBeUndefined();
+  });
+
+  it("a kill that suspends the transform is kept for the request log; the suspended calls answer at once", async () => {
+    const now = Date.UTC(2026, 10, 26, 12);
+    sandboxTestHooks.setSuspensionClock(() => now);
+    try {
+      const bomb = await loaded(
+        "response",
+        "t-bomb",
+        "export default (c, q, r) => { new Array(1e6).fill(7).join(','); return r }",
+      );
+      const outcomes: string[] = [];
+      const suspensions: unknown[] = [];
+      for (let i = 0; i < 4; i++) {
+        await warmSandbox();
+        const ctx = await admitted({ response: [bomb] });
+        const answer = await transformResponse(ctx, await answered(ctx), recordingRunner().deps);
+        expect(answer.response.status).toBe(500);
+        outcomes.push(answer.outcome.message.replace(/: .*/, ""));
+        suspensions.push(ctx.transforms?.suspension);
+      }
+      expect(outcomes).toEqual([
+        "Response transform t-bomb failed (timeout)",
+        "Response transform t-bomb failed (timeout)",
+        "Response transform t-bomb failed (timeout)",
+        "Response transform t-bomb failed (suspended)",
+      ]);
+      // Only the call whose kill started the suspension carries it (one notification).
+      expect(suspensions).toEqual([
+        undefined,
+        undefined,
+        { transformId: "t-bomb", kind: "response", until: "2026-11-26T12:01:00.000Z", cooldownMs: 60_000 },
+        undefined,
+      ]);
+    } finally {
+      sandboxTestHooks.setSuspensionClock(undefined);
+      sandboxTestHooks.clearSuspensions();
+    }
   });
 
   it("does not run when the target did not answer", async () => {
