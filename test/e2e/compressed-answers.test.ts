@@ -23,6 +23,8 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyOf,
+  createProxyParts,
   startTestStack,
   type TestStack,
   type TestUser,
@@ -109,48 +111,13 @@ const api = () => `/api/clients/${clientId}`;
 
 /** A proxy to the target with an apiKey caller and an apiKey target credential the target echoes. */
 async function newProxy(): Promise<string> {
-  const [proxyCredential, targetCredential, targetItem] = await Promise.all([
-    created(
-      owner.api.post(`${api()}/credentials`, {
-        credentialName: "caller",
-        credentialType: "proxy",
-        authType: "apiKey",
-        region: US,
-        secret: { keyName: "x-api-key", keyValue: KEY },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api()}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "apiKey",
-        region: US,
-        secret: { keyName: "x-target-key", keyValue: TARGET_KEY },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api()}/targets`, {
-        targetName: "compressing",
-        targetRegion: US,
-        targetBaseURL: targetBase,
-        targetTestPath: "/",
-      }),
-      "targets",
-    ),
-  ]);
-  const proxy = await created(
-    owner.api.post(`${api()}/proxies`, {
-      proxyName: `c-${Math.random().toString(36).slice(2, 8)}`,
-      proxyRegion: US,
-      proxyProxyCredentialId: proxyCredential.credentialId,
-      proxyTargetId: targetItem.targetId,
-      proxyTargetCredentialId: targetCredential.credentialId,
-    }),
-    "proxies",
-  );
-  return proxy.proxyId as string;
+  const parts = await createProxyParts(owner, clientId, {
+    region: US,
+    key: KEY,
+    targetBaseURL: targetBase,
+    targetCredential: { authType: "apiKey", secret: { keyName: "x-target-key", keyValue: TARGET_KEY } },
+  });
+  return createProxyOf(owner, clientId, US, parts);
 }
 
 const urlOf = (proxyId: string, path: string) => `${stack.regions[US]}/api/${proxyId}${path}`;

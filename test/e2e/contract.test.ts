@@ -30,7 +30,7 @@ import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { setClientPlan } from "../../cli/client-plan.ts";
-import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { Browser, type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import {
   type ApiClient,
@@ -1010,15 +1010,7 @@ beforeAll(async () => {
         redirect_uris: [redirectUri],
         token_endpoint_auth_method: "client_secret_basic",
       },
-      {
-        client_id: SERVICE_CLIENT,
-        client_secret: SERVICE_SECRET,
-        grant_types: ["client_credentials"],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: "client_secret_basic",
-        scope: "api:read",
-      },
+      serviceClient(SERVICE_CLIENT, SERVICE_SECRET, "api:read"),
     ],
   });
 

@@ -18,7 +18,7 @@ import { DEFAULT_JWKS_COOLDOWN_MS } from "#lib/data-plane/jwks-cache.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
-import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedRecords } from "../support/request-logs.ts";
 import {
   callDataPlane,
@@ -98,17 +98,7 @@ beforeAll(async () => {
     );
   });
   oauth = await startOAuthServer({
-    clients: [
-      {
-        client_id: SERVICE_CLIENT,
-        client_secret: SERVICE_SECRET,
-        grant_types: ["client_credentials"],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: "client_secret_basic",
-        scope: "api:read api:write",
-      },
-    ],
+    clients: [serviceClient(SERVICE_CLIENT, SERVICE_SECRET, "api:read api:write")],
   });
 });
 afterAll(async () => {

@@ -8,16 +8,17 @@
  * data-plane caller unchanged, shows that the secrets did reach the target.
  */
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { REQUEST_LOG_BODY_CAP_BYTES } from "#lib/data-plane/request-log.ts";
 import { TEST_BODY_LIMIT } from "#lib/domain/credential-test.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { encodeBody } from "../support/content-codings.ts";
-import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { type BodyHandler, listenTokenEndpoint, listenWithBody } from "../support/loopback.ts";
+import { Browser, type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedDetail } from "../support/request-logs.ts";
+import { expectNoSecret, formsOf } from "../support/secret-forms.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -87,37 +88,15 @@ function echo(req: IncomingMessage, body: Buffer, res: ServerResponse) {
   else send("application/json", echoed);
 }
 
-async function listen(handler: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void) {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => handler(req, Buffer.concat(chunks), res));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const listen = (handler: BodyHandler) => listenWithBody(handler, servers);
 
 beforeAll(async () => {
   stack = await startTestStack();
   echoBase = await listen(echo);
-  tokenBase = await listen((_req, _body, res) => {
-    const token = value("custom-token");
-    customTokens.add(token);
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ data: { token, expires_in: 3600 } }));
-  });
+  tokenBase = await listenTokenEndpoint(servers, customTokens);
   oauth = await startOAuthServer({
     clients: [
-      {
-        client_id: SERVICE_CLIENT,
-        client_secret: SERVICE_SECRET,
-        grant_types: ["client_credentials"],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: "client_secret_basic",
-        scope: "api:read",
-      },
+      serviceClient(SERVICE_CLIENT, SERVICE_SECRET, "api:read"),
       {
         client_id: WEB_CLIENT,
         client_secret: WEB_SECRET,
@@ -151,40 +130,6 @@ const api = () => `/api/clients/${clientId}`;
 // ---------------------------------------------------------------------------------------------
 // The forms a secret must not be shown in
 // ---------------------------------------------------------------------------------------------
-
-/**
- * Forms of a secret that an echo may show: plain, percent-encoded, JSON-escaped, base64 and
- * base64url, and 16 characters from the middle of its base64 at each alignment (found inside any
- * longer base64 text that contains the secret). Also its first 12 characters: no partial leak.
- */
-function formsOf(secret: string): string[] {
-  const forms = [
-    secret,
-    secret.slice(0, 12),
-    encodeURIComponent(secret),
-    JSON.stringify(secret).slice(1, -1),
-    b64(secret),
-    Buffer.from(secret).toString("base64url"),
-  ];
-  if (Buffer.byteLength(secret) >= 16) {
-    for (let shift = 0; shift < 3; shift++) {
-      const core = Buffer.concat([Buffer.alloc(shift), Buffer.from(secret)])
-        .toString("base64")
-        .slice(4, 20);
-      forms.push(core, core.replaceAll("+", "-").replaceAll("/", "_"));
-    }
-  }
-  return forms;
-}
-
-function expectNoSecret(label: string, answer: unknown, secrets: Iterable<string>) {
-  const text = typeof answer === "string" ? answer : JSON.stringify(answer);
-  for (const secret of secrets) {
-    for (const form of formsOf(secret)) {
-      expect(text.includes(form), `${label} shows ${form} (a form of ${secret})`).toBe(false);
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Credentials of every auth type

@@ -10,20 +10,22 @@
  * - an error message carries the `MCP error <code>:` prefix once.
  */
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
-import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { type BodyHandler, listenTokenEndpoint, listenWithBody } from "../support/loopback.ts";
+import { type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedDetail } from "../support/request-logs.ts";
+import { expectNoSecret } from "../support/secret-forms.ts";
 import {
   callDataPlane,
   createClientFor,
-  created,
+  createProxyOf,
+  createProxyParts,
   joinClient,
   startTestStack,
   type TestStack,
@@ -67,16 +69,7 @@ function echo(req: IncomingMessage, body: Buffer, res: ServerResponse) {
   res.end(received);
 }
 
-async function listen(handler: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void) {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => handler(req, Buffer.concat(chunks), res));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const listen = (handler: BodyHandler) => listenWithBody(handler, servers);
 
 async function connect(token: string) {
   const client = new Client({ name: "mcp-hardening", version: "1.0.0" });
@@ -108,72 +101,16 @@ const post = (body: string, token: string) =>
     body,
   });
 
-/** Forms a target's echo may show a token in (written independently of the redactor). */
-function formsOf(secret: string): string[] {
-  const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
-  return [
-    secret,
-    encodeURIComponent(secret),
-    JSON.stringify(secret).slice(1, -1),
-    b64(secret).replace(/=+$/, ""),
-    b64(`Bearer ${secret}`).replace(/=+$/, ""),
-    // the token inside a longer base64 text (the echoed headers), at each of the 3 alignments:
-    // the characters after the first 4 of `pad + token`, up to 20 of them
-    ...[0, 1, 2].map((pad) => b64(`${"x".repeat(pad)}${secret}`).slice(4, 24)),
-  ];
-}
-
-function expectNoToken(label: string, value: unknown, tokens: readonly string[]) {
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  for (const token of tokens)
-    for (const form of formsOf(token)) expect(text.includes(form), `${label} shows ${form}`).toBe(false);
-}
-
 const api = () => `/api/clients/${clientId}`;
 
 async function proxyTo(targetAuthType: string, targetSecret: Record<string, unknown>) {
-  const [proxyCredential, targetCredential, target] = await Promise.all([
-    created(
-      owner.api.post(`${api()}/credentials`, {
-        credentialName: "caller",
-        credentialType: "proxy",
-        authType: "apiKey",
-        region: US,
-        secret: { keyName: "x-api-key", keyValue: CALLER_KEY },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api()}/credentials`, {
-        credentialName: `target ${targetAuthType}`,
-        credentialType: "target",
-        authType: targetAuthType,
-        region: US,
-        secret: targetSecret,
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api()}/targets`, {
-        targetName: "echo",
-        targetRegion: US,
-        targetBaseURL: `${echoBase}/echo`,
-        targetTestPath: "/",
-      }),
-      "targets",
-    ),
-  ]);
-  const proxy = await created(
-    owner.api.post(`${api()}/proxies`, {
-      proxyName: `echo ${targetAuthType}`,
-      proxyRegion: US,
-      proxyProxyCredentialId: proxyCredential.credentialId,
-      proxyTargetId: target.targetId,
-      proxyTargetCredentialId: targetCredential.credentialId,
-    }),
-    "proxies",
-  );
-  return proxy.proxyId as string;
+  const parts = await createProxyParts(owner, clientId, {
+    region: US,
+    key: CALLER_KEY,
+    targetBaseURL: `${echoBase}/echo`,
+    targetCredential: { authType: targetAuthType, secret: targetSecret },
+  });
+  return createProxyOf(owner, clientId, US, parts, `echo ${targetAuthType}`);
 }
 
 beforeAll(async () => {
@@ -183,24 +120,9 @@ beforeAll(async () => {
   clientId = await createClientFor(owner, "Probe Co");
   await joinClient(owner, clientId, member, "user");
   echoBase = await listen(echo);
-  tokenBase = await listen((_req, _body, res) => {
-    const token = `fetched-${randomUUID()}`;
-    customTokens.add(token);
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ data: { token, expires_in: 3600 } }));
-  });
+  tokenBase = await listenTokenEndpoint(servers, customTokens, "fetched");
   oauth = await startOAuthServer({
-    clients: [
-      {
-        client_id: SERVICE_CLIENT,
-        client_secret: SERVICE_SECRET,
-        grant_types: ["client_credentials"],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: "client_secret_basic",
-        scope: "api:read",
-      },
-    ],
+    clients: [serviceClient(SERVICE_CLIENT, SERVICE_SECRET, "api:read")],
   });
 });
 
@@ -275,16 +197,16 @@ describe("a token the data plane fetched for the target", () => {
       // The gateway's own header reached neither the target nor the answer.
       expect(echoed.headers["service-proxy-redact"]).toBeUndefined();
       expect(JSON.stringify(result)).toContain("[redacted]");
-      expectNoToken("tool result", answer, fetched());
-      expectNoToken("tool result", answer, [SERVICE_SECRET, CALLER_KEY]);
+      expectNoSecret("tool result", answer, fetched());
+      expectNoSecret("tool result", answer, [SERVICE_SECRET, CALLER_KEY]);
 
       // The request log of that call, read by the member: no token, and no trace of the header.
       const requestId = String(result.headers["x-request-id"]);
       const detail = await loggedDetail(member.api, clientId, proxyId, requestId);
       expect(detail.responseBody).toContain("[redacted]");
       expect(JSON.stringify(detail.requestHeaders ?? {})).not.toContain("service-proxy-redact");
-      expectNoToken("request log", detail, fetched());
-      expectNoToken("request log", detail, [SERVICE_SECRET, CALLER_KEY]);
+      expectNoSecret("request log", detail, fetched());
+      expectNoSecret("request log", detail, [SERVICE_SECRET, CALLER_KEY]);
     },
   );
 });

@@ -20,6 +20,21 @@ export interface OAuthClientMetadata {
   scope?: string;
 }
 
+/** A confidential client of the client_credentials grant (a service, no user, no redirect). */
+export const serviceClient = (
+  clientId: string,
+  clientSecret: string,
+  scope: string,
+): OAuthClientMetadata => ({
+  client_id: clientId,
+  client_secret: clientSecret,
+  grant_types: ["client_credentials"],
+  response_types: [],
+  redirect_uris: [],
+  token_endpoint_auth_method: "client_secret_basic",
+  scope,
+});
+
 export interface OAuthServerOptions {
   clients: OAuthClientMetadata[];
   scopes?: string[];

@@ -147,12 +147,18 @@ export interface ProxyParts {
 
 /**
  * Create, through the Core API, what a proxy links to: an apiKey proxy credential (`x-api-key:
- * <key>`), a target credential of type `none`, and a target at `targetBaseURL`, in `region`.
+ * <key>`), a target credential (type `none` unless `targetCredential` says), and a target at
+ * `targetBaseURL`, in `region`.
  */
 export async function createProxyParts(
   user: TestUser,
   clientId: string,
-  options: { region: string; key: string; targetBaseURL: string },
+  options: {
+    region: string;
+    key: string;
+    targetBaseURL: string;
+    targetCredential?: { authType: string; secret: Record<string, unknown> };
+  },
 ): Promise<ProxyParts> {
   const api = `/api/clients/${clientId}`;
   const [proxyCredential, targetCredential, target] = await Promise.all([
@@ -170,9 +176,9 @@ export async function createProxyParts(
       user.api.post(`${api}/credentials`, {
         credentialName: "upstream",
         credentialType: "target",
-        authType: "none",
+        authType: options.targetCredential?.authType ?? "none",
         region: options.region,
-        secret: {},
+        secret: options.targetCredential?.secret ?? {},
       }),
       "credentials",
     ),
