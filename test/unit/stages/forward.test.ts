@@ -13,6 +13,7 @@ import {
   MAX_RESPONSE_BYTES,
   outgoingRequest,
 } from "#lib/data-plane/stages/forward.ts";
+import { clientAddressHeaders, isClientAddressHeader } from "#lib/net/header-rules.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
@@ -42,8 +43,32 @@ async function admitted(options: RuntimeOptions = {}, overrides: Parameters<type
 
 const headers = (extra: Record<string, string>) => ({ "x-api-key": CALLER_KEY, ...extra });
 
+describe("client-address headers", () => {
+  it("are recognised whatever their case, X-Forwarded-* included", () => {
+    for (const name of [
+      "Forwarded",
+      "X-Real-IP",
+      "true-client-ip",
+      "X-Forwarded-Proto",
+      "CLIENT-IP",
+      "fastly-client-ip",
+    ])
+      expect(isClientAddressHeader(name), name).toBe(true);
+    for (const name of ["x-forwarded", "x-real-ip-2", "accept", "x-client"])
+      expect(isClientAddressHeader(name), name).toBe(false);
+  });
+
+  it("are set from the real address; an IPv6 node is bracketed and quoted in Forwarded (RFC 7239)", () => {
+    expect(clientAddressHeaders("2001:db8::1")).toEqual({
+      "x-forwarded-for": "2001:db8::1",
+      "x-real-ip": "2001:db8::1",
+      forwarded: 'for="[2001:db8::1]"',
+    });
+  });
+});
+
 describe("outgoingRequest", () => {
-  it("drops hop-by-hop headers, the caller's credential and forwarding headers; sets X-Forwarded-For", async () => {
+  it("drops hop-by-hop headers, the caller's credential and client-address headers; sets X-Forwarded-For, X-Real-IP and Forwarded", async () => {
     const ctx = await admitted(
       {},
       {
@@ -63,6 +88,9 @@ describe("outgoingRequest", () => {
           "x-forwarded-for": "10.0.0.1",
           "x-forwarded-host": "spoofed",
           forwarded: "for=10.0.0.1",
+          "x-real-ip": "10.0.0.2",
+          "true-client-ip": "10.0.0.3",
+          "CF-Connecting-IP": "10.0.0.4",
           accept: "application/json",
           "x-custom": "kept",
         }),
@@ -72,7 +100,10 @@ describe("outgoingRequest", () => {
     expect({ ...built.headers }).toEqual({
       accept: "application/json",
       "x-custom": "kept",
+      // Every client-address header from the real address, none of the caller's.
       "x-forwarded-for": "203.0.113.7",
+      "x-real-ip": "203.0.113.7",
+      forwarded: "for=203.0.113.7",
     });
     expect(built.method).toBe("GET");
     expect(built.url.href).toBe("https://target.example/v1/items/42");
