@@ -93,6 +93,11 @@ async function startMoto([command, ...args]: string[]): Promise<Emulator> {
       throw error;
     throw new Error(`${String(error)}\n${stderr}`);
   }
+  // Whatever ends this process (an error before Ctrl-C, an uncaught exception), moto goes with it:
+  // a crashed `npm start` must not leave an emulator behind.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.off("exit", killOnExit));
   return {
     endpoint,
     owned: true,

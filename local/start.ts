@@ -15,13 +15,34 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const stackFile = resolve(root, ".local/stack.json");
 const LOCAL_USER_EMAIL = "local-admin@localhost.localdomain";
 
-function applyLocalDefaults(): void {
+export function applyLocalDefaults(): void {
   process.env.AWS_ACCESS_KEY_ID ??= "local";
   process.env.AWS_SECRET_ACCESS_KEY ??= "local";
   process.env.AWS_REGION ??= process.env.HOME_REGION ?? "us-east-1";
   process.env.TABLE_NAME ??= "proxy-gateway";
   // The machines run Node 20 (the Lambda runtime is newer); the SDK's upgrade notice is noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+  // CloudWatch's embedded metrics (a JSON line per proxied request) have no reader locally: off,
+  // so the terminal shows the logs. POWERTOOLS_METRICS_DISABLED=false turns them back on.
+  process.env.POWERTOOLS_METRICS_DISABLED ??= "true";
+}
+
+/** The settings that choose the local ports, by the port they chose. */
+function portSettings(): Map<number, string> {
+  return new Map([
+    [Number(process.env.PORT ?? 3000), "PORT"],
+    [Number(process.env.DATA_PLANE_PORT ?? 3100), "DATA_PLANE_PORT"],
+  ]);
+}
+
+/** One line for a start-up failure a user can fix: a port in use names its setting. */
+export function startFailureLine(error: unknown, settings = portSettings()): string {
+  const { code, port } = (error ?? {}) as { code?: string; port?: number };
+  if (code === "EADDRINUSE" && typeof port === "number") {
+    const setting = settings.get(port) ?? "PORT";
+    return `Port ${port} is already in use: stop what uses it, or choose another with ${setting}, e.g. ${setting}=${port + 1} npm start`;
+  }
+  return `npm start failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
 interface StackFile {
@@ -76,13 +97,21 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.env.AWS_ENDPOINT_URL = emulator.endpoint;
-  const stack = await startLocalStack({
-    port: Number(process.env.PORT ?? 3000),
-    dataPlanePort: Number(process.env.DATA_PLANE_PORT ?? 3100),
-    authorizerCacheTtlSeconds: Number(process.env.AUTHORIZER_CACHE_TTL_SECONDS ?? 300),
-    runSchedules: true,
-    streams: true,
-  });
+  let stack: Awaited<ReturnType<typeof startLocalStack>>;
+  try {
+    stack = await startLocalStack({
+      port: Number(process.env.PORT ?? 3000),
+      dataPlanePort: Number(process.env.DATA_PLANE_PORT ?? 3100),
+      authorizerCacheTtlSeconds: Number(process.env.AUTHORIZER_CACHE_TTL_SECONDS ?? 300),
+      runSchedules: true,
+      streams: true,
+    });
+  } catch (error) {
+    // One line, and nothing left running: the emulator this command started is stopped.
+    process.stderr.write(`${startFailureLine(error)}\n`);
+    await emulator.stop();
+    process.exit(1);
+  }
   const user = await localUser();
   const file: StackFile = {
     baseUrl: stack.baseUrl,
@@ -125,4 +154,5 @@ async function main(): Promise<void> {
   process.on("SIGTERM", shutdown);
 }
 
-await main();
+// Run as `npm start` (not when a test imports startFailureLine).
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) await main();

@@ -48,9 +48,12 @@ export function requestMetricFacts(ctx: RequestContext, answer: Answer): Request
 type PowertoolsMetrics = typeof import("@aws-lambda-powertools/metrics");
 let loading: Promise<PowertoolsMetrics> | undefined;
 
-/** Writes the request's metrics (two EMF lines). Silent when LOG_LEVEL is `silent` (tests). */
+/**
+ * Writes the request's metrics (two EMF lines). Silent when LOG_LEVEL is `silent` (tests) or
+ * metrics are off (`POWERTOOLS_METRICS_DISABLED=true`, the default of `npm start`).
+ */
 export async function publishRequestMetrics(facts: RequestMetricFacts): Promise<void> {
-  if (process.env.LOG_LEVEL === "silent") return;
+  if (process.env.LOG_LEVEL === "silent" || process.env.POWERTOOLS_METRICS_DISABLED === "true") return;
   loading ??= import("@aws-lambda-powertools/metrics");
   const { Metrics, MetricUnit } = await loading;
   const metrics = new Metrics({ namespace: METRIC_NAMESPACE, serviceName: DATA_PLANE_SERVICE });
