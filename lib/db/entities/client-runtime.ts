@@ -10,6 +10,7 @@
 import * as z from "zod/mini";
 import { getInRegion } from "../../domain/regional.ts";
 import { keys } from "../keys.ts";
+import { parseStored } from "../store.ts";
 
 export const ProxyLocatorItem = z.object({ clientId: z.string() });
 export type ProxyLocatorItem = z.infer<typeof ProxyLocatorItem>;
@@ -33,18 +34,6 @@ export const ClientRuntimeItem = z.object({
 });
 export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
 
-function parsed<T>(schema: z.ZodMiniType<T>, what: string, item: Record<string, unknown>): T {
-  const result = schema.safeParse(item);
-  if (!result.success)
-    throw new Error(
-      `Stored ${what} does not match its schema: ${result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return result.data;
-}
-
 export const clientRuntimeKeys = { locator: keys.proxyRuntime, runtime: keys.clientRuntime } as const;
 
 /** Access pattern "locate a proxy for the data plane": GetItem of the locator in the proxy's region. */
@@ -53,7 +42,7 @@ export async function findProxyLocator(
   proxyId: string,
 ): Promise<ProxyLocatorItem | undefined> {
   const item = await getInRegion(region, clientRuntimeKeys.locator(proxyId));
-  return item ? parsed(ProxyLocatorItem, "proxy locator", item) : undefined;
+  return item ? parseStored(ProxyLocatorItem, "proxy locator", item) : undefined;
 }
 
 /** What a client without a runtime item (no regional change yet) reads as. */
@@ -65,5 +54,5 @@ export async function findClientRuntime(
   clientId: string,
 ): Promise<ClientRuntimeItem | undefined> {
   const item = await getInRegion(region, clientRuntimeKeys.runtime(clientId));
-  return item ? parsed(ClientRuntimeItem, "client runtime", item) : undefined;
+  return item ? parseStored(ClientRuntimeItem, "client runtime", item) : undefined;
 }

@@ -25,6 +25,7 @@ import {
   homeDb,
   nowIso,
   nowSeconds,
+  parseStored,
   queryAll,
   type TransactionStep,
   tableName,
@@ -80,22 +81,10 @@ export const MeterDigestRunItem = z.object({
 });
 export type MeterDigestRunItem = z.infer<typeof MeterDigestRunItem>;
 
-function parsed<T>(schema: z.ZodType<T>, what: string, item: Record<string, unknown>): T {
-  const result = schema.safeParse(item);
-  if (!result.success)
-    throw new Error(
-      `Stored ${what} ${String(item.pKey)}/${String(item.sKey)} does not match its schema: ${result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return result.data;
-}
-
 export const meterOccurrenceItemOf = (item: Record<string, unknown>) =>
-  parsed(MeterOccurrenceItem, "meter occurrence", item);
+  parseStored(MeterOccurrenceItem, "meter occurrence", item);
 export const meterDigestRunItemOf = (item: Record<string, unknown>) =>
-  parsed(MeterDigestRunItem, "meter digest run", item);
+  parseStored(MeterDigestRunItem, "meter digest run", item);
 
 /** Which of the OCCURRENCE_SHARDS partitions holds a meter's occurrences (stable per meter). */
 export const occurrenceShard = (meterId: string): number =>

@@ -26,7 +26,7 @@ import { METER_WINDOWS } from "../../domain/meters/windows.ts";
 import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "../../domain/predicates/constants.ts";
 import { getInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
-import { queryPartition, type TransactionStep, tableName } from "../store.ts";
+import { parseStored, queryPartition, type TransactionStep, tableName } from "../store.ts";
 
 const Presence = z.enum(PREDICATE_PRESENCES);
 const Pattern = z
@@ -118,23 +118,12 @@ export const MeterCountItem = z.object({
 });
 export type MeterCountItem = z.infer<typeof MeterCountItem>;
 
-function parsed<T>(schema: z.ZodMiniType<T>, what: string, item: Record<string, unknown>): T {
-  const result = schema.safeParse(item);
-  if (!result.success)
-    throw new Error(
-      `Stored ${what} ${String(item.sKey)} does not match its schema: ${result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return result.data;
-}
-
 /** A stored item as a MeterItem; an item that is not one is a defect of the store, not of the caller. */
-export const meterItemOf = (item: Record<string, unknown>): MeterItem => parsed(MeterItem, "meter", item);
+export const meterItemOf = (item: Record<string, unknown>): MeterItem =>
+  parseStored(MeterItem, "meter", item);
 
 export const meterCountItemOf = (item: Record<string, unknown>): MeterCountItem =>
-  parsed(MeterCountItem, "meter count", item);
+  parseStored(MeterCountItem, "meter count", item);
 
 /** The meter id under which a proxy's count is stored: `#` sorts it among the proxy's meters. */
 const METER_COUNT_ID = "#COUNT";

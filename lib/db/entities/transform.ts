@@ -27,7 +27,7 @@ import {
 } from "../../domain/transforms/constants.ts";
 import type { TransformConfig } from "../../domain/transforms/schema.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
-import { queryPartition, type TransactionStep, tableName } from "../store.ts";
+import { parseStored, queryPartition, type TransactionStep, tableName } from "../store.ts";
 import { StoredPredicateFields } from "./meter.ts";
 
 /**
@@ -115,22 +115,10 @@ export interface CodeBundle {
   javascript?: string;
 }
 
-function parsed<T>(schema: z.ZodMiniType<T>, what: string, item: Record<string, unknown>): T {
-  const result = schema.safeParse(item);
-  if (!result.success)
-    throw new Error(
-      `Stored ${what} ${String(item.sKey)} does not match its schema: ${result.error.issues
-        .slice(0, 3)
-        .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-        .join("; ")}`,
-    );
-  return result.data;
-}
-
 export const transformItemOf = (item: Record<string, unknown>): TransformItem =>
-  parsed(TransformItem, "transform", item);
+  parseStored(TransformItem, "transform", item);
 const chunkItemOf = (item: Record<string, unknown>): TransformCodeChunkItem =>
-  parsed(TransformCodeChunkItem, "transform code chunk", item);
+  parseStored(TransformCodeChunkItem, "transform code chunk", item);
 
 export const transformKeys = {
   item: keys.transform,
