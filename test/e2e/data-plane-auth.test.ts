@@ -18,6 +18,7 @@ import { DEFAULT_JWKS_COOLDOWN_MS } from "#lib/data-plane/jwks-cache.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { type BodyHandler, listenWithBody } from "../support/loopback.ts";
 import { type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedRecords } from "../support/request-logs.ts";
 import {
@@ -59,16 +60,7 @@ const TOKEN_TTL_SECONDS = 3;
 const secret = (label: string) => `${label}-${randomUUID()}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function listen(handler: (req: IncomingMessage, body: Buffer, res: any) => void): Promise<string> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => handler(req, Buffer.concat(chunks), res));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const listen = (handler: BodyHandler) => listenWithBody(handler, servers);
 
 const record = (req: IncomingMessage, body: Buffer): Received => ({
   method: req.method ?? "",
