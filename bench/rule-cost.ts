@@ -8,7 +8,7 @@
  * as the data plane caches them). `tsx bench/rule-cost.ts` runs this section alone.
  */
 import { randomBytes } from "node:crypto";
-import { MAX_RULES_PER_PARENT } from "#lib/domain/regional.ts";
+import { MAX_RULES_PER_PARENT } from "#lib/db/regional.ts";
 import { compileRulePattern, patternCost } from "#lib/domain/rules/regex.ts";
 import "#lib/domain/rules/regex-eager.ts";
 import {

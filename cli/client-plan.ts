@@ -4,8 +4,8 @@
  * authorizer evaluation (lib/domain/plans.ts).
  */
 
-import { syncClientRuntime } from "#lib/data-plane/client-runtime.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
+import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
 import { CLIENT_NOT_FOUND } from "#lib/domain/clients.ts";

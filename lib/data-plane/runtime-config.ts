@@ -28,8 +28,8 @@ import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts"
 import { listRulesOfParent } from "../db/entities/rule.ts";
 import { type TargetItem, targetItemOf, targetKeys } from "../db/entities/target.ts";
 import { keys } from "../db/keys.ts";
+import { getInRegion } from "../db/regional.ts";
 import { batchGet } from "../db/store.ts";
-import { getInRegion } from "../domain/regional.ts";
 import { loadRuleEngine } from "../domain/rules/regex.ts";
 import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";
 import { decryptSecretCached } from "../vault/envelope.ts";

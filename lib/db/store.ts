@@ -242,14 +242,21 @@ export function cancelledSteps(
 export const transactItemsOf = (steps: readonly TransactionStep[]) => steps.map((step) => step.action);
 
 /**
+ * What a failed condition means to the writer: an error to throw, `"retry"` when the writer lost
+ * an optimistic race (a counter or version it read has moved: it re-reads and tries again), or
+ * undefined when the store's cancellation is rethrown as it is.
+ */
+export type Refusal = (failed: readonly string[]) => Error | "retry" | undefined;
+
+/**
  * Write named steps in one TransactWriteItems. True when written; false when it lost a race with
- * another transaction (the caller retries). A failed condition is answered by `refusal` (its error
- * is thrown); any other cancellation or error is rethrown.
+ * another transaction, or `refusal` said "retry" (the caller retries). A failed condition is
+ * answered by `refusal` (its error is thrown); any other cancellation or error is rethrown.
  */
 export async function writeSteps(
   region: string,
   steps: readonly TransactionStep[],
-  refusal: (failed: readonly string[]) => Error | undefined,
+  refusal: Refusal,
 ): Promise<boolean> {
   try {
     await dynamo(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
@@ -257,7 +264,8 @@ export async function writeSteps(
   } catch (error) {
     const cancelled = cancelledSteps(error, steps);
     if (!cancelled) throw error;
-    const refused = refusal(cancelled.failed);
+    const refused = cancelled.failed.length > 0 ? refusal(cancelled.failed) : undefined;
+    if (refused === "retry") return false;
     if (refused) throw refused;
     if (cancelled.conflict) return false;
     throw error;

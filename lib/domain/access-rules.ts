@@ -9,8 +9,6 @@
  * same transaction as the rule, conditioned on the values it read (optimistic; retried).
  */
 import { randomUUID } from "node:crypto";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
-import { TransactWriteCommand } from "../db/document-client.ts";
 import {
   findRule,
   findRuleCounter,
@@ -19,12 +17,12 @@ import {
   ruleKeys,
 } from "../db/entities/rule.ts";
 import { keys } from "../db/keys.ts";
-import { cancelledSteps, nowIso, type TransactionStep, tableName, transactItemsOf } from "../db/store.ts";
+import { lostRace, MAX_RULES_PER_PARENT, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
+import { nowIso, type TransactionStep, tableName } from "../db/store.ts";
 import type { ClientAccess } from "./access.ts";
 import { requireCredential } from "./credentials.ts";
 import { badRequest, conflict, type DomainError, notFound } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
-import { MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
 import { compileRules } from "./rules/rule-evaluator.ts";
 import { type CreateRuleInput, MAX_RULE_PATTERN_COST, normaliseRule } from "./rules/rule-schema.ts";
 import { requireTarget } from "./targets.ts";
@@ -65,11 +63,7 @@ const parentNotFound = (kind: RuleParentKind) =>
  * cost cap created 9, the last losing 8 times). The pause between attempts (`lostRace`) keeps
  * racing writers out of step.
  */
-const COUNTER_ATTEMPTS = 16;
-
-/** A pause of 0 to 5 ms times the attempt, so that racing writers do not retry in step. */
-const lostRace = (attempt: number) =>
-  new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+const COUNTER_ATTEMPTS = RACE_ATTEMPTS;
 
 /** The pattern cost of a stored rule (stored since the cost cap; computed for older rules). */
 const costOf = (rule: RuleItem) => rule.patternCost ?? compileRules([rule]).cost;
@@ -143,26 +137,23 @@ function counterStep(
 }
 
 /**
- * Write the steps (one of them the counter's) in one transaction. True when written; false when
- * it lost the race on the counter (its condition, or a conflicting transaction: retry with fresh
- * values). A failed step that `refusal` answers for throws that answer; other errors are rethrown.
+ * Write the steps (one of them the counter's) with the client's configuration version in one
+ * transaction. True when written; false when it lost the race on the counter (its condition, or a
+ * conflicting transaction: retry with fresh values). A failed step that `refusal` answers for
+ * throws that answer; other errors are rethrown.
  */
-async function writeCounted(
+function writeCounted(
   region: string,
+  clientId: string,
   steps: TransactionStep[],
   refusal: (failed: readonly string[]) => DomainError | undefined,
 ): Promise<boolean> {
-  try {
-    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-    return true;
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (!cancelled) throw error;
-    const refused = refusal(cancelled.failed);
-    if (refused) throw refused;
-    if (cancelled.failed.includes(UPDATE_COUNTER) || cancelled.conflict) return false;
-    throw error;
-  }
+  return tryCommitRegional(
+    region,
+    clientId,
+    steps,
+    (failed) => refusal(failed) ?? (failed.includes(UPDATE_COUNTER) ? "retry" : undefined),
+  );
 }
 
 export async function listRules({ clientId }: ClientAccess, kind: RuleParentKind, parentId: string) {
@@ -230,7 +221,7 @@ export async function createRule(
       counterStep(clientId, parentId, seen, seen.count + 1, seen.cost + patternCost),
       writeRule,
     ];
-    const written = await writeCounted(region, steps, (failed) =>
+    const written = await writeCounted(region, clientId, steps, (failed) =>
       failed.includes(CHECK_PARENT) ? parentNotFound(kind) : undefined,
     );
     if (written) break;
@@ -238,7 +229,6 @@ export async function createRule(
       throw conflict(`The rules of this ${kind} are being changed concurrently; retry`);
     await lostRace(attempt);
   }
-  await bumpConfigVersion(region, clientId);
   return toApiRule(rule);
 }
 
@@ -273,7 +263,7 @@ export async function deleteRule(
         Math.max(0, seen.cost - costOf(rule)),
       ),
     ];
-    const written = await writeCounted(region, steps, (failed) =>
+    const written = await writeCounted(region, clientId, steps, (failed) =>
       failed.includes(DELETE_RULE) ? notFound(RULE_NOT_FOUND) : undefined,
     );
     if (written) break;
@@ -281,5 +271,4 @@ export async function deleteRule(
       throw conflict(`The rules of this ${kind} are being changed concurrently; retry`);
     await lostRace(attempt);
   }
-  await bumpConfigVersion(region, clientId);
 }

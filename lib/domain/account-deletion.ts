@@ -15,8 +15,8 @@
  */
 
 import { getConfig } from "../config.ts";
-import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { UpdateCommand } from "../db/document-client.ts";
+import { syncClientRuntime } from "../db/entities/client-runtime.ts";
 import { listDueDeletions, queueForDeletion } from "../db/entities/deletion-queue.ts";
 import type { MemberItem } from "../db/entities/member.ts";
 import type { UserItem } from "../db/entities/user.ts";
@@ -109,6 +109,8 @@ export async function purgeClient(clientId: string, context: { deletedBy: string
   const config = getConfig();
   const entry = await loadClient(clientId);
   if (!entry) return; // already purged (the tombstone records it)
+  // Traffic stops first (the version moves with the status), then the partitions go in batches.
+  await syncClientRuntime(clientId, { clientStatus: "pendingDeletion" });
   for (const region of config.regions) {
     const count = await purgeClientRegion(clientId, region);
     if (count > 0) log.info("Purged regional client data", { clientId, region, items: count });

@@ -10,39 +10,40 @@
  * and repeating the DELETE finishes the job.
  */
 
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
-import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import { listProxiesOfClientInRegion, type ProxyItem } from "../db/entities/proxy.ts";
 import { keys, meterOwnedRegionalPartitions, REGIONAL_SK } from "../db/keys.ts";
-import {
-  batchDelete,
-  deletePartition,
-  isConditionalCheckFailure,
-  keyOf,
-  nowIso,
-  queryPartition,
-  tableName,
-} from "../db/store.ts";
-import { MAX_RULES_PER_PARENT, regionalDb } from "./regional.ts";
+import { commitRegional, commitRegionalInChunks, deleteStep, MAX_RULES_PER_PARENT } from "../db/regional.ts";
+import { deletePartition, keyOf, nowIso, queryPartition, tableName } from "../db/store.ts";
 
-/** Mark a resource as being deleted; a missing one is fine (an earlier attempt got further). */
+/**
+ * Mark a resource as being deleted, with the client's configuration version: a marked proxy (or a
+ * proxy whose credential or target is marked) serves no traffic from the next request on. A
+ * missing one is fine (an earlier attempt got further).
+ */
 export async function markDeleting(region: string, key: { pKey: string; sKey: string }): Promise<void> {
-  try {
-    await regionalDb(region).send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: key,
-        UpdateExpression: "SET deletingAt = if_not_exists(deletingAt, :now)",
-        ConditionExpression: "attribute_exists(pKey)",
-        ExpressionAttributeValues: { ":now": nowIso() },
-      }),
-    );
-  } catch (error) {
-    if (!isConditionalCheckFailure(error)) throw error;
-  }
-  // A marked proxy serves no traffic from the next request on.
   const clientId = key.pKey.replace(/^CLIENT#/, "");
-  await bumpConfigVersion(region, clientId);
+  await commitRegional(
+    region,
+    clientId,
+    [
+      {
+        name: "mark",
+        action: {
+          Update: {
+            TableName: tableName(),
+            Key: key,
+            UpdateExpression: "SET deletingAt = if_not_exists(deletingAt, :now)",
+            ConditionExpression: "attribute_exists(pKey)",
+            ExpressionAttributeValues: { ":now": nowIso() },
+          },
+        },
+      },
+    ],
+    // Already gone: nothing to mark.
+    () => undefined,
+  ).catch((error: unknown) => {
+    if (!(error instanceof Error && error.name === "TransactionCanceledException")) throw error;
+  });
 }
 
 /** The keys of every item that belongs to a proxy inside the client partition (rules, meters, transforms, filters, overrides). */
@@ -79,38 +80,40 @@ export async function deleteProxyCascade(region: string, clientId: string, proxy
   const children = await proxyChildKeys(region, clientId, proxyId);
   for (const meterId of children.meterIds)
     for (const pKey of meterOwnedRegionalPartitions(meterId)) await deletePartition(pKey, { region });
-  await batchDelete(children.keys, { region });
-  await batchDelete([keys.proxyRuntime(proxyId)], { region });
+  await commitRegionalInChunks(
+    region,
+    clientId,
+    children.keys.map((child) => deleteStep(child)),
+  );
+  const proxyAndLocator = [
+    deleteStep(key, "delete proxy"),
+    deleteStep(keys.proxyRuntime(proxyId), "delete locator"),
+  ];
   const alias = proxy.proxyAlias || undefined;
-  try {
-    await regionalDb(region).send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { Delete: { TableName: tableName(), Key: key } },
-          ...(alias
-            ? [
-                {
-                  Delete: {
-                    TableName: tableName(),
-                    Key: keys.proxyAlias(clientId, alias),
-                    // Only this proxy's lock: the alias may since belong to another proxy.
-                    ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
-                    ExpressionAttributeValues: { ":id": proxyId },
-                  },
-                },
-              ]
-            : []),
-        ],
-      }),
-    );
-  } catch (error) {
-    if (error instanceof Error && error.name === "TransactionCanceledException") {
-      // The alias lock moved to another proxy: delete the proxy alone.
-      await batchDelete([key], { region });
-      return;
-    }
-    throw error;
-  }
+  const aliasStep = alias
+    ? {
+        name: "release alias",
+        action: {
+          Delete: {
+            TableName: tableName(),
+            Key: keys.proxyAlias(clientId, alias),
+            // Only this proxy's lock: the alias may since belong to another proxy.
+            ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
+            ExpressionAttributeValues: { ":id": proxyId },
+          },
+        },
+      }
+    : undefined;
+  if (!aliasStep) return commitRegional(region, clientId, proxyAndLocator);
+  // The alias lock moved to another proxy: delete the proxy and its locator alone.
+  let aliasMoved = false;
+  await commitRegional(region, clientId, [...proxyAndLocator, aliasStep], (failed) => {
+    aliasMoved = failed.includes("release alias");
+    return undefined;
+  }).catch((error: unknown) => {
+    if (!aliasMoved) throw error;
+  });
+  if (aliasMoved) await commitRegional(region, clientId, proxyAndLocator);
 }
 
 /** Delete every proxy of the client in `region` matching `predicate`; returns how many. */
@@ -136,8 +139,10 @@ export async function deleteResourceWithRules(
     sKeyPrefix: `${REGIONAL_SK.rulePrefix}${parentId}#`,
     max: MAX_RULES_PER_PARENT * 10,
   });
-  await batchDelete(rules.map(keyOf), { region });
-  await batchDelete([key], { region });
+  await commitRegionalInChunks(region, clientId, [
+    ...rules.map((rule) => deleteStep(keyOf(rule))),
+    deleteStep(key),
+  ]);
 }
 
 /** Which proxies depend on a credential (as either credential) or on a target. */
@@ -147,7 +152,7 @@ export const usesTarget = (targetId: string) => (proxy: ProxyItem) => proxy.prox
 
 /**
  * Delete a credential or target with the proxies that use it and its rules, in the resumable
- * order (mark, dependants, the item last), then tell the data plane. Returns the proxies deleted.
+ * order (mark, dependants, the item last). Returns the proxies deleted.
  */
 export async function deleteWithDependants(
   region: string,
@@ -159,6 +164,5 @@ export async function deleteWithDependants(
   await markDeleting(region, key);
   const deleted = await deleteProxiesWhere(region, clientId, uses);
   await deleteResourceWithRules(region, clientId, parentId, key);
-  await bumpConfigVersion(region, clientId);
   return deleted;
 }

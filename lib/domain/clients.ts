@@ -5,9 +5,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
-import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
 import { type ClientItem, clientKeys, findClient } from "../db/entities/client.ts";
+import { syncClientRuntime } from "../db/entities/client-runtime.ts";
 import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "../db/entities/member.ts";
 import { keys } from "../db/keys.ts";
 import {

@@ -4,7 +4,6 @@
  * the credential's region; no response ever carries it and only metadata can change afterwards.
  */
 import { randomUUID } from "node:crypto";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { PutCommand } from "../db/document-client.ts";
 import {
   type CredentialItem,
@@ -14,6 +13,7 @@ import {
   listCredentialsOfClient,
   listCredentialsOfClientInRegion,
 } from "../db/entities/credential.ts";
+import { byCreatedDesc, commitRegional, MAX_RESOURCES_PER_REGION } from "../db/regional.ts";
 import { type Item, nowIso, nowSeconds, tableName } from "../db/store.ts";
 import type { CreateCredentialInput } from "../http/resource-schemas.ts";
 import { credentialHeaderNames } from "../vault/apply-credential.ts";
@@ -30,7 +30,7 @@ import { deleteWithDependants, usesCredential } from "./cascade.ts";
 import { badRequest, notFound } from "./errors.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
 import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
-import { byCreatedDesc, MAX_RESOURCES_PER_REGION, regionalDb, updateRegionalItem } from "./regional.ts";
+import { updateRegionalItem } from "./regional.ts";
 
 export const CREDENTIAL_NOT_FOUND = "Credential not found";
 /** A temporary OAuth2 credential awaiting the provider's redirect expires after this long. */
@@ -109,10 +109,14 @@ export async function storeCredential(draft: CredentialDraft): Promise<Credentia
       ? { credentialTemporary: true, TTL: nowSeconds() + TEMPORARY_CREDENTIAL_TTL_SECONDS }
       : {}),
   };
-  await regionalDb(region).send(
-    new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
-  );
-  await bumpConfigVersion(region, clientId);
+  await commitRegional(region, clientId, [
+    {
+      name: "put",
+      action: {
+        Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+  ]);
   return item;
 }
 

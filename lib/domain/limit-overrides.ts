@@ -9,9 +9,9 @@
  * counted against the new figure.
  */
 import { z } from "zod";
-import { syncClientRuntime } from "../data-plane/client-runtime.ts";
 import { GetCommand, UpdateCommand } from "../db/document-client.ts";
 import { clientKeys } from "../db/entities/client.ts";
+import { syncClientRuntime } from "../db/entities/client-runtime.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "../db/store.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
 import { notFound } from "./errors.ts";

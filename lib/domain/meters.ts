@@ -13,7 +13,6 @@
  *   (`METERUSE#<meterId>#<callerHash>`) cannot be found without a Scan and expire by their TTL.
  */
 import { randomUUID } from "node:crypto";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import {
   checkProxyStep,
   countMeterStep,
@@ -28,7 +27,8 @@ import {
   uncountMeterStep,
 } from "../db/entities/meter.ts";
 import { meterOwnedRegionalPartitions } from "../db/keys.ts";
-import { cancelledSteps, deletePartition, nowIso, writeSteps } from "../db/store.ts";
+import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
+import { cancelledSteps, deletePartition, nowIso } from "../db/store.ts";
 import { log } from "../log.ts";
 import type { ClientAccess } from "./access.ts";
 import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
@@ -47,7 +47,7 @@ export const METER_NOT_FOUND = "Meter not found";
 export const TOO_MANY_METERS = `A proxy can have at most ${MAX_METERS_PER_PROXY} meters; delete one first`;
 
 /** Attempts of a transaction that lost a race with another one (DynamoDB TransactionConflict). */
-const ATTEMPTS = 8;
+const ATTEMPTS = RACE_ATTEMPTS;
 
 /** The meter as the API shows it (spec 2.9): pKey the proxy id, sKey the meter id; no internals. */
 export function toApiMeter(meter: MeterItem) {
@@ -98,7 +98,7 @@ export async function createMeter(
   };
   const steps = [checkProxyStep(clientId, proxyId), countMeterStep(clientId, proxyId), putMeterStep(meter)];
   for (let attempt = 1; ; attempt++) {
-    const written = await writeSteps(region, steps, (failed) =>
+    const written = await tryCommitRegional(region, clientId, steps, (failed) =>
       failed.includes(METER_STEPS.checkProxy)
         ? notFound(PROXY_NOT_FOUND)
         : failed.includes(METER_STEPS.count)
@@ -107,8 +107,8 @@ export async function createMeter(
     );
     if (written) break;
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
-  await bumpConfigVersion(region, clientId);
   return toApiMeter(meter);
 }
 
@@ -138,18 +138,17 @@ export async function updateMeter(
       meterVersion: current.meterVersion + 1,
     };
     const steps = [checkProxyStep(clientId, proxyId), replaceMeterStep(next, current.meterVersion)];
-    const written = await writeSteps(region, steps, (failed) =>
-      failed.includes(METER_STEPS.checkProxy) ? notFound(PROXY_NOT_FOUND) : undefined,
-    ).catch((error: unknown) => {
-      // The meter changed (or was deleted) since it was read: merge again.
-      if (cancelledSteps(error, steps)?.failed.includes(METER_STEPS.replace)) return false;
-      throw error;
-    });
-    if (written) {
-      await bumpConfigVersion(region, clientId);
-      return toApiMeter(next);
-    }
+    const written = await tryCommitRegional(region, clientId, steps, (failed) =>
+      failed.includes(METER_STEPS.checkProxy)
+        ? notFound(PROXY_NOT_FOUND)
+        : // The meter changed (or was deleted) since it was read: merge again.
+          failed.includes(METER_STEPS.replace)
+          ? "retry"
+          : undefined,
+    );
+    if (written) return toApiMeter(next);
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
 }
 
@@ -164,16 +163,21 @@ export async function deleteMeter({ clientId }: ClientAccess, proxyId: string, m
   for (let attempt = 1; ; attempt++) {
     let written: boolean;
     try {
-      written = await writeSteps(region, steps, gone);
+      written = await tryCommitRegional(region, clientId, steps, gone);
     } catch (error) {
       if (!cancelledSteps(error, steps)?.failed.includes(METER_STEPS.uncount)) throw error;
       // A count at 0 with a meter present is a defect of the store: never block the delete on it.
       log.warn("Meter count of a proxy was 0 with a meter present", { clientId, proxyId, meterId });
-      written = await writeSteps(region, [deleteMeterStep(clientId, proxyId, meterId)], gone);
+      written = await tryCommitRegional(
+        region,
+        clientId,
+        [deleteMeterStep(clientId, proxyId, meterId)],
+        gone,
+      );
     }
     if (written) break;
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
-  await bumpConfigVersion(region, clientId);
   for (const pKey of meterOwnedRegionalPartitions(meterId)) await deletePartition(pKey, { region });
 }

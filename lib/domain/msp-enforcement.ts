@@ -10,8 +10,9 @@
  *   pays for it has its billing suspended. Copied whenever the configuration, the MSP's billing
  *   status or the link changes; each copy bumps `configVersion`, so it applies on the next request.
  */
-import { type ClientRuntimeSettings, syncClientRuntime } from "../data-plane/client-runtime.ts";
+
 import { type ClientConfigItem, clientConfigItemOf, findClientConfig } from "../db/entities/client-config.ts";
+import { type ClientRuntimeSettings, syncClientRuntime } from "../db/entities/client-runtime.ts";
 import { findMspWithConfig, listClientLinksOfMsp } from "../db/entities/msp.ts";
 import { keys } from "../db/keys.ts";
 import { batchGet } from "../db/store.ts";

@@ -11,9 +11,9 @@
  * permanent. The data plane refreshes the access token with the refresh token when it expires.
  */
 import { randomBytes } from "node:crypto";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { DeleteCommand, UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
+import { commitRegional, getInRegion } from "../db/regional.ts";
 import { homeDb, type Item, isConditionalCheckFailure, nowIso, nowSeconds, tableName } from "../db/store.ts";
 import { log } from "../log.ts";
 import { decryptSecret, encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
@@ -25,7 +25,6 @@ import {
 } from "../vault/oauth2.ts";
 import type { OAuth2Secret } from "../vault/secret-schemas.ts";
 import { badRequest, upstreamFailed } from "./errors.ts";
-import { getInRegion, regionalDb } from "./regional.ts";
 
 export const OAUTH_STATE_TTL_SECONDS = 15 * 60;
 export const OAUTH_CALLBACK_PATH = "/webhooks/oauth2";
@@ -170,24 +169,29 @@ export async function completeAuthorization(query: CallbackQuery): Promise<Item>
     expiresAt: tokens.expiresAt,
   };
   const envelope = await encryptSecret({ ...context, secret: stored });
-  try {
-    const result = await regionalDb(region).send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: key,
-        UpdateExpression:
-          "SET secretEnvelope = :env, credentialUpdatedAt = :now, oauthAuthorizedAt = :now REMOVE credentialTemporary, #ttl",
-        ConditionExpression: "credentialTemporary = :true AND attribute_not_exists(deletingAt)",
-        ExpressionAttributeNames: { "#ttl": "TTL" },
-        ExpressionAttributeValues: { ":env": envelope, ":now": nowIso(), ":true": true },
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    await bumpConfigVersion(region, clientId);
-    return result.Attributes as Item;
-  } catch (error) {
-    if (isConditionalCheckFailure(error))
-      throw badRequest("The credential of this authorization no longer waits for it");
-    throw error;
-  }
+  const refused = () => badRequest("The credential of this authorization no longer waits for it");
+  await commitRegional(
+    region,
+    clientId,
+    [
+      {
+        name: "authorize",
+        action: {
+          Update: {
+            TableName: tableName(),
+            Key: key,
+            UpdateExpression:
+              "SET secretEnvelope = :env, credentialUpdatedAt = :now, oauthAuthorizedAt = :now REMOVE credentialTemporary, #ttl",
+            ConditionExpression: "credentialTemporary = :true AND attribute_not_exists(deletingAt)",
+            ExpressionAttributeNames: { "#ttl": "TTL" },
+            ExpressionAttributeValues: { ":env": envelope, ":now": nowIso(), ":true": true },
+          },
+        },
+      },
+    ],
+    refused,
+  );
+  const authorized = await getInRegion(region, key);
+  if (!authorized) throw refused();
+  return authorized;
 }

@@ -7,8 +7,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
-import { TransactWriteCommand } from "../db/document-client.ts";
 import {
   findProxyInAnyRegion,
   listProxiesOfClient,
@@ -17,14 +15,14 @@ import {
   proxyKeys,
 } from "../db/entities/proxy.ts";
 import { keys } from "../db/keys.ts";
-import { cancelledSteps, nowIso, type TransactionStep, tableName, transactItemsOf } from "../db/store.ts";
+import { byCreatedDesc, commitRegional, findInRegions, MAX_RESOURCES_PER_REGION } from "../db/regional.ts";
+import { nowIso, type TransactionStep, tableName } from "../db/store.ts";
 import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
 import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteProxyCascade } from "./cascade.ts";
 import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
-import { byCreatedDesc, findInRegions, MAX_RESOURCES_PER_REGION, regionalDb } from "./regional.ts";
 
 export const PROXY_NOT_FOUND = "Proxy not found";
 export const ALIAS_TAKEN = "Proxy alias already in use in this client";
@@ -117,20 +115,17 @@ const aliasLock = (clientId: string, alias: string, proxyId: string): Transactio
   },
 });
 
-/** Write the steps in one transaction; a cancellation becomes the caller's answer, read by step name. */
-async function writeProxySteps(region: string, steps: TransactionStep[]): Promise<void> {
-  try {
-    await regionalDb(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (!cancelled) throw error;
-    const link = LINK_FIELDS.find((field) => cancelled.failed.includes(field));
-    if (link) throw validationFailed([{ field: link, problem: "was deleted or is being deleted" }]);
-    if (cancelled.failed.includes(ALIAS_LOCK)) throw conflict(ALIAS_TAKEN);
-    if (cancelled.failed.length > 0 || cancelled.conflict)
-      throw conflict("The proxy changed concurrently; retry");
-    throw error;
-  }
+/**
+ * Write the steps with the client's configuration version in one transaction; a failed condition
+ * becomes the caller's answer, read by step name.
+ */
+function writeProxySteps(region: string, clientId: string, steps: TransactionStep[]): Promise<void> {
+  return commitRegional(region, clientId, steps, (failed) => {
+    const link = LINK_FIELDS.find((field) => failed.includes(field));
+    if (link) return validationFailed([{ field: link, problem: "was deleted or is being deleted" }]);
+    if (failed.includes(ALIAS_LOCK)) return conflict(ALIAS_TAKEN);
+    return failed.length > 0 ? conflict("The proxy changed concurrently; retry") : undefined;
+  });
 }
 
 export async function createProxy(access: ClientAccess, input: CreateProxyInput) {
@@ -169,7 +164,7 @@ export async function createProxy(access: ClientAccess, input: CreateProxyInput)
     proxyUpdatedAt: now,
     proxyVersion: 1,
   };
-  await writeProxySteps(region, [
+  await writeProxySteps(region, clientId, [
     ...linkConditions(clientId, links),
     {
       name: "write proxy",
@@ -190,7 +185,6 @@ export async function createProxy(access: ClientAccess, input: CreateProxyInput)
     },
     ...(alias ? [aliasLock(clientId, alias, proxyId)] : []),
   ]);
-  await bumpConfigVersion(region, clientId);
   return toApiProxy(item);
 }
 
@@ -274,8 +268,7 @@ export async function updateProxy({ clientId }: ClientAccess, proxyId: string, i
       });
     }
   }
-  await writeProxySteps(region, steps);
-  await bumpConfigVersion(region, clientId);
+  await writeProxySteps(region, clientId, steps);
   return {
     pKey: clientId,
     sKey: proxyId,

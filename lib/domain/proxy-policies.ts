@@ -2,10 +2,10 @@
  * A proxy's filters and overrides (docs/filters.md): read, partial update, clear. One item of each
  * per proxy (lib/db/entities/proxy-policy.ts), written in a transaction that checks the proxy
  * exists and is not being deleted, conditioned on the version it merged into (a concurrent write
- * makes it read again). Both are proxy configuration: every change bumps the client's
- * `configVersion` in the proxy's region, so the next request is served with it.
+ * makes it read again). Both are proxy configuration: every change moves the client's
+ * `configVersion` in the proxy's region in the same transaction, so the next request is served
+ * with it.
  */
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { checkProxyStep, METER_STEPS } from "../db/entities/meter.ts";
 import {
   deletePolicyStep,
@@ -18,13 +18,14 @@ import {
   proxyPolicyKeys,
   putPolicyStep,
 } from "../db/entities/proxy-policy.ts";
-import { cancelledSteps, nowIso, type TransactionStep, writeSteps } from "../db/store.ts";
+import { commitRegional, lostRace, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
+import { nowIso, type TransactionStep } from "../db/store.ts";
 import type { ClientAccess } from "./access.ts";
 import { conflict, notFound } from "./errors.ts";
 import type { UpdateFiltersInput, UpdateOverridesInput } from "./filters/schema.ts";
 import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
 
-const ATTEMPTS = 8;
+const ATTEMPTS = RACE_ATTEMPTS;
 
 export interface ApiFilters {
   proxyId: string;
@@ -61,18 +62,19 @@ function toApiOverrides(proxyId: string, item: ProxyOverridesItem | undefined): 
 const concurrently = () => conflict("The proxy's filters or overrides are being changed concurrently; retry");
 
 /** Write `steps` (the proxy checked first); false when the item moved since it was read. */
-async function written(region: string, steps: TransactionStep[]): Promise<boolean> {
-  return writeSteps(region, steps, (failed) =>
-    failed.includes(METER_STEPS.checkProxy) ? notFound(PROXY_NOT_FOUND) : undefined,
-  ).catch((error: unknown) => {
-    if (cancelledSteps(error, steps)?.failed.includes(POLICY_STEPS.put)) return false;
-    throw error;
-  });
+function written(region: string, clientId: string, steps: TransactionStep[]): Promise<boolean> {
+  return tryCommitRegional(region, clientId, steps, (failed) =>
+    failed.includes(METER_STEPS.checkProxy)
+      ? notFound(PROXY_NOT_FOUND)
+      : failed.includes(POLICY_STEPS.put)
+        ? "retry"
+        : undefined,
+  );
 }
 
 /**
  * Read-modify-write of one policy item: `build` makes the next item from the stored one, written
- * only if the stored version is still the one read (retried, then 409), then `configVersion` moves.
+ * only if the stored version is still the one read (retried, then 409), with `configVersion`.
  */
 async function writePolicy<T extends ProxyFiltersItem | ProxyOverridesItem>(
   region: string,
@@ -85,11 +87,9 @@ async function writePolicy<T extends ProxyFiltersItem | ProxyOverridesItem>(
     const current = await find(region, clientId, proxyId);
     const next = build(current);
     const steps = [checkProxyStep(clientId, proxyId), putPolicyStep(next, current?.policyVersion ?? 0)];
-    if (await written(region, steps)) {
-      await bumpConfigVersion(region, clientId);
-      return next;
-    }
+    if (await written(region, clientId, steps)) return next;
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
 }
 
@@ -132,8 +132,7 @@ export async function updateFilters(
 /** Remove every filter of the proxy (idempotent). */
 export async function clearFilters({ clientId }: ClientAccess, proxyId: string): Promise<void> {
   const { region } = await requireProxy(clientId, proxyId);
-  await writeSteps(region, [deletePolicyStep(proxyPolicyKeys.filters(clientId, proxyId))], () => undefined);
-  await bumpConfigVersion(region, clientId);
+  await commitRegional(region, clientId, [deletePolicyStep(proxyPolicyKeys.filters(clientId, proxyId))]);
 }
 
 export async function getOverrides({ clientId }: ClientAccess, proxyId: string): Promise<ApiOverrides> {
@@ -178,6 +177,5 @@ export async function updateOverrides(
 /** Remove every override of the proxy (idempotent). */
 export async function clearOverrides({ clientId }: ClientAccess, proxyId: string): Promise<void> {
   const { region } = await requireProxy(clientId, proxyId);
-  await writeSteps(region, [deletePolicyStep(proxyPolicyKeys.overrides(clientId, proxyId))], () => undefined);
-  await bumpConfigVersion(region, clientId);
+  await commitRegional(region, clientId, [deletePolicyStep(proxyPolicyKeys.overrides(clientId, proxyId))]);
 }

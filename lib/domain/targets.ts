@@ -1,6 +1,5 @@
 /** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
 import { randomUUID } from "node:crypto";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { PutCommand } from "../db/document-client.ts";
 import {
   findTargetInAnyRegion,
@@ -10,13 +9,14 @@ import {
   targetItemOf,
   targetKeys,
 } from "../db/entities/target.ts";
+import { byCreatedDesc, commitRegional, MAX_RESOURCES_PER_REGION } from "../db/regional.ts";
 import { nowIso, tableName } from "../db/store.ts";
 import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesTarget } from "./cascade.ts";
 import { badRequest, notFound } from "./errors.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
-import { byCreatedDesc, MAX_RESOURCES_PER_REGION, regionalDb, updateRegionalItem } from "./regional.ts";
+import { updateRegionalItem } from "./regional.ts";
 
 export const TARGET_NOT_FOUND = "Target not found";
 
@@ -62,10 +62,14 @@ export async function createTarget({ clientId, userId }: ClientAccess, input: Cr
     targetCreatedAt: now,
     targetUpdatedAt: now,
   };
-  await regionalDb(region).send(
-    new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
-  );
-  await bumpConfigVersion(region, clientId);
+  await commitRegional(region, clientId, [
+    {
+      name: "put",
+      action: {
+        Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" },
+      },
+    },
+  ]);
   return toApiTarget(item);
 }
 

@@ -13,7 +13,6 @@
  *   proxy's region after it commits.
  */
 import { randomUUID } from "node:crypto";
-import { bumpConfigVersion } from "../data-plane/client-runtime.ts";
 import { checkProxyStep } from "../db/entities/meter.ts";
 import {
   type CodeBundle,
@@ -32,7 +31,8 @@ import {
   transformKeys,
   uncountTransformStep,
 } from "../db/entities/transform.ts";
-import { cancelledSteps, nowIso, type TransactionStep, writeSteps } from "../db/store.ts";
+import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
+import { cancelledSteps, nowIso, type TransactionStep } from "../db/store.ts";
 import { log } from "../log.ts";
 import type { ClientAccess } from "./access.ts";
 import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
@@ -53,7 +53,7 @@ export const TRANSFORM_NOT_FOUND = "Transform not found";
 export const tooManyTransforms = (kind: TransformKind) =>
   `A proxy can have at most ${MAX_TRANSFORMS_PER_PROXY} ${kind} transforms; delete one first`;
 
-const ATTEMPTS = 8;
+const ATTEMPTS = RACE_ATTEMPTS;
 
 /** The transform as the API shows it: pKey the proxy id, sKey the transform id; code only when given. */
 export function toApiTransform(transform: TransformItem, code?: CodeBundle) {
@@ -140,7 +140,7 @@ export async function createTransform(
     ...stored.chunks.map(putChunkStep),
   ];
   for (let attempt = 1; ; attempt++) {
-    const written = await writeSteps(region, steps, (failed) =>
+    const written = await tryCommitRegional(region, clientId, steps, (failed) =>
       failed.includes(TRANSFORM_STEPS.checkProxy)
         ? notFound(PROXY_NOT_FOUND)
         : failed.includes(TRANSFORM_STEPS.count)
@@ -149,8 +149,8 @@ export async function createTransform(
     );
     if (written) break;
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
-  await bumpConfigVersion(region, clientId);
   return toApiTransform(transform, code);
 }
 
@@ -198,17 +198,17 @@ export async function updateTransform(
       replaceTransformStep(next, seen.transformVersion),
       ...codeSteps,
     ];
-    const written = await writeSteps(region, steps, (failed) =>
-      failed.includes(TRANSFORM_STEPS.checkProxy) ? notFound(PROXY_NOT_FOUND) : undefined,
-    ).catch((error: unknown) => {
-      if (cancelledSteps(error, steps)?.failed.includes(TRANSFORM_STEPS.replace)) return false;
-      throw error;
-    });
-    if (written) {
-      await bumpConfigVersion(region, clientId);
-      return toApiTransform(next, newCode ?? current.code);
-    }
+    const written = await tryCommitRegional(region, clientId, steps, (failed) =>
+      failed.includes(TRANSFORM_STEPS.checkProxy)
+        ? notFound(PROXY_NOT_FOUND)
+        : // Changed or deleted since read: merge again.
+          failed.includes(TRANSFORM_STEPS.replace)
+          ? "retry"
+          : undefined,
+    );
+    if (written) return toApiTransform(next, newCode ?? current.code);
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
 }
 
@@ -231,7 +231,7 @@ export async function deleteTransform(
     const steps = [guard, uncountTransformStep(clientId, kind, proxyId), ...chunkSteps];
     let written: boolean;
     try {
-      written = await writeSteps(region, steps, () => undefined);
+      written = await tryCommitRegional(region, clientId, steps);
     } catch (error) {
       const failed = cancelledSteps(error, steps)?.failed ?? [];
       if (failed.includes(TRANSFORM_STEPS.delete)) {
@@ -242,11 +242,11 @@ export async function deleteTransform(
           proxyId,
           transformId,
         });
-        written = await writeSteps(region, [guard, ...chunkSteps], () => undefined);
+        written = await tryCommitRegional(region, clientId, [guard, ...chunkSteps]);
       } else throw error;
     }
     if (written) break;
     if (attempt >= ATTEMPTS) throw concurrently();
+    await lostRace(attempt);
   }
-  await bumpConfigVersion(region, clientId);
 }

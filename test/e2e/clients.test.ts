@@ -6,6 +6,7 @@ import { getConfig } from "#lib/config.ts";
 import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { purgeDueAccounts } from "#lib/domain/account-deletion.ts";
+import { seedingConfig } from "../support/config-atomicity.ts";
 import { joinClient, startTestStack, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 
 let stack: TestStack;
@@ -205,13 +206,13 @@ describe("DELETE /api/clients/{clientId}", () => {
     // Region-bound resources as later features store them, in both regions.
     for (const region of regions) {
       const put = (item: Record<string, unknown>) =>
-        dynamo(region).send(new PutCommand({ TableName: tableName, Item: item }));
+        seedingConfig(() => dynamo(region).send(new PutCommand({ TableName: tableName, Item: item })));
       await put({ ...keys.credential(client.clientId, `cred-${region}`), entity: "credential" });
       await put({ ...keys.target(client.clientId, `target-${region}`), entity: "target" });
       await put({ ...keys.proxy(client.clientId, `proxy-${region}`), entity: "proxy" });
       await put({ ...keys.rule(client.clientId, `proxy-${region}`, "rule1"), entity: "rule" });
       await put({ ...keys.requestLog(`proxy-${region}`, "0190-req"), entity: "requestLog" });
-      await put({ ...keys.proxyRuntime(`proxy-${region}`), entity: "proxyRuntime" });
+      await put({ ...keys.proxyRuntime(`proxy-${region}`), entity: "proxyLocator", clientId: client.clientId });
       await put({ pKey: keys.clientTelemetryPartition(client.clientId, "hour"), sKey: "2026-01-01-00" });
     }
 

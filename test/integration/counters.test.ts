@@ -7,13 +7,14 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { getConfig } from "#lib/config.ts";
-import { bumpConfigVersion } from "#lib/data-plane/client-runtime.ts";
 import {
   type CounterStep,
   clientRequestToken,
   commitCounters,
   counterKeys,
 } from "#lib/data-plane/counters.ts";
+import { configVersionStep } from "#lib/db/regional.ts";
+import { writeSteps } from "#lib/db/store.ts";
 import { windowAt } from "#lib/domain/meters/windows.ts";
 import { provisionTable } from "#local/provision.ts";
 import { routeThrough, startLossyFront, type TransactionAttempt } from "../support/lossy-front.ts";
@@ -117,8 +118,8 @@ describe("commitCounters", () => {
   it("answers stale, counting nothing, when the configuration changed since admission", async () => {
     const clientId = randomUUID();
     const meterId = randomUUID();
-    await bumpConfigVersion(REGION, clientId);
-    await bumpConfigVersion(REGION, clientId);
+    await writeSteps(REGION, [configVersionStep(clientId)], () => undefined);
+    await writeSteps(REGION, [configVersionStep(clientId)], () => undefined);
     expect(
       await commitCounters(REGION, [step("m", meterId, 10)], {
         version: { clientId, version: 1 },

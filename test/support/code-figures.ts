@@ -20,7 +20,12 @@ export function codeFigures(dir = "lib") {
   const longFunctions: string[] = [];
   const assertions: string[] = [];
   for (const file of files(dir)) {
-    const source = ts.createSourceFile(file, readFileSync(join(ROOT, file), "utf8"), ts.ScriptTarget.Latest, true);
+    const source = ts.createSourceFile(
+      file,
+      readFileSync(join(ROOT, file), "utf8"),
+      ts.ScriptTarget.Latest,
+      true,
+    );
     const line = (pos: number) => source.getLineAndCharacterOfPosition(pos).line + 1;
     const visit = (node: ts.Node) => {
       if (ts.isNonNullExpression(node)) assertions.push(`${file}:${line(node.getStart())}`);

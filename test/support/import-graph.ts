@@ -104,7 +104,11 @@ export function runtimeImports(): RuntimeImport[] {
       if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
         const { names, typeOnly } = importedNames(node.importClause);
         if (!typeOnly) add(node.moduleSpecifier.text, names);
-      } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      } else if (
+        ts.isExportDeclaration(node) &&
+        node.moduleSpecifier &&
+        ts.isStringLiteral(node.moduleSpecifier)
+      ) {
         if (node.isTypeOnly) return;
         const clause = node.exportClause;
         const names =

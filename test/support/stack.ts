@@ -12,6 +12,7 @@ import type { ClientRole } from "#lib/domain/roles.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
 import { type LocalStack, type LocalStackOptions, startLocalStack } from "#local/runner.ts";
+import { watchConfigWrites } from "./config-atomicity.ts";
 
 let counter = 0;
 
@@ -72,8 +73,18 @@ export interface TestStack extends LocalStack {
 
 export async function startTestStack(options: LocalStackOptions = {}): Promise<TestStack> {
   const stack = await startLocalStack({ authorizerCacheTtlSeconds: 0, ...options });
+  // Every e2e file checks that configuration is only ever written with its version step.
+  const configWrites = watchConfigWrites();
   return {
     ...stack,
+    async stop() {
+      configWrites.stop();
+      await stack.stop();
+      if (configWrites.offences.length > 0)
+        throw new Error(
+          `Configuration written without moving configVersion in the same transaction (test/support/config-atomicity.ts):\n${[...new Set(configWrites.offences)].join("\n")}`,
+        );
+    },
     anonymous: apiClient(stack.baseUrl),
     async newUser(overrides = {}) {
       counter += 1;

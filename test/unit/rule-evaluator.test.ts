@@ -1,6 +1,6 @@
 /** The data plane's access decision (spec 4.8): order, tie-breaking, defaults, conditions, denial reports. */
 import { describe, expect, it } from "vitest";
-import { MAX_RULES_PER_PARENT } from "#lib/domain/regional.ts";
+import { MAX_RULES_PER_PARENT } from "#lib/db/regional.ts";
 import { compileRulePattern, patternCost } from "#lib/domain/rules/regex.ts";
 import {
   compileRules,

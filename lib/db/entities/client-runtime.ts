@@ -4,13 +4,16 @@
  *   proxy (lib/domain/proxies.ts), because the data-plane URL carries only the proxy id;
  * - the client runtime item (`keys.clientRuntime`): the client's `configVersion` in that region
  *   and the billing status, plan, plan-limit override, and a managed client's limits and MSP
- *   suspension copied from the home region
- *   (lib/data-plane/client-runtime.ts).
+ *   suspension copied from the home region (`syncClientRuntime` below). A change of the client's
+ *   regional configuration moves `configVersion` in its own transaction (lib/db/regional.ts).
  */
 import * as z from "zod/mini";
-import { getInRegion } from "../../domain/regional.ts";
+import { dynamo } from "../../aws/clients.ts";
+import { getConfig } from "../../config.ts";
+import { UpdateCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
-import { parseStored } from "../store.ts";
+import { getInRegion } from "../regional.ts";
+import { nowIso, parseStored, setExpression, tableName } from "../store.ts";
 
 export const ProxyLocatorItem = z.object({ clientId: z.string() });
 export type ProxyLocatorItem = z.infer<typeof ProxyLocatorItem>;
@@ -55,4 +58,40 @@ export async function findClientRuntime(
 ): Promise<ClientRuntimeItem | undefined> {
   const item = await getInRegion(region, clientRuntimeKeys.runtime(clientId));
   return item ? parseStored(ClientRuntimeItem, "client runtime", item) : undefined;
+}
+
+export interface ClientRuntimeSettings {
+  billingStatus?: string;
+  planTier?: string;
+  planStatus?: string;
+  /** `pendingDeletion` while a client waits for its purge: its proxies serve no traffic. */
+  clientStatus?: string;
+  /** A system administrator's override of the plan's requests per minute; null removes it. */
+  rateLimitOverride?: number | null;
+  /** A managed client's limits (lib/domain/msp-enforcement.ts); null: no limit. */
+  requestsPerMinute?: number | null;
+  requestsPerDay?: number | null;
+  /** True while the client is billed to its MSP and that MSP's billing is suspended. */
+  mspSuspended?: boolean;
+}
+
+/** Copy billing and plan settings from the home region to every regional table (and bump versions). */
+export async function syncClientRuntime(clientId: string, settings: ClientRuntimeSettings): Promise<void> {
+  const update = setExpression(
+    { ...settings, clientId, entity: "clientRuntime", runtimeUpdated: nowIso() },
+    [],
+    { ":one": 1 },
+  );
+  await Promise.all(
+    getConfig().regions.map((region) =>
+      dynamo(region).send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.clientRuntime(clientId),
+          ...update,
+          UpdateExpression: `${update.UpdateExpression} ADD configVersion :one`,
+        }),
+      ),
+    ),
+  );
 }

@@ -7,10 +7,10 @@
  * never decrypts it, and a refusal names fields, never values.
  */
 import * as z from "zod/mini";
-import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
 import { AUTH_TYPES, CREDENTIAL_TYPES } from "../../vault/auth-types.ts";
 import type { SecretEnvelope } from "../../vault/envelope.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { findInRegions, listAcrossRegions, listInRegion } from "../regional.ts";
 import { parseStored } from "../store.ts";
 
 /** The encrypted secret as stored; its fields are checked when it is decrypted (lib/vault/envelope.ts). */

@@ -24,8 +24,8 @@ import {
 } from "../../domain/meters/constants.ts";
 import { METER_WINDOWS } from "../../domain/meters/windows.ts";
 import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "../../domain/predicates/constants.ts";
-import { getInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { getInRegion } from "../regional.ts";
 import { parseStored, queryPartition, type TransactionStep, tableName } from "../store.ts";
 
 const Presence = z.enum(PREDICATE_PRESENCES);

@@ -8,8 +8,8 @@
  * zod/mini: the data plane's cold start reads this module.
  */
 import * as z from "zod/mini";
-import { getInRegion } from "../../domain/regional.ts";
 import { keys } from "../keys.ts";
+import { getInRegion } from "../regional.ts";
 import { parseStored, type TransactionStep, tableName } from "../store.ts";
 
 export const ProxyFiltersItem = z.object({

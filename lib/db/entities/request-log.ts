@@ -21,9 +21,9 @@ import {
   REQUEST_LOG_DETAIL_FIELDS,
   VALIDATION_FIELDS,
 } from "../../data-plane/request-log.ts";
-import { getInRegion } from "../../domain/regional.ts";
 import { log } from "../../log.ts";
 import { keys } from "../keys.ts";
+import { getInRegion } from "../regional.ts";
 import { isExpired, nowSeconds, parseStored, queryAll } from "../store.ts";
 
 const HeaderMap = z.record(z.string(), z.union([z.string(), z.array(z.string())]));

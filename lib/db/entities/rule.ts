@@ -8,9 +8,9 @@
  * delete a parent's rules delete it with them.
  */
 import * as z from "zod/mini";
-import { getInRegion, MAX_RULES_PER_PARENT } from "../../domain/regional.ts";
 import { RULE_EFFECTS, RULE_PRESENCES } from "../../domain/rules/rule-constants.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { getInRegion, MAX_RULES_PER_PARENT } from "../regional.ts";
 import { parseStored, queryPartition } from "../store.ts";
 
 const Presence = z.enum(RULE_PRESENCES);

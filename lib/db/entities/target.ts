@@ -4,8 +4,8 @@
  * on an untyped item, so no `String(item.x)` coercion is needed.
  */
 import * as z from "zod/mini";
-import { findInRegions, listAcrossRegions, listInRegion } from "../../domain/regional.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { findInRegions, listAcrossRegions, listInRegion } from "../regional.ts";
 import { parseStored } from "../store.ts";
 
 export const TargetItem = z.object({

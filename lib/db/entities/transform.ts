@@ -16,7 +16,6 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import * as z from "zod/mini";
 import { PREDICATE_PRESENCES } from "../../domain/predicates/constants.ts";
-import { getInRegion } from "../../domain/regional.ts";
 import {
   MAX_TRANSFORMS_PER_PROXY,
   STATUS_OPERATORS,
@@ -27,6 +26,7 @@ import {
 } from "../../domain/transforms/constants.ts";
 import type { TransformConfig } from "../../domain/transforms/schema.ts";
 import { keys, REGIONAL_SK } from "../keys.ts";
+import { getInRegion } from "../regional.ts";
 import { parseStored, queryPartition, type TransactionStep, tableName } from "../store.ts";
 import { StoredPredicateFields } from "./meter.ts";
 
