@@ -24,7 +24,8 @@ const figures = stacks.map((stack) => {
   return {
     stack: stack.node.path,
     resources: resources.length,
-    bytes: JSON.stringify(template).length,
+    // As `cdk synth` writes (and the CLI uploads) it: indented by one space.
+    bytes: JSON.stringify(template, undefined, 1).length,
     types: resources.map((resource) => resource.Type),
   };
 });
