@@ -307,7 +307,8 @@ export class HomeStack extends Stack {
       // merge, which would keep the methods of removed routes).
       mode: apigateway.RestApiMode.OVERWRITE,
       endpointTypes: [apigateway.EndpointType.REGIONAL],
-      // An import takes its endpoint type from this parameter (EndpointConfiguration alone is ignored).
+      // An import (a Body) takes its endpoint type from this parameter; EndpointConfiguration alone
+      // has been reported ignored on import (then the API would be edge-optimized).
       parameters: { endpointConfigurationTypes: "REGIONAL" },
       // The account-wide API Gateway CloudWatch role is not this app's to manage (see APIG6 below).
       cloudWatchRole: false,
