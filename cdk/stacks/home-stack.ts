@@ -1,7 +1,8 @@
 /**
  * The control plane, deployed once in the home region: one Lambda per route group of the Core API
  * (lib/infra/api-manifest.ts), the token authorizer, the scheduled jobs, the SES sender identity
- * and the REST API whose resources and methods are generated from CORE_API_ROUTES.
+ * and the REST API, imported from an OpenAPI body generated from CORE_API_ROUTES
+ * (constructs/core-api-definition.ts): its routes cost no CloudFormation resource.
  *
  * Tables are addressed by deterministic ARN (every region's table is named appName), so this stack
  * needs no cross-region reference to the RegionalStacks; it only deploys after them.
@@ -15,6 +16,7 @@ import * as apigateway from "aws-cdk-lib/aws-apigateway";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import * as events from "aws-cdk-lib/aws-events";
 import * as targets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
 import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -27,13 +29,11 @@ import {
   type FunctionGroup,
   type FunctionGroupName,
   MCP_FUNCTION,
-  type RouteDefinition,
   SCHEDULED_FUNCTIONS,
   type ScheduledFunction,
-  SERVICE_UNAVAILABLE_MESSAGE,
-  UNAUTHORIZED_MESSAGE,
 } from "../../lib/infra/api-manifest.ts";
 import { type AppSettings, kmsKeyAliasOf, oauthSigningKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import { coreApiDefinition } from "../constructs/core-api-definition.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
 
 export interface HomeStackProps extends StackProps {
@@ -65,12 +65,6 @@ const pascal = (name: string) =>
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
     .join("");
 
-/** Why a route has no authorizer (cdk-nag asks for one on every method). */
-const publicRouteReason = (route: RouteDefinition): string =>
-  route.group === "docs"
-    ? "The API's own documentation (the OpenAPI document and its reference page), generated from the operation registry: no account data, no table access."
-    : "The OAuth2 provider redirects the user's browser here without a gateway token; the handler accepts only a single-use, expiring state created by an authenticated credential creation.";
-
 /**
  * The MCP function: above the data plane's 75 s (execute_proxy_read_request waits for a proxied
  * read, whose target may take up to 60 s), far below a function URL's 15 minutes. Memory as the
@@ -89,7 +83,7 @@ export interface McpEndpoint {
 }
 
 export class HomeStack extends Stack {
-  readonly api: apigateway.RestApi;
+  readonly api: apigateway.SpecRestApi;
   readonly groupFunctions: Record<FunctionGroupName, GatewayFunction>;
   readonly authorizerFunction: GatewayFunction;
   readonly scheduledFunctions: Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>;
@@ -278,15 +272,44 @@ export class HomeStack extends Stack {
     return { function: fn, url, signingKey, errorsAlarm };
   }
 
-  private buildApi(settings: AppSettings): apigateway.RestApi {
+  /**
+   * The Core API: a REST API imported from the OpenAPI body of cdk/constructs/core-api-definition.ts
+   * (every route of CORE_API_ROUTES, its integration and the authorizer), in OVERWRITE mode (a route
+   * removed from the registry leaves the API), stage v1 with tracing, throttling and JSON access
+   * logs, and one invoke permission per function.
+   */
+  private buildApi(settings: AppSettings): apigateway.SpecRestApi {
     const accessLogs = new logs.LogGroup(this, "CoreApiAccessLogs", {
       retention: logs.RetentionDays.THREE_MONTHS,
     });
     const field = apigateway.AccessLogField;
-    const api = new apigateway.RestApi(this, "CoreApi", {
-      restApiName: `${settings.appName}-core-api`,
-      description: `${settings.appName} Core API (account management)`,
-      endpointConfiguration: { types: [apigateway.EndpointType.REGIONAL] },
+    const restApiName = `${settings.appName}-core-api`;
+    const description = `${settings.appName} Core API (account management)`;
+    const invocationUri = (fn: lambda.IFunction) =>
+      `arn:${this.partition}:apigateway:${this.region}:lambda:path/2015-03-31/functions/${fn.functionArn}/invocations`;
+    const definition = coreApiDefinition({
+      title: restApiName,
+      description,
+      routes: CORE_API_ROUTES,
+      integrationUri: (group) => invocationUri(this.groupFunctions[group].function),
+      authorizer: {
+        name: `${settings.appName}-token`,
+        uri: invocationUri(this.authorizerFunction.function),
+        header: "Authorization",
+        resultTtlSeconds: settings.authorizerCacheTtlSeconds,
+      },
+    });
+    const api = new apigateway.SpecRestApi(this, "CoreApi", {
+      restApiName,
+      description,
+      apiDefinition: apigateway.ApiDefinition.fromInline(definition),
+      // The body replaces the whole API at each update (the default for APIs created since 2021 is
+      // merge, which would keep the methods of removed routes).
+      mode: apigateway.RestApiMode.OVERWRITE,
+      endpointTypes: [apigateway.EndpointType.REGIONAL],
+      // An import (a Body) takes its endpoint type from this parameter; EndpointConfiguration alone
+      // has been reported ignored on import (then the API would be edge-optimized).
+      parameters: { endpointConfigurationTypes: "REGIONAL" },
       // The account-wide API Gateway CloudWatch role is not this app's to manage (see APIG6 below).
       cloudWatchRole: false,
       deployOptions: {
@@ -321,81 +344,31 @@ export class HomeStack extends Stack {
       },
     });
 
-    const authorizer = new apigateway.TokenAuthorizer(this, "CoreApiAuthorizer", {
-      authorizerName: `${settings.appName}-token`,
-      handler: this.authorizerFunction.function,
-      identitySource: apigateway.IdentitySource.header("Authorization"),
-      resultsCacheTtl: Duration.seconds(settings.authorizerCacheTtlSeconds),
-    });
-    const validator = api.addRequestValidator("CoreApiRequestValidator", {
-      requestValidatorName: "parameters-and-body",
-      validateRequestParameters: true,
-      validateRequestBody: true,
-    });
-
-    // JSON errors everywhere; an unknown route is a 404, not API Gateway's 403 "Missing Authentication Token".
-    const errorBody = { "application/json": '{"message":$context.error.messageString}' };
-    api.addGatewayResponse("Default4xx", { type: apigateway.ResponseType.DEFAULT_4XX, templates: errorBody });
-    api.addGatewayResponse("Default5xx", { type: apigateway.ResponseType.DEFAULT_5XX, templates: errorBody });
-    // An authorizer that throws (its store stalled past the SDK's bounded retries) is a 503 the
-    // caller may retry, as the handlers answer the same failure (docs/architecture.md).
-    const unavailable = { "application/json": JSON.stringify({ message: SERVICE_UNAVAILABLE_MESSAGE }) };
-    for (const [id, type] of [
-      ["AuthorizerFailure", apigateway.ResponseType.AUTHORIZER_FAILURE],
-      ["AuthorizerConfigurationError", apigateway.ResponseType.AUTHORIZER_CONFIGURATION_ERROR],
-    ] as const) {
-      api.addGatewayResponse(id, { type, statusCode: "503", templates: unavailable });
-    }
-    // A 401 says how the token is sent (the raw user token, without `Bearer`): the authorizer
-    // cannot shape it per request, so the one message of the local runner too.
-    api.addGatewayResponse("Unauthorized", {
-      type: apigateway.ResponseType.UNAUTHORIZED,
-      statusCode: "401",
-      templates: { "application/json": JSON.stringify({ message: UNAUTHORIZED_MESSAGE }) },
-    });
-    api.addGatewayResponse("RouteNotFound", {
-      type: apigateway.ResponseType.MISSING_AUTHENTICATION_TOKEN,
-      statusCode: "404",
-      templates: { "application/json": '{"message":"Route not found"}' },
-    });
-
-    const integrations = new Map<FunctionGroupName, apigateway.LambdaIntegration>();
-    const integrationFor = (group: FunctionGroupName) => {
-      let integration = integrations.get(group);
-      if (!integration) {
-        // Proxy integration; the Lambda permission of each method names that method's ARN only.
-        integration = new apigateway.LambdaIntegration(this.groupFunctions[group].function, {
-          proxy: true,
-          allowTestInvoke: false,
-        });
-        integrations.set(group, integration);
-      }
-      return integration;
-    };
-
-    for (const route of CORE_API_ROUTES) {
-      const resource = api.root.resourceForPath(route.path);
-      const pathParameters = [...route.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]);
-      const method = resource.addMethod(route.method, integrationFor(route.group), {
-        ...(route.public
-          ? { authorizationType: apigateway.AuthorizationType.NONE }
-          : { authorizationType: apigateway.AuthorizationType.CUSTOM, authorizer }),
-        requestValidator: validator,
-        requestParameters: pathParameters.length
-          ? Object.fromEntries(pathParameters.map((name) => [`method.request.path.${name}`, true]))
-          : undefined,
+    // The routes' functions may be invoked by this API's stage v1 only (any method and path of
+    // it: which route reaches which function is the body's integrations, in this same template);
+    // one permission per function instead of one per method.
+    const principal = new iam.ServicePrincipal("apigateway.amazonaws.com");
+    const invokedFrom = api.arnForExecuteApi("*", "/*", API_STAGE_NAME);
+    for (const group of new Set(CORE_API_ROUTES.map((route) => route.group))) {
+      this.groupFunctions[group].function.addPermission("CoreApiInvoke", {
+        principal,
+        sourceArn: invokedFrom,
       });
-      if (route.public) {
-        for (const id of ["AwsSolutions-APIG4", "AwsSolutions-COG4"]) {
-          Validations.of(method).acknowledge({ id, reason: publicRouteReason(route) });
-        }
-      }
     }
+    // The authorizer is invoked by this API's authorizers only (its id is assigned by the import).
+    this.authorizerFunction.function.addPermission("CoreApiAuthorizerInvoke", {
+      principal,
+      sourceArn: this.formatArn({
+        service: "execute-api",
+        resource: api.restApiId,
+        resourceName: "authorizers/*",
+      }),
+    });
 
     Validations.of(api).acknowledge({
-      id: "AwsSolutions-COG4",
+      id: "AwsSolutions-APIG2",
       reason:
-        "The Core API authenticates users with a Lambda TOKEN authorizer (the gateway's own user tokens, cached by API Gateway), by design; there is no Cognito user pool.",
+        "Request validation is declared in the OpenAPI body (x-amazon-apigateway-request-validators, parameters and body, the default of every method); cdk-nag only recognises a separate AWS::ApiGateway::RequestValidator, which the OVERWRITE import of the body would delete.",
     });
     Validations.of(api.deploymentStage).acknowledge({
       id: "AwsSolutions-APIG3",

@@ -1,7 +1,7 @@
 /**
- * The Core API's routes, derived from the operation registry: API Gateway's resources and methods
- * (CDK) and the local runner's routing both come from here, so neither can disagree with a
- * Lambda's dispatch.
+ * The Core API's routes, derived from the operation registry: API Gateway's routes (the OpenAPI
+ * body of the CDK stack) and the local runner's routing both come from here, so neither can
+ * disagree with a Lambda's dispatch.
  */
 import type { RouteDefinition } from "../infra/api-manifest.ts";
 import { OPERATIONS } from "./registry.ts";

@@ -1,6 +1,6 @@
 /**
  * The Core API's route manifest: every REST route and the Lambda function (resource group) that
- * serves it. The CDK stack creates API Gateway resources and methods from it, and the local runner
+ * serves it. The CDK stack generates the API Gateway OpenAPI body from it, and the local runner
  * routes HTTP requests with it, so the two cannot disagree about which handler serves a path.
  */
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -105,7 +105,7 @@ export const MCP_FUNCTION: FunctionGroup = unionOfGroups("mcp", Object.values(FU
 /**
  * The body message of every Core API 503: the store (or another AWS service) did not answer in
  * time. The handlers answer it (lib/http/api-handler.ts), and so does the API itself when the
- * authorizer fails (a gateway response, cdk/stacks/home-stack.ts; locally local/api-gateway.ts).
+ * authorizer fails (a gateway response, cdk/constructs/core-api-definition.ts; locally local/api-gateway.ts).
  */
 export const SERVICE_UNAVAILABLE_MESSAGE = "The service is temporarily unavailable; try again shortly";
 
@@ -114,7 +114,7 @@ export const SERVICE_UNAVAILABLE_MESSAGE = "The service is temporarily unavailab
  * API Gateway's TOKEN authorizer cannot shape a 401 per request (it throws "Unauthorized", and a
  * gateway response template is static), so one message serves a missing, an invalid and a
  * `Bearer`-prefixed token alike, and says how to send it: the UNAUTHORIZED gateway response
- * (cdk/stacks/home-stack.ts) and, locally, local/api-gateway.ts answer it.
+ * (cdk/constructs/core-api-definition.ts) and, locally, local/api-gateway.ts answer it.
  */
 export const UNAUTHORIZED_MESSAGE =
   "Unauthorized: missing or invalid token. Send the user API token in the Authorization header as it is, without the Bearer prefix";

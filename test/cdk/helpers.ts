@@ -99,27 +99,37 @@ export function allStatements(template: Template): Statement[] {
   );
 }
 
-/** Full path ("/api/clients/{clientId}") of every AWS::ApiGateway::Resource, by logical id. */
-export function apiResourcePaths(template: Template): Map<string, string> {
-  const resources = template.findResources("AWS::ApiGateway::Resource") as Record<
-    string,
-    { Properties: { ParentId: Json; PathPart: string } }
-  >;
-  const paths = new Map<string, string>();
-  const pathOf = (id: string): string => {
-    const known = paths.get(id);
-    if (known) return known;
-    const resource = resources[id];
-    if (!resource) throw new Error(`unknown API resource ${id}`);
-    const parent = resource.Properties.ParentId;
-    const parentRef =
-      typeof parent === "object" && parent && "Ref" in parent ? String(parent.Ref) : undefined;
-    const path = `${parentRef ? pathOf(parentRef) : ""}/${resource.Properties.PathPart}`;
-    paths.set(id, path);
-    return path;
+/** The parts of the OpenAPI body of an AWS::ApiGateway::RestApi the tests read (values as synthesized). */
+export interface ApiOperation {
+  parameters?: { name: string; in: string; required?: boolean }[];
+  security?: Record<string, string[]>[];
+  "x-amazon-apigateway-integration"?: { type: string; httpMethod: string; uri: Json };
+  "x-amazon-apigateway-request-validator"?: string;
+}
+export interface ApiBody {
+  openapi: string;
+  paths: Record<string, Record<string, ApiOperation>>;
+  components: {
+    securitySchemes: Record<
+      string,
+      Record<string, Json> & {
+        "x-amazon-apigateway-authorizer": { type: string; authorizerUri: Json } & Record<string, Json>;
+      }
+    >;
   };
-  for (const id of Object.keys(resources)) pathOf(id);
-  return paths;
+  "x-amazon-apigateway-request-validator": string;
+  "x-amazon-apigateway-request-validators": Record<string, Record<string, boolean>>;
+  "x-amazon-apigateway-gateway-responses": Record<
+    string,
+    { statusCode?: string; responseTemplates: Record<string, string> }
+  >;
+}
+
+/** The OpenAPI body (Body) of the REST API `apiId` of a template. */
+export function restApiBody(template: Template, apiId: string): ApiBody {
+  const api = template.findResources("AWS::ApiGateway::RestApi")[apiId];
+  if (!api?.Properties.Body) throw new Error(`no REST API ${apiId} with an OpenAPI body`);
+  return api.Properties.Body as ApiBody;
 }
 
 export const tableArn = (region: string, account = ACCOUNT, name = String(CDK_CONTEXT.appName)) =>

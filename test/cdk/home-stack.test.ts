@@ -15,12 +15,13 @@ import {
 } from "../../lib/infra/api-manifest.ts";
 import {
   ACCOUNT,
+  type ApiBody,
   allStatements,
-  apiResourcePaths,
   buildTestApp,
   CDK_CONTEXT,
   flat,
   logicalId,
+  restApiBody,
   type Statement,
   statementsOf,
   Template,
@@ -302,92 +303,161 @@ describe("HomeStack", () => {
   });
 
   describe("Core API", () => {
-    const paths = apiResourcePaths(template);
-    const methods = Object.values(template.findResources("AWS::ApiGateway::Method")) as {
-      Properties: Record<string, unknown> & { HttpMethod: string; ResourceId: { Ref: string } };
-    }[];
     const apiId = logicalId(home.api);
-    const authorizers = template.findResources("AWS::ApiGateway::Authorizer");
-    const [authorizerId] = Object.keys(authorizers);
-    const [validatorId] = Object.keys(template.findResources("AWS::ApiGateway::RequestValidator"));
-    const methodFor = (method: string, path: string) =>
-      methods.filter(
-        (m) => m.Properties.HttpMethod === method && paths.get(m.Properties.ResourceId.Ref) === path,
+    const body = restApiBody(template, apiId);
+    const authorizerName = `${appName}-token`;
+    const operationsOf = (paths: ApiBody["paths"]) =>
+      Object.entries(paths).flatMap(([path, item]) =>
+        Object.entries(item).map(([method, operation]) => ({
+          method: method.toUpperCase(),
+          path,
+          operation,
+        })),
       );
+    const operations = operationsOf(body.paths);
+    const operationFor = (method: string, path: string) =>
+      operations.filter((operation) => operation.method === method && operation.path === path);
+    const integrationUri = (fn: GatewayFunction) =>
+      `arn:aws:apigateway:${homeRegion}:lambda:path/2015-03-31/functions/<${logicalId(fn.function)}.Arn>/invocations`;
+
+    it("is one REST API imported from its OpenAPI body, in OVERWRITE mode, regional", () => {
+      const apis = template.findResources("AWS::ApiGateway::RestApi");
+      expect(Object.keys(apis)).toEqual([apiId]);
+      expect(apis[apiId]?.Properties).toMatchObject({
+        Name: `${appName}-core-api`,
+        Mode: "overwrite",
+        EndpointConfiguration: { Types: ["REGIONAL"] },
+        // An import takes the endpoint type from the parameters.
+        Parameters: { endpointConfigurationTypes: "REGIONAL" },
+      });
+      expect(body.openapi).toMatch(/^3\.0\./);
+    });
+
+    it("declares methods, resources, the authorizer, the validator and the gateway responses in the body only", () => {
+      // A separate resource would be deleted by the next OVERWRITE import of the body.
+      for (const type of [
+        "AWS::ApiGateway::Method",
+        "AWS::ApiGateway::Resource",
+        "AWS::ApiGateway::Authorizer",
+        "AWS::ApiGateway::RequestValidator",
+        "AWS::ApiGateway::GatewayResponse",
+        "AWS::ApiGateway::Model",
+      ]) {
+        expect(Object.keys(template.findResources(type)), type).toEqual([]);
+      }
+    });
 
     it("has exactly the methods of CORE_API_ROUTES, nothing more", () => {
-      const actual = methods.map(
-        (m) => `${m.Properties.HttpMethod} ${paths.get(m.Properties.ResourceId.Ref)}`,
-      );
+      const actual = operations.map((operation) => `${operation.method} ${operation.path}`);
       expect(actual.sort()).toEqual(CORE_API_ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+      expect(actual.length).toBeGreaterThan(100);
     });
 
     it.each(CORE_API_ROUTES.map((route) => [`${route.method} ${route.path}`, route] as const))(
       "%s -> its group's function through the authorizer (public routes: none)",
       (_, route) => {
-        const [method, ...duplicates] = methodFor(route.method, route.path);
+        const [found, ...duplicates] = operationFor(route.method, route.path);
         expect(duplicates).toEqual([]);
-        const fnId = logicalId(home.groupFunctions[route.group].function);
+        const operation = found?.operation;
         if (route.public) {
-          expect(method?.Properties.AuthorizationType).toBe("NONE");
-          expect(method?.Properties.AuthorizerId).toBeUndefined();
+          expect(operation?.security ?? []).toEqual([]);
+        } else {
+          expect(operation?.security).toEqual([{ [authorizerName]: [] }]);
         }
-        expect(method?.Properties).toMatchObject({
-          ...(route.public ? {} : { AuthorizationType: "CUSTOM", AuthorizerId: { Ref: authorizerId } }),
-          RequestValidatorId: { Ref: validatorId },
-          RestApiId: { Ref: apiId },
-          Integration: { Type: "AWS_PROXY", IntegrationHttpMethod: "POST" },
-        });
-        const integration = method?.Properties.Integration as { Uri: never };
-        expect(flat(integration.Uri)).toBe(
-          `arn:aws:apigateway:${homeRegion}:lambda:path/2015-03-31/functions/<${fnId}.Arn>/invocations`,
+        const integration = operation?.["x-amazon-apigateway-integration"];
+        expect(integration).toMatchObject({ type: "aws_proxy", httpMethod: "POST" });
+        expect(flat(integration?.uri)).toBe(integrationUri(home.groupFunctions[route.group]));
+        // Every path parameter declared, required; the API-wide validator applies (no override).
+        const names = [...route.path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]);
+        expect(operation?.parameters ?? []).toEqual(
+          names.map((name) => expect.objectContaining({ name, in: "path", required: true })),
         );
-        for (const [, name] of route.path.matchAll(/\{([^}]+)\}/g)) {
-          expect(method?.Properties.RequestParameters).toMatchObject({
-            [`method.request.path.${name}`]: true,
-          });
-        }
+        expect(operation?.["x-amazon-apigateway-request-validator"]).toBeUndefined();
       },
     );
 
-    it("lets API Gateway invoke each group function for its own methods only", () => {
-      const permissions = Object.values(template.findResources("AWS::Lambda::Permission")).map((p) => ({
-        fn: flat(p.Properties.FunctionName),
-        principal: p.Properties.Principal,
-        source: flat(p.Properties.SourceArn),
-      }));
-      for (const [key, fn] of Object.entries(home.groupFunctions)) {
-        const granted = permissions.filter((p) => p.fn === `<${logicalId(fn.function)}.Arn>`);
-        const expected = CORE_API_ROUTES.filter((route) => route.group === key).map(
-          (route) => `/${route.method}${route.path.replace(/\{[^}]+\}/g, "*")}`,
-        );
-        expect(granted.every((p) => p.principal === "apigateway.amazonaws.com")).toBe(true);
-        expect(granted.map((p) => p.source.slice(p.source.lastIndexOf(">") + 1)).sort()).toEqual(
-          expected.sort(),
-        );
+    it("leaves only the documentation and the OAuth2 redirect without authorizer", () => {
+      // The docs group serves the registry's own OpenAPI document and reference page (no account
+      // data); the OAuth2 provider redirects the browser to /webhooks/oauth2 without a gateway
+      // token, and the handler accepts only a single-use, expiring state.
+      const unauthenticated = operations
+        .filter((operation) => !operation.operation.security?.length)
+        .map((operation) => `${operation.method} ${operation.path}`);
+      const docs = CORE_API_ROUTES.filter((route) => route.group === "docs").map(
+        (route) => `${route.method} ${route.path}`,
+      );
+      expect(docs.length).toBeGreaterThan(0);
+      expect(unauthenticated.sort()).toEqual([...docs, "GET /webhooks/oauth2"].sort());
+    });
+
+    it("lets API Gateway invoke each group function from this API's stage v1 only, with one permission", () => {
+      const permissions = Object.values(template.findResources("AWS::Lambda::Permission"))
+        .map((p) => p.Properties)
+        .filter((p) => p.Principal === "apigateway.amazonaws.com")
+        .map((p) => ({ fn: flat(p.FunctionName), action: p.Action, source: flat(p.SourceArn) }));
+      const stageArn = `arn:aws:execute-api:${homeRegion}:${ACCOUNT}:<${apiId}>/v1/*/*`;
+      const expected = [
+        ...Object.values(home.groupFunctions).map((fn) => ({
+          fn: `<${logicalId(fn.function)}.Arn>`,
+          action: "lambda:InvokeFunction",
+          source: stageArn,
+        })),
+        {
+          fn: `<${logicalId(home.authorizerFunction.function)}.Arn>`,
+          action: "lambda:InvokeFunction",
+          source: `arn:aws:execute-api:${homeRegion}:${ACCOUNT}:<${apiId}>/authorizers/*`,
+        },
+      ];
+      const byFunction = (a: { fn: string }, b: { fn: string }) => a.fn.localeCompare(b.fn);
+      // Nothing else may be invoked by API Gateway (the scheduled jobs, the MCP function).
+      expect(permissions.sort(byFunction)).toEqual(expected.sort(byFunction));
+      for (const group of Object.keys(FUNCTION_GROUPS)) {
+        expect(
+          CORE_API_ROUTES.some((route) => route.group === group),
+          group,
+        ).toBe(true);
       }
     });
 
     it("authorizes with a cached TOKEN authorizer on the Authorization header", () => {
-      expect(Object.keys(authorizers)).toHaveLength(1);
-      const props = authorizers[authorizerId as string]?.Properties;
-      expect(props).toMatchObject({
-        Type: "TOKEN",
-        IdentitySource: "method.request.header.Authorization",
-        AuthorizerResultTtlInSeconds: CDK_CONTEXT.authorizerCacheTtlSeconds,
-        RestApiId: { Ref: apiId },
+      const schemes = body.components.securitySchemes;
+      expect(Object.keys(schemes)).toEqual([authorizerName]);
+      const scheme = schemes[authorizerName];
+      expect(scheme).toMatchObject({
+        type: "apiKey",
+        name: "Authorization",
+        in: "header",
+        "x-amazon-apigateway-authtype": "custom",
+        "x-amazon-apigateway-authorizer": {
+          type: "token",
+          authorizerResultTtlInSeconds: CDK_CONTEXT.authorizerCacheTtlSeconds,
+        },
       });
-      expect(flat(props.AuthorizerUri)).toContain(
-        `<${logicalId(home.authorizerFunction.function)}.Arn>/invocations`,
+      expect(flat(scheme?.["x-amazon-apigateway-authorizer"].authorizerUri)).toBe(
+        integrationUri(home.authorizerFunction),
       );
     });
 
     it("validates request parameters and bodies", () => {
-      template.hasResourceProperties("AWS::ApiGateway::RequestValidator", {
-        RestApiId: { Ref: apiId },
-        ValidateRequestParameters: true,
-        ValidateRequestBody: true,
+      const validator = body["x-amazon-apigateway-request-validator"];
+      expect(body["x-amazon-apigateway-request-validators"]).toEqual({
+        [validator]: { validateRequestParameters: true, validateRequestBody: true },
       });
+    });
+
+    it("redeploys the stage when the body changes", () => {
+      const deploymentId = (stack: typeof home) =>
+        Object.keys(Template.fromStack(stack).findResources("AWS::ApiGateway::Deployment"));
+      const [current, ...others] = deploymentId(home);
+      expect(others).toEqual([]);
+      const changed = buildTestApp(
+        { authorizerCacheTtlSeconds: Number(CDK_CONTEXT.authorizerCacheTtlSeconds) + 1 },
+        { account: ACCOUNT },
+      ).homeStack;
+      expect(deploymentId(changed)).toHaveLength(1);
+      expect(deploymentId(changed)).not.toContain(current);
+      const [stage] = Object.values(template.findResources("AWS::ApiGateway::Stage"));
+      expect(stage?.Properties.DeploymentId).toEqual({ Ref: current });
     });
 
     it("deploys stage v1 with tracing, JSON access logs and throttling", () => {
@@ -395,6 +465,7 @@ describe("HomeStack", () => {
       expect(others).toEqual([]);
       expect(stage?.Properties).toMatchObject({
         StageName: "v1",
+        RestApiId: { Ref: apiId },
         TracingEnabled: true,
         AccessLogSetting: { DestinationArn: { "Fn::GetAtt": [expect.stringMatching(/AccessLogs/), "Arn"] } },
       });
@@ -413,28 +484,22 @@ describe("HomeStack", () => {
     });
 
     it("answers errors in JSON, and an unknown route with 404 Route not found", () => {
-      const responses = Object.values(template.findResources("AWS::ApiGateway::GatewayResponse")).map(
-        (r) => r.Properties,
-      );
-      const byType = (type: string) => responses.find((r) => r.ResponseType === type);
+      const responses = body["x-amazon-apigateway-gateway-responses"];
+      const json = (type: string) => responses[type]?.responseTemplates["application/json"];
       for (const type of ["DEFAULT_4XX", "DEFAULT_5XX"]) {
-        expect(byType(type)).toMatchObject({
-          RestApiId: { Ref: apiId },
-          ResponseTemplates: { "application/json": '{"message":$context.error.messageString}' },
-        });
+        expect(json(type)).toBe('{"message":$context.error.messageString}');
       }
       for (const type of ["AUTHORIZER_FAILURE", "AUTHORIZER_CONFIGURATION_ERROR"]) {
-        expect(byType(type)).toMatchObject({ StatusCode: "503" });
+        expect(responses[type]).toMatchObject({ statusCode: "503" });
+        expect(JSON.parse(json(type) ?? "")).toEqual({
+          message: expect.stringMatching(/temporarily unavailable/),
+        });
       }
       // A 401 says how to send the token (the local runner answers the same body).
-      expect(byType("UNAUTHORIZED")).toMatchObject({
-        StatusCode: "401",
-        ResponseTemplates: { "application/json": JSON.stringify({ message: UNAUTHORIZED_MESSAGE }) },
-      });
-      expect(byType("MISSING_AUTHENTICATION_TOKEN")).toMatchObject({
-        StatusCode: "404",
-        ResponseTemplates: { "application/json": '{"message":"Route not found"}' },
-      });
+      expect(responses.UNAUTHORIZED).toMatchObject({ statusCode: "401" });
+      expect(json("UNAUTHORIZED")).toBe(JSON.stringify({ message: UNAUTHORIZED_MESSAGE }));
+      expect(responses.MISSING_AUTHENTICATION_TOKEN).toMatchObject({ statusCode: "404" });
+      expect(json("MISSING_AUTHENTICATION_TOKEN")).toBe('{"message":"Route not found"}');
     });
 
     it("outputs the API URL", () => {
