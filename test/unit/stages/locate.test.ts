@@ -1,6 +1,7 @@
 /** Stage locate (lib/data-plane/stages/locate.ts): the request's shape, then the proxy's configuration. */
-import { describe, expect, it } from "vitest";
-import type { LoadedRuntime } from "#lib/data-plane/runtime-config.ts";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { isAnswer, type RequestContext } from "#lib/data-plane/context.ts";
+import type { LoadedRuntime, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
 import {
   checkRequestShape,
   hasDotSegment,
@@ -87,6 +88,18 @@ describe("locate", () => {
       [PROXY_ID, { revalidate: false }],
       [PROXY_ID, { revalidate: true }],
     ]);
+  });
+
+  it("answers the same context, typed Located; an answer is told from a context by its response", async () => {
+    const ctx = context();
+    const located = await locate(ctx, async () => loaded(true), { revalidate: false });
+    expect(located).toBe(ctx);
+    expect(isAnswer(located)).toBe(false);
+    if (!isAnswer(located)) expectTypeOf(located.runtime).toEqualTypeOf<ProxyRuntime>();
+    const refused = await locate(context(), async () => undefined, { revalidate: false });
+    expect(isAnswer(refused)).toBe(true);
+    // isAnswer relies on it: a context never has a `response` (npx tsc --noEmit checks this).
+    expectTypeOf<RequestContext>().not.toHaveProperty("response");
   });
 
   it("sets the runtime, whether it is fresh, and proxyExists (a new attempt starts a new record)", async () => {
