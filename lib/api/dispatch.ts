@@ -14,13 +14,7 @@
  */
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
-import {
-  type ClientAccess,
-  type MspAccess,
-  requireClientAccess,
-  requireMspAccess,
-  sharedKindOf,
-} from "../domain/access.ts";
+import { requireClientAccess, requireMspAccess, sharedKindOf } from "../domain/access.ts";
 import { forbidden } from "../domain/errors.ts";
 import { consumeRequest } from "../domain/rate-limit.ts";
 import {
@@ -36,7 +30,7 @@ import { methodNotAllowed, tooManyRequests } from "../http/errors.ts";
 import { decodePathParameter } from "../http/input-checks.ts";
 import { parseInput } from "../http/validation.ts";
 import { log } from "../log.ts";
-import type { Operation, Principal } from "./operation.ts";
+import type { Access, Granted, Operation, Principal } from "./operation.ts";
 
 const TEXT_HEADERS = { "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
 
@@ -48,11 +42,12 @@ export const NOT_SELF_MESSAGE = "Forbidden: you can only access your own user re
 const pathParam = (params: Record<string, unknown>, name: string) =>
   typeof params[name] === "string" ? params[name] : undefined;
 
+/** Checks the declared access and answers what it grants: the member for `client`, the msp for `msp`. */
 async function checkAccess(
   operation: Operation,
   principal: Principal | undefined,
   params: Record<string, unknown>,
-): Promise<{ member?: ClientAccess; msp?: MspAccess }> {
+): Promise<Granted<Access>> {
   const needed = operation.access;
   if (needed.kind === "public" || needed.kind === "user") return {};
   if (!principal) throw forbidden();
@@ -141,14 +136,13 @@ export async function runOperation(
   const params = parseInput(operation.params, input.params, "path");
   // Access before the query and the body: a caller without access learns nothing from how
   // its input would have been validated (a non-member gets 404 whatever it sends).
-  const { member, msp } = await checkAccess(operation, principal, params);
+  const granted = await checkAccess(operation, principal, params);
   const raw = input.read();
   const query = parseInput(operation.query, raw.query, "query");
   const body = operation.body ? parseInput(operation.body, raw.body ?? {}) : undefined;
   const result = await operation.handler({
+    ...granted,
     principal: principal ?? { userId: "", tokenId: "", systemAdmin: false },
-    member,
-    msp,
     params,
     query,
     body,

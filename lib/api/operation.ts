@@ -34,29 +34,54 @@ export type Access =
   | { kind: "public" }
   | { kind: "user" }
   | { kind: "self" }
-  | { kind: "client"; role: ClientRole }
-  | { kind: "msp"; role: MspRole }
+  | ClientRoleAccess
+  | MspRoleAccess
   | { kind: "systemAdmin" };
+
+/** The access of an operation on an organisation: its handler receives the `member`. */
+export interface ClientRoleAccess {
+  kind: "client";
+  role: ClientRole;
+}
+
+/** The access of an MSP API operation: its handler receives the `msp`. */
+export interface MspRoleAccess {
+  kind: "msp";
+  role: MspRole;
+}
 
 export const access = {
   public: { kind: "public" },
   user: { kind: "user" },
   self: { kind: "self" },
-  client: (role: ClientRole): Access => ({ kind: "client", role }),
-  msp: (role: MspRole): Access => ({ kind: "msp", role }),
+  client: (role: ClientRole): ClientRoleAccess => ({ kind: "client", role }),
+  msp: (role: MspRole): MspRoleAccess => ({ kind: "msp", role }),
   systemAdmin: { kind: "systemAdmin" },
 } as const satisfies Record<string, Access | ((role: ClientRole) => Access) | ((role: MspRole) => Access)>;
 
 /** What an operation does to stored data (MCP marks read-only and destructive tools with it). */
 export type Effect = "read" | "write" | "delete";
 
-/** What a handler receives: parsed and checked input, the principal and, for client access, the member. */
-export interface OperationInput<P, Q, B> {
+/**
+ * What the access check grants, by the declared access `A`: the `member` for `client` access,
+ * the `msp` for `msp` access, neither otherwise. For `A` = `Access` (an operation whose access is
+ * not known, as the dispatcher sees it) it is the union of the three.
+ */
+export type Granted<A extends Access> = A extends ClientRoleAccess
+  ? { member: ClientAccess; msp?: undefined }
+  : A extends MspRoleAccess
+    ? { msp: MspAccess; member?: undefined }
+    : { member?: undefined; msp?: undefined };
+
+/**
+ * What a handler receives: parsed and checked input, the principal and what its access `A`
+ * grants (`Granted`): a client-role operation's handler has its `member`, an MSP operation's its
+ * `msp`, by type.
+ */
+export type OperationInput<P, Q, B, A extends Access = Access> = Granted<A> & OperationFields<P, Q, B>;
+
+interface OperationFields<P, Q, B> {
   principal: Principal;
-  /** Present exactly when the access is `client`. */
-  member: ClientAccess | undefined;
-  /** Present exactly when the access is `msp`. */
-  msp: MspAccess | undefined;
   params: P;
   query: Q;
   body: B;
@@ -88,6 +113,7 @@ export interface Operation<
   Q extends AnyObject = AnyObject,
   B extends z.ZodType = z.ZodType,
   R extends AnyResponse = AnyResponse,
+  A extends Access = Access,
 > {
   /** camelCase; its snake_case form is the MCP tool name. */
   id: string;
@@ -99,7 +125,8 @@ export interface Operation<
   summary: string;
   /** For a person (and an agent): what it does, what it needs, what it answers. */
   description: string;
-  access: Access;
+  /** Also types the handler's input: what this access grants (`Granted`). */
+  access: A;
   effect: Effect;
   params: P;
   query: Q;
@@ -131,18 +158,24 @@ export interface Operation<
    * parses it with the schema, which also drops every undeclared field (docs/registry.md).
    */
   handler: (
-    input: OperationInput<z.infer<P>, z.infer<Q>, z.infer<B>>,
+    input: OperationInput<z.infer<P>, z.infer<Q>, z.infer<B>, A>,
   ) => Promise<OperationResult<z.input<R>>>;
 }
 
-/** Declares an operation; infers the handler's input and output types from the schemas. */
+/**
+ * Declares an operation; infers the handler's input and output types from the schemas and its
+ * access. The answer is the registry's erased `Operation`: the dispatcher grants what the
+ * declared access names (lib/api/dispatch.ts `checkAccess`), which is what the handler was typed
+ * with here.
+ */
 export function operation<
   P extends AnyObject,
   Q extends AnyObject,
   B extends z.ZodType,
   R extends AnyResponse,
+  A extends Access,
 >(
-  declaration: Omit<Operation<P, Q, B, R>, "params" | "query" | "body" | "errors"> & {
+  declaration: Omit<Operation<P, Q, B, R, A>, "params" | "query" | "body" | "errors"> & {
     params?: P;
     query?: Q;
     body?: B;

@@ -4,6 +4,7 @@
  * either lets the request go on or ends it with an answer; it never writes the log or releases a
  * single-use claim itself (the pipeline does both, once, on every path).
  */
+import type { TargetItem } from "../db/entities/target.ts";
 import type { PreparedPredicateRequest } from "../domain/predicates/evaluate.ts";
 import { normalisePath } from "../domain/request-view.ts";
 import type { MeterUse } from "./meter-plan.ts";
@@ -47,6 +48,8 @@ export interface Answer {
 /** What the caller authentication and the access rules decided (stage admit). */
 export interface Admission {
   proxyCredential: LoadedCredential;
+  /** The proxy's target (admit refuses a request whose target is missing). */
+  target: TargetItem;
   targetCredential: LoadedCredential;
   /** The proxy credential's id (the rate counter's owner). */
   credentialId: string;
@@ -118,6 +121,18 @@ export interface RequestContext {
     suspension?: { transformId: string; kind: string; until: string; cooldownMs: number };
   };
 }
+
+/**
+ * The context once locate found the proxy: its configuration is there, by type. The stages after
+ * locate take it (or `Admitted`), so none of them checks or asserts what an earlier stage set.
+ */
+export type Located = RequestContext & { runtime: ProxyRuntime };
+
+/** The context once admit let the request in: its admission is there, by type. */
+export type Admitted = Located & { admission: Admission };
+
+/** A stage's answer that ends the request, told from the context it passes on. */
+export const isAnswer = (result: Answer | RequestContext): result is Answer => "response" in result;
 
 /** A caller header asking for the answer with the request's secrets redacted (answer-redaction.ts). */
 export const REDACT_HEADER = "service-proxy-redact";

@@ -38,9 +38,11 @@ import type { OutgoingRequest } from "../vault/apply-credential.ts";
 import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import {
+  type Admitted,
   type Answer,
   type DataPlaneRequest,
   type DataPlaneResponse,
+  isAnswer,
   newContext,
   REDACT_HEADER,
   type RequestContext,
@@ -48,7 +50,7 @@ import {
 } from "./context.ts";
 import { commitCounters } from "./counters.ts";
 import { newRequestId } from "./request-id.ts";
-import { loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
+import { type LoadedCredential, loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 import { type Authenticate, admit } from "./stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
 import { type CommitCounters, count } from "./stages/count.ts";
@@ -78,7 +80,7 @@ export interface PipelineDeps {
   commit: CommitCounters;
   claims: SingleUseClaims;
   send: typeof sendOutbound;
-  dynamicToken: (runtime: ProxyRuntime) => Promise<string | undefined>;
+  dynamicToken: (runtime: ProxyRuntime, credential: LoadedCredential) => Promise<string | undefined>;
   /** What happens after the answer: the log and the settlement (tests may observe it). */
   writeAfter: typeof writeLogAndSettlement;
   /** Transforms (stages/transform.ts): the sandbox's runner. */
@@ -97,18 +99,18 @@ const decodeStage = loadOnce(() => import("./stages/decode.ts"));
 
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(
-  ctx: RequestContext,
+  ctx: Admitted,
   outgoing: OutgoingRequest,
   deps: PipelineDeps,
 ): Promise<OutgoingRequest | Answer> {
-  if (!ctx.runtime?.transforms) return outgoing;
+  if (!ctx.runtime.transforms) return outgoing;
   const { transformRequest } = await transformStage();
   return transformRequest(ctx, outgoing, deps.transformDeps);
 }
 
 /** The response transform, when the proxy has one and the target answered. */
-async function responseTransformOf(ctx: RequestContext, answer: Answer, deps: PipelineDeps): Promise<Answer> {
-  if (!ctx.runtime?.transforms?.response.length || !ctx.processed) return answer;
+async function responseTransformOf(ctx: Admitted, answer: Answer, deps: PipelineDeps): Promise<Answer> {
+  if (!ctx.runtime.transforms?.response.length || !ctx.processed) return answer;
   const { transformResponse } = await transformStage();
   return transformResponse(ctx, answer, deps.transformDeps);
 }
@@ -129,8 +131,10 @@ async function decodedRequest(ctx: RequestContext): Promise<Answer | undefined> 
  * The target credential's current dynamic token (customToken, oauth2), when it needs one. Their
  * code is loaded on demand (its own chunk in the bundle): most targets use neither.
  */
-async function dynamicTokenFor(runtime: ProxyRuntime): Promise<string | undefined> {
-  const credential = runtime.targetCredential!;
+async function dynamicTokenFor(
+  runtime: ProxyRuntime,
+  credential: LoadedCredential,
+): Promise<string | undefined> {
   const authType = credential.item.credentialAuthType;
   if (authType === "customToken") {
     const { getCustomToken } = await customTokenModule();
@@ -167,26 +171,29 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
   if (malformed) return malformed;
   let revalidate = false;
   for (let attempt = 1; ; attempt++) {
-    const unlocated = (await locate(ctx, deps.loadRuntime, { revalidate })) ?? (await decodedRequest(ctx));
-    if (unlocated) return unlocated;
-    const refused = screenCaller(ctx) ?? (await admit(ctx, deps.authenticate)) ?? screenRequest(ctx);
-    if (refused) {
-      if (ctx.fresh) return refused;
+    const located = await locate(ctx, deps.loadRuntime, { revalidate });
+    if (isAnswer(located)) return located;
+    const undecoded = await decodedRequest(located);
+    if (undecoded) return undecoded;
+    const screened = screenCaller(located) ?? (await admit(located, deps.authenticate));
+    const admitted = isAnswer(screened) ? screened : (screenRequest(screened) ?? screened);
+    if (isAnswer(admitted)) {
+      if (ctx.fresh) return admitted;
       revalidate = true; // confirm a denial of a cached configuration on the current one
       continue;
     }
-    const counted = await count(ctx, deps, { attempt, checkVersion: attempt <= VERSIONED_ATTEMPTS });
+    const counted = await count(admitted, deps, { attempt, checkVersion: attempt <= VERSIONED_ATTEMPTS });
     if (counted === "stale") {
       revalidate = true;
       continue;
     }
     if (counted) return counted;
-    const answered = await forward(ctx, {
+    const answered = await forward(admitted, {
       ...deps,
       transformRequest: (c, outgoing) => requestTransformOf(c, outgoing, deps),
     });
     // Payload filters, right after the target's answer and before response transforms (spec 1.5).
-    return responseTransformOf(ctx, await filterResponse(ctx, answered), deps);
+    return responseTransformOf(admitted, await filterResponse(admitted, answered), deps);
   }
 }
 

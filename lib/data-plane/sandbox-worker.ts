@@ -404,7 +404,8 @@ async function start(): Promise<void> {
   );
   call(warm, WARM_UP_ARGS, 10_000, 1024);
   disposeInstance(warm);
-  parentPort!.postMessage({ ready: true, loadedMs, warmedMs: performance.now() - started - loadedMs });
+  if (!parentPort) throw new Error("sandbox-worker.ts runs only as a worker thread (no parentPort)");
+  parentPort.postMessage({ ready: true, loadedMs, warmedMs: performance.now() - started - loadedMs });
   serve(module, setup.port, new Int32Array(setup.control));
 }
 

@@ -254,7 +254,10 @@ function newWorker(setup: WorkerSetup): Worker {
   const { exports } = JSON.parse(readFileSync(manifest, "utf8")) as {
     exports: Record<string, { import: { default: string } }>;
   };
-  const loader = pathToFileURL(join(dirname(manifest), exports["./esm/api"]!.import.default)).href;
+  const api = exports["./esm/api"];
+  if (!api)
+    throw new Error(`tsx has no ./esm/api export (${manifest}): the sandbox cannot load its TypeScript`);
+  const loader = pathToFileURL(join(dirname(manifest), api.import.default)).href;
   const entry = new URL("./sandbox-worker.ts", import.meta.url).href;
   const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`;
   return new Worker(bootstrap, { ...options, eval: true });

@@ -75,13 +75,15 @@ export async function loadTransforms(
   const listed = await Promise.all(
     kinds.map((kind) => listTransformsWithCode(region, clientId, kind, proxyId)),
   );
-  const active = listed.flat().filter((entry) => entry.transform.transformActive && entry.code);
+  const active = listed
+    .flat()
+    .flatMap(({ transform, code }) => (transform.transformActive && code ? [{ transform, code }] : []));
   if (active.length === 0) return undefined;
   if (active.some((entry) => hasPattern(entry.transform))) await loadRuleEngine();
   const { compileTransform } = await import("./sandbox.ts");
   const loaded = await Promise.all(
     active.map(async ({ transform, code }): Promise<LoadedTransform> => {
-      const javascript = code!.javascript ?? code!.source;
+      const javascript = code.javascript ?? code.source;
       return {
         transformId: transform.transformId,
         kind: transform.transformKind,

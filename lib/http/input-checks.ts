@@ -54,8 +54,8 @@ function walkJson(
   },
 ): void {
   const stack: { node: unknown; path: JsonPath; depth: number }[] = [{ node: value, path: [], depth: 0 }];
-  while (stack.length > 0 && !handlers.done()) {
-    const { node, path, depth } = stack.pop()!;
+  for (let top = stack.pop(); top && !handlers.done(); top = stack.pop()) {
+    const { node, path, depth } = top;
     handlers.value(node, path);
     if (node === null || typeof node !== "object") continue;
     if (depth + 1 > maxDepth) {
@@ -73,7 +73,7 @@ function walkJson(
       }
     }
     // Reversed onto the stack, so the walk (and the issues) follow the document's order.
-    for (let i = children.length - 1; i >= 0; i -= 1) stack.push(children[i]!);
+    for (const child of children.reverse()) stack.push(child);
   }
 }
 

@@ -209,9 +209,9 @@ export function parseHostLiteral(host: string): string | null {
   if (parts[parts.length - 1] === "" && parts.length > 1) parts.pop();
   if (parts.length > 4) throw new TypeError("Invalid IPv4 host");
   const numbers = parts.map(parseIPv4Number);
-  if (numbers.some((n) => n === undefined)) throw new TypeError("Invalid IPv4 host");
-  const values = numbers as number[];
-  const last = values.pop()!;
+  const values = numbers.filter((n) => n !== undefined);
+  const last = values.pop();
+  if (last === undefined || values.length + 1 < numbers.length) throw new TypeError("Invalid IPv4 host");
   if (values.some((n) => n > 255) || last >= 256 ** (5 - parts.length)) {
     throw new TypeError("Invalid IPv4 host");
   }

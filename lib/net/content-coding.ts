@@ -64,7 +64,7 @@ export function codingsOf(contentEncoding: string | string[] | undefined): strin
 
 /** True when a deflate body starts with a zlib header (RFC 1950): method 8 and a valid check. */
 const hasZlibHeader = (input: Buffer): boolean =>
-  input.length >= 2 && (input[0]! & 0x0f) === 8 && ((input[0]! << 8) | input[1]!) % 31 === 0;
+  input.length >= 2 && (input.readUInt8(0) & 0x0f) === 8 && input.readUInt16BE(0) % 31 === 0;
 
 const tooLarge = (error: unknown): boolean =>
   error instanceof RangeError || (error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE";
@@ -158,18 +158,19 @@ export function zstdFrameLimits(input: Uint8Array): ZstdFrameLimits {
       continue;
     }
     if (magic !== ZSTD_MAGIC || at + 5 > input.length) throw corrupt();
-    const descriptor = input[at + 4]!;
+    const descriptor = view.getUint8(at + 4);
     const contentSizeFlag = descriptor >> 6;
     const singleSegment = (descriptor >> 5) & 1;
     if ((descriptor >> 3) & 1) throw corrupt(); // the reserved bit
     const checksum = (descriptor >> 2) & 1;
-    const dictionaryBytes = [0, 1, 2, 4][descriptor & 3]!;
-    const contentSizeBytes = [singleSegment, 2, 4, 8][contentSizeFlag]!;
+    const dictionaryFlag = descriptor & 3;
+    const dictionaryBytes = dictionaryFlag === 3 ? 4 : dictionaryFlag; // 0, 1, 2, 4
+    const contentSizeBytes = contentSizeFlag === 0 ? singleSegment : 2 ** contentSizeFlag; // 2, 4, 8
     let cursor = at + 5;
     let window = 0;
     if (!singleSegment) {
       if (cursor + 1 > input.length) throw corrupt();
-      const windowDescriptor = input[cursor]!;
+      const windowDescriptor = view.getUint8(cursor);
       const base = 2 ** (10 + (windowDescriptor >> 3));
       window = base + (base / 8) * (windowDescriptor & 7);
       cursor += 1;
@@ -177,7 +178,7 @@ export function zstdFrameLimits(input: Uint8Array): ZstdFrameLimits {
     cursor += dictionaryBytes;
     if (cursor + contentSizeBytes > input.length) throw corrupt();
     let contentSize: number | undefined;
-    if (contentSizeBytes === 1) contentSize = input[cursor]!;
+    if (contentSizeBytes === 1) contentSize = view.getUint8(cursor);
     else if (contentSizeBytes === 2) contentSize = view.getUint16(cursor, true) + 256;
     else if (contentSizeBytes === 4) contentSize = view.getUint32(cursor, true);
     else if (contentSizeBytes === 8) contentSize = Number(view.getBigUint64(cursor, true));
@@ -188,7 +189,7 @@ export function zstdFrameLimits(input: Uint8Array): ZstdFrameLimits {
     // The blocks: a 3-byte header each (last flag, type, size), until the last one.
     for (let last = false; !last; ) {
       if (cursor + 3 > input.length) throw corrupt();
-      const header = input[cursor]! | (input[cursor + 1]! << 8) | (input[cursor + 2]! << 16);
+      const header = view.getUint16(cursor, true) | (view.getUint8(cursor + 2) << 16);
       last = (header & 1) === 1;
       const type = (header >> 1) & 3;
       if (type === 3) throw corrupt();

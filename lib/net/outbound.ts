@@ -131,7 +131,8 @@ function guardedLookup(policy: OutboundPolicy): LookupFunction {
     const lookupOptions: LookupOptions = { family: options.family, hints: options.hints, all: true };
     dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, "", 0);
-      if (addresses.length === 0) {
+      const first = addresses[0];
+      if (!first) {
         const notFound: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
         notFound.code = "ENOTFOUND";
         return callback(notFound, "", 0);
@@ -144,7 +145,6 @@ function guardedLookup(policy: OutboundPolicy): LookupFunction {
         }
       }
       if ((options as { all?: boolean }).all) return callback(null, addresses);
-      const first = addresses[0]!;
       return callback(null, first.address, first.family);
     });
   };
@@ -253,9 +253,12 @@ function codedError(message: string, code: string): NodeJS.ErrnoException {
 function responseHeaders(res: IncomingMessage): Record<string, string | string[]> {
   const out = new Map<string, string | string[]>();
   const raw = res.rawHeaders;
+  // Name, value, name, value...
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
+    const rawName = raw[i];
+    const value = raw[i + 1];
+    if (rawName === undefined || value === undefined) break; // i + 1 < length: both are there
+    const name = rawName.toLowerCase();
     const previous = out.get(name);
     if (previous === undefined) out.set(name, value);
     else if (typeof previous === "string") out.set(name, [previous, value]);

@@ -184,6 +184,13 @@ export function secretForms(secret: string): Buffer[] {
 const NO_EDGE = -1;
 const MANY_EDGES = -2;
 
+/**
+ * A cell of one of the automaton's typed arrays. Every index used is a node number below `nodes`
+ * (or a byte, for the root's 256 edges), within the array's size by construction, so the cell is
+ * always there; `noUncheckedIndexedAccess` cannot know that, and `?? 0` only tells the compiler.
+ */
+const cell = (cells: Int32Array | Int16Array, index: number): number => cells[index] ?? 0;
+
 class Automaton {
   /** Children of the root, dense (0: none; the root is never a child). */
   private readonly rootEdges = new Int32Array(256);
@@ -215,7 +222,7 @@ class Automaton {
         let child = this.child(node, byte);
         if (child === 0) {
           child = this.nodes++;
-          this.depth[child] = this.depth[node]! + 1;
+          this.depth[child] = cell(this.depth, node) + 1;
           this.addEdge(node, byte, child);
         }
         node = child;
@@ -227,9 +234,9 @@ class Automaton {
   }
 
   private child(node: number, byte: number): number {
-    if (node === 0) return this.rootEdges[byte]!;
-    const single = this.edgeByte[node]!;
-    if (single === byte) return this.edgeNode[node]!;
+    if (node === 0) return cell(this.rootEdges, byte);
+    const single = cell(this.edgeByte, node);
+    if (single === byte) return cell(this.edgeNode, node);
     if (single === MANY_EDGES) return this.manyEdges.get(node * 256 + byte) ?? 0;
     return 0;
   }
@@ -239,19 +246,22 @@ class Automaton {
       this.rootEdges[byte] = child;
       return;
     }
-    const single = this.edgeByte[node]!;
+    const single = cell(this.edgeByte, node);
     if (single === NO_EDGE) {
       this.edgeByte[node] = byte;
       this.edgeNode[node] = child;
       return;
     }
-    if (single !== MANY_EDGES) {
-      this.manyEdges.set(node * 256 + single, this.edgeNode[node]!);
-      this.manyBytes.set(node, [single]);
+    let bytes = this.manyBytes.get(node);
+    if (!bytes) {
+      // A second child: the node's edges move to the maps (`single` is its first child's byte).
+      bytes = [single];
+      this.manyBytes.set(node, bytes);
+      this.manyEdges.set(node * 256 + single, cell(this.edgeNode, node));
       this.edgeByte[node] = MANY_EDGES;
     }
     this.manyEdges.set(node * 256 + byte, child);
-    this.manyBytes.get(node)!.push(byte);
+    bytes.push(byte);
   }
 
   /** Failure links in breadth-first order; `out` inherits the longest pattern of the failure node. */
@@ -259,22 +269,25 @@ class Automaton {
     const queue = new Int32Array(this.nodes);
     let head = 0;
     let tail = 0;
-    for (let byte = 0; byte < 256; byte++) if (this.rootEdges[byte]) queue[tail++] = this.rootEdges[byte]!;
+    for (const child of this.rootEdges) if (child) queue[tail++] = child;
     const visit = (node: number, byte: number, child: number) => {
-      let fallback = this.fail[node]!;
-      while (fallback !== 0 && this.child(fallback, byte) === 0) fallback = this.fail[fallback]!;
+      let fallback = cell(this.fail, node);
+      while (fallback !== 0 && this.child(fallback, byte) === 0) fallback = cell(this.fail, fallback);
       const target = this.child(fallback, byte);
-      this.fail[child] = target === child ? 0 : target;
-      if (this.out[child] === 0) this.out[child] = this.out[this.fail[child]!]!;
+      const fail = target === child ? 0 : target;
+      this.fail[child] = fail;
+      if (this.out[child] === 0) this.out[child] = cell(this.out, fail);
       queue[tail++] = child;
     };
     while (head < tail) {
-      const node = queue[head++]!;
-      const single = this.edgeByte[node]!;
-      if (single >= 0) visit(node, single, this.edgeNode[node]!);
-      else if (single === MANY_EDGES)
-        for (const byte of this.manyBytes.get(node)!)
-          visit(node, byte, this.manyEdges.get(node * 256 + byte)!);
+      const node = cell(queue, head++);
+      const single = cell(this.edgeByte, node);
+      if (single >= 0) visit(node, single, cell(this.edgeNode, node));
+      else
+        for (const byte of this.manyBytes.get(node) ?? []) {
+          const child = this.manyEdges.get(node * 256 + byte);
+          if (child !== undefined) visit(node, byte, child);
+        }
     }
   }
 
@@ -283,38 +296,42 @@ class Automaton {
    * touch, in order. With `openEnd` (the bytes are a cut of a longer text), a trailing part that
    * begins a pattern is covered too.
    */
-  cover(bytes: Uint8Array, openEnd: boolean): number[] {
-    const ranges: number[] = [];
+  cover(bytes: Uint8Array, openEnd: boolean): Range[] {
+    const ranges: Range[] = [];
     let node = 0;
-    for (let i = 0; i < bytes.length; i++) {
-      const byte = bytes[i]!;
+    let end = 0;
+    for (const byte of bytes) {
+      end++;
       for (;;) {
         const next = this.child(node, byte);
         if (next !== 0 || node === 0) {
           node = next;
           break;
         }
-        node = this.fail[node]!;
+        node = cell(this.fail, node);
       }
-      const length = this.out[node]!;
-      if (length > 0) addRange(ranges, i + 1 - length, i + 1);
+      const length = cell(this.out, node);
+      if (length > 0) addRange(ranges, end - length, end);
     }
-    if (openEnd && this.depth[node]! > 0) addRange(ranges, bytes.length - this.depth[node]!, bytes.length);
+    const depth = cell(this.depth, node);
+    if (openEnd && depth > 0) addRange(ranges, bytes.length - depth, bytes.length);
     return ranges;
   }
 }
 
+/** Bytes [start, end) of a text. */
+type Range = [start: number, end: number];
+
 /** Add [start, end) to a sorted list of disjoint ranges whose last end is at most `end`. */
-function addRange(ranges: number[], start: number, end: number): void {
+function addRange(ranges: Range[], start: number, end: number): void {
   let from = start;
   let to = end;
-  while (ranges.length > 0 && from <= ranges[ranges.length - 1]!) {
-    const lastEnd = ranges.pop()!;
-    const lastStart = ranges.pop()!;
-    from = Math.min(from, lastStart);
-    to = Math.max(to, lastEnd);
+  for (let last = ranges.at(-1); last && from <= last[1]; last = ranges.at(-1)) {
+    ranges.pop();
+    from = Math.min(from, last[0]);
+    to = Math.max(to, last[1]);
   }
-  ranges.push(from, to);
+  ranges.push([from, to]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,15 +373,14 @@ export interface SecretRedactor {
 
 const MARKER = Buffer.from(REDACTED, "utf8");
 
-function splice(bytes: Uint8Array, ranges: number[], limit: number): Buffer {
+function splice(bytes: Uint8Array, ranges: readonly Range[], limit: number): Buffer {
   const parts: Buffer[] = [];
   let at = 0;
-  for (let i = 0; i < ranges.length; i += 2) {
-    const start = ranges[i]!;
+  for (const [start, end] of ranges) {
     if (start >= limit) break;
     if (start > at) parts.push(Buffer.from(bytes.buffer, bytes.byteOffset + at, start - at));
     parts.push(MARKER);
-    at = ranges[i + 1]!;
+    at = end;
   }
   if (at < limit) parts.push(Buffer.from(bytes.buffer, bytes.byteOffset + at, limit - at));
   return Buffer.concat(parts);
@@ -384,22 +400,23 @@ class Redactor implements SecretRedactor {
   }
 
   text(value: string): string {
-    if (this.empty || value.length === 0) return value;
+    if (value.length === 0) return value;
     if (this.withholdAll) return REDACTED;
+    if (!this.automaton) return value; // nothing to search for
     const bytes = Buffer.from(value, "utf8");
-    const ranges = this.automaton!.cover(bytes, false);
+    const ranges = this.automaton.cover(bytes, false);
     return ranges.length === 0 ? value : splice(bytes, ranges, bytes.length).toString("utf8");
   }
 
   bytes(value: Uint8Array, options: RedactBytesOptions = {}): Buffer {
     const limit = Math.min(value.length, Math.max(0, options.limit ?? value.length));
     const input = Buffer.from(value.buffer, value.byteOffset, value.length);
-    if (this.empty) return input.subarray(0, limit);
     if (this.withholdAll) return limit === 0 ? input.subarray(0, 0) : Buffer.from(MARKER);
+    if (!this.automaton) return input.subarray(0, limit); // nothing to search for
     const scanned = input.subarray(0, Math.min(input.length, limit + this.lookahead));
     // The scanned part ends before the input does: a secret cut there starts at or after `limit`.
     const openEnd = scanned.length < input.length || options.truncatedInput === true;
-    const ranges = this.automaton!.cover(scanned, openEnd);
+    const ranges = this.automaton.cover(scanned, openEnd);
     return ranges.length === 0 ? input.subarray(0, limit) : splice(scanned, ranges, limit);
   }
 

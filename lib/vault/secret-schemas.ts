@@ -505,8 +505,8 @@ export type ProxySecret = SecretOf<ProxyAuthType>;
 /** Iterative depth check, so a hostile document cannot exhaust the stack of the recursive parser. */
 function deeperThan(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [current, depth] = top;
     if (current === null || typeof current !== "object") continue;
     if (depth >= limit) return true;
     for (const child of Object.values(current)) stack.push([child, depth + 1]);

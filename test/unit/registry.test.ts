@@ -6,13 +6,14 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
-import { operationKey } from "#lib/api/dispatch.ts";
-import { access, type Operation } from "#lib/api/operation.ts";
+import { operationKey, runOperation } from "#lib/api/dispatch.ts";
+import { access, MessageResponse, type Operation, operation, pathParams } from "#lib/api/operation.ts";
 import { ROLES_DOC, renderPermissionMatrix } from "#lib/api/permission-matrix.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import type { ClientAccess, MspAccess } from "#lib/domain/access.ts";
 import { MEMBER_MANAGER_ROLE, planMemberRemoval } from "#lib/domain/member-rules.ts";
 import { FUNCTION_GROUPS } from "#lib/infra/api-manifest.ts";
 import { errorOf } from "../support/errors.ts";
@@ -110,6 +111,65 @@ describe("operation declarations", () => {
         (op.access.kind === "self" && !pathParamNames(op.path).includes("userId")),
     ).map((op) => `${op.id} (${op.access.kind}): ${op.path}`);
     expect(wrong).toEqual([]);
+  });
+
+  it("types a handler's input by its access: the member for client access, the msp for MSP access, neither otherwise", async () => {
+    // Type level (`npx tsc --noEmit` checks these): without the narrowing, `member` would be
+    // `ClientAccess | undefined` and the first assertion would not compile.
+    const base = {
+      method: "GET",
+      group: "users",
+      summary: "Typed input",
+      description: "Typed input.",
+      effect: "read",
+      response: { status: 200, schema: MessageResponse },
+    } as const;
+    operation({
+      ...base,
+      id: "typedClient",
+      path: "/api/clients/{clientId}/typed",
+      params: pathParams("clientId"),
+      access: access.client("reader"),
+      handler: async (input) => {
+        expectTypeOf(input.member).toEqualTypeOf<ClientAccess>();
+        expectTypeOf(input.msp).toEqualTypeOf<undefined>();
+        return { body: { message: "ok" } };
+      },
+    });
+    operation({
+      ...base,
+      id: "typedMsp",
+      path: "/api/msps/{mspId}/typed",
+      params: pathParams("mspId"),
+      access: access.msp("msp_reader"),
+      handler: async (input) => {
+        expectTypeOf(input.msp).toEqualTypeOf<MspAccess>();
+        expectTypeOf(input.member).toEqualTypeOf<undefined>();
+        return { body: { message: "ok" } };
+      },
+    });
+    // Run time: an operation whose access grants nothing gets neither (no table is read for it).
+    const seen: unknown[] = [];
+    const typedUser = operation({
+      ...base,
+      id: "typedUser",
+      path: "/api/typed",
+      access: access.user,
+      handler: async (input) => {
+        expectTypeOf(input.member).toEqualTypeOf<undefined>();
+        seen.push(input.member, input.msp);
+        return { body: { message: "ok" } };
+      },
+    });
+    const principal = { userId: "user-1", tokenId: "token-1", systemAdmin: false };
+    const answer = await runOperation(
+      typedUser,
+      principal,
+      { params: {}, read: () => ({ query: {}, body: undefined }) },
+      { requestId: "r", baseUrl: "https://api.example" },
+    );
+    expect(answer.body).toEqual({ message: "ok" });
+    expect(seen).toEqual([undefined, undefined]);
   });
 
   it("every operation has a summary and a description", () => {

@@ -93,7 +93,7 @@ export const clientOperations = [
     response: { status: 200, schema: wrapped("clients", ClientSchema) },
     errors: [403, 404],
     handler: async ({ member }) => ({
-      body: { message: "Client retrieved", clients: [await getClient(member!)] },
+      body: { message: "Client retrieved", clients: [await getClient(member)] },
     }),
   }),
   operation({
@@ -111,7 +111,7 @@ export const clientOperations = [
     response: { status: 200, schema: ClientWithUser },
     errors: [403, 404],
     handler: async ({ member, principal, body }) => {
-      const client = await renameClient(member!, body.clientName);
+      const client = await renameClient(member, body.clientName);
       return {
         body: {
           message: "Client updated",
@@ -146,7 +146,7 @@ export const clientOperations = [
     },
     errors: [403, 404],
     handler: async ({ member, query, body }) => ({
-      body: await deleteClient(member!, immediately(body, query)),
+      body: await deleteClient(member, immediately(body, query)),
     }),
   }),
 ];

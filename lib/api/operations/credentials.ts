@@ -103,7 +103,7 @@ export const credentialOperations = [
     response: { status: 200, schema: paged("credentials", CredentialSchema) },
     errors: [403, 404],
     handler: async ({ member, query }) => {
-      const all = await listCredentials(member!, query.includeTemporary ?? false);
+      const all = await listCredentials(member, query.includeTemporary ?? false);
       const { items, pagination } = paginate(all, query);
       return { body: { message: "Credentials retrieved", credentials: items, pagination } };
     },
@@ -123,7 +123,7 @@ export const credentialOperations = [
     response: { status: 201, schema: wrapped("credentials", CreatedCredentialSchema) },
     errors: [403, 404],
     handler: async ({ member, body, baseUrl }) => {
-      const { credential, authorizationUrl } = await createCredential(member!, body, baseUrl);
+      const { credential, authorizationUrl } = await createCredential(member, body, baseUrl);
       return {
         status: 201,
         body: {
@@ -150,7 +150,7 @@ export const credentialOperations = [
     handler: async ({ member, params }) => ({
       body: {
         message: "Credential retrieved",
-        credentials: [await getCredential(member!, params.credentialId)],
+        credentials: [await getCredential(member, params.credentialId)],
       },
     }),
   }),
@@ -171,7 +171,7 @@ export const credentialOperations = [
     handler: async ({ member, params, body }) => ({
       body: {
         message: "Credential updated",
-        credentials: [await updateCredential(member!, params.credentialId, body)],
+        credentials: [await updateCredential(member, params.credentialId, body)],
       },
     }),
   }),
@@ -189,7 +189,7 @@ export const credentialOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ member, params }) => {
-      const { deletedProxies } = await deleteCredential(member!, params.credentialId);
+      const { deletedProxies } = await deleteCredential(member, params.credentialId);
       return {
         body: {
           message: `Credential deleted, with ${deletedProxies} prox${deletedProxies === 1 ? "y" : "ies"} using it`,
@@ -215,7 +215,7 @@ export const credentialOperations = [
     handler: async ({ member, params, body }) => ({
       body: {
         message: "Credential test sent",
-        tests: [await testCredential(member!, params.credentialId, body)],
+        tests: [await testCredential(member, params.credentialId, body)],
       },
     }),
   }),
@@ -235,7 +235,7 @@ export const credentialOperations = [
     handler: async ({ member, params }) => ({
       body: {
         message: "Token fetched",
-        tokenTests: [await testCredentialToken(member!, params.credentialId)],
+        tokenTests: [await testCredentialToken(member, params.credentialId)],
       },
     }),
   }),

@@ -93,7 +93,7 @@ export const proxyPolicyOperations = [
     response: { status: 200, schema: wrapped("filters", FiltersSchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Filters retrieved", filters: [await getFilters(member!, params.proxyId)] },
+      body: { message: "Filters retrieved", filters: [await getFilters(member, params.proxyId)] },
     }),
   }),
   operation({
@@ -110,7 +110,7 @@ export const proxyPolicyOperations = [
     response: { status: 200, schema: wrapped("filters", FiltersSchema) },
     errors: [403, 404, 409],
     handler: async ({ member, params, body }) => ({
-      body: { message: "Filters updated", filters: [await updateFilters(member!, params.proxyId, body)] },
+      body: { message: "Filters updated", filters: [await updateFilters(member, params.proxyId, body)] },
     }),
   }),
   operation({
@@ -126,7 +126,7 @@ export const proxyPolicyOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ member, params }) => {
-      await clearFilters(member!, params.proxyId);
+      await clearFilters(member, params.proxyId);
       return { body: { message: "Filters removed" } };
     },
   }),
@@ -144,7 +144,7 @@ export const proxyPolicyOperations = [
     response: { status: 200, schema: wrapped("overrides", OverridesSchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Overrides retrieved", overrides: [await getOverrides(member!, params.proxyId)] },
+      body: { message: "Overrides retrieved", overrides: [await getOverrides(member, params.proxyId)] },
     }),
   }),
   operation({
@@ -163,7 +163,7 @@ export const proxyPolicyOperations = [
     handler: async ({ member, params, body }) => ({
       body: {
         message: "Overrides updated",
-        overrides: [await updateOverrides(member!, params.proxyId, body)],
+        overrides: [await updateOverrides(member, params.proxyId, body)],
       },
     }),
   }),
@@ -180,7 +180,7 @@ export const proxyPolicyOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ member, params }) => {
-      await clearOverrides(member!, params.proxyId);
+      await clearOverrides(member, params.proxyId);
       return { body: { message: "Overrides removed" } };
     },
   }),

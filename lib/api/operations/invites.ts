@@ -85,7 +85,7 @@ export const inviteOperations = [
     response: { status: 200, schema: paged("invites", InviteSchema) },
     errors: [403, 404],
     handler: async ({ member, query }) => ({
-      body: { message: "Invites retrieved", ...(await listClientInvites(member!, query)) },
+      body: { message: "Invites retrieved", ...(await listClientInvites(member, query)) },
     }),
   }),
   operation({
@@ -104,7 +104,7 @@ export const inviteOperations = [
     errors: [403, 404, 409, 502],
     handler: async ({ member, body }) => ({
       status: 201,
-      body: { message: "Invite created and sent", invites: [await createInvite(member!, body)] },
+      body: { message: "Invite created and sent", invites: [await createInvite(member, body)] },
     }),
   }),
   operation({
@@ -121,7 +121,7 @@ export const inviteOperations = [
     response: { status: 200, schema: wrapped("invites", InviteSchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Invite retrieved", invites: [await getClientInvite(member!, params.inviteId)] },
+      body: { message: "Invite retrieved", invites: [await getClientInvite(member, params.inviteId)] },
     }),
   }),
   operation({
@@ -141,7 +141,7 @@ export const inviteOperations = [
     handler: async ({ member, params, body }) => ({
       body: {
         message: body.resend ? "Invite updated and sent again" : "Invite updated",
-        invites: [await updateClientInvite(member!, params.inviteId, body)],
+        invites: [await updateClientInvite(member, params.inviteId, body)],
       },
     }),
   }),
@@ -159,7 +159,7 @@ export const inviteOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ member, params }) => {
-      await cancelClientInvite(member!, params.inviteId);
+      await cancelClientInvite(member, params.inviteId);
       return { body: { message: "Invite cancelled" } };
     },
   }),

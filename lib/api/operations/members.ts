@@ -55,7 +55,7 @@ export const memberOperations = [
     response: { status: 200, schema: paged("members", MemberSchema) },
     errors: [403, 404],
     handler: async ({ member, query }) => ({
-      body: { message: "Members retrieved", ...(await listMembers(member!, query)) },
+      body: { message: "Members retrieved", ...(await listMembers(member, query)) },
     }),
   }),
   unsupportedOperation({
@@ -81,7 +81,7 @@ export const memberOperations = [
     response: { status: 200, schema: wrapped("members", MemberSchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Member retrieved", members: [await getMember(member!, params.userId)] },
+      body: { message: "Member retrieved", members: [await getMember(member, params.userId)] },
     }),
   }),
   operation({
@@ -99,7 +99,7 @@ export const memberOperations = [
     response: { status: 200, schema: wrapped("members", MemberSchema) },
     errors: [403, 404, 409],
     handler: async ({ member, params, body }) => {
-      const result = await updateMemberRoles(member!, params.userId, body.roles);
+      const result = await updateMemberRoles(member, params.userId, body.roles);
       return { body: { message: result.message, members: [result.member] } };
     },
   }),
@@ -119,7 +119,7 @@ export const memberOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404, 409],
     handler: async ({ member, params }) => {
-      await removeMember(member!, params.userId);
+      await removeMember(member, params.userId);
       return { body: { message: "Member removed" } };
     },
   }),

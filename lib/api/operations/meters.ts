@@ -53,7 +53,7 @@ export const meterOperations = [
     response: { status: 200, schema: wrapped("meters", MeterSchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Meters retrieved", meters: await listMeters(member!, params.proxyId) },
+      body: { message: "Meters retrieved", meters: await listMeters(member, params.proxyId) },
     }),
   }),
   operation({
@@ -71,7 +71,7 @@ export const meterOperations = [
     errors: [403, 404, 409],
     handler: async ({ member, params, body }) => ({
       status: 201,
-      body: { message: "Meter created", meters: [await createMeter(member!, params.proxyId, body)] },
+      body: { message: "Meter created", meters: [await createMeter(member, params.proxyId, body)] },
     }),
   }),
   operation({
@@ -89,7 +89,7 @@ export const meterOperations = [
     handler: async ({ member, params }) => ({
       body: {
         message: "Meter retrieved",
-        meters: [await getMeter(member!, params.proxyId, params.meterId)],
+        meters: [await getMeter(member, params.proxyId, params.meterId)],
       },
     }),
   }),
@@ -109,7 +109,7 @@ export const meterOperations = [
     handler: async ({ member, params, body }) => ({
       body: {
         message: "Meter updated",
-        meters: [await updateMeter(member!, params.proxyId, params.meterId, body)],
+        meters: [await updateMeter(member, params.proxyId, params.meterId, body)],
       },
     }),
   }),
@@ -127,7 +127,7 @@ export const meterOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404, 409],
     handler: async ({ member, params }) => {
-      await deleteMeter(member!, params.proxyId, params.meterId);
+      await deleteMeter(member, params.proxyId, params.meterId);
       return { body: { message: "Meter deleted" } };
     },
   }),

@@ -226,7 +226,7 @@ export const mspOperations = [
     response: { status: 200, schema: paged("clients", ManagedClientSummary) },
     errors: [403, 404],
     handler: async ({ msp, query }) => ({
-      body: { message: "Clients retrieved", ...(await listManagedClients(msp!, query)) },
+      body: { message: "Clients retrieved", ...(await listManagedClients(msp, query)) },
     }),
   }),
   operation({
@@ -248,7 +248,7 @@ export const mspOperations = [
     errors: [403, 404],
     handler: async ({ msp, body }) => ({
       status: 201,
-      body: { message: "Client created", client: await createManagedClient(msp!, body.clientName) },
+      body: { message: "Client created", client: await createManagedClient(msp, body.clientName) },
     }),
   }),
   operation({
@@ -265,7 +265,7 @@ export const mspOperations = [
     response: { status: 200, schema: wrapped("clients", ManagedClientSchema) },
     errors: [403, 404],
     handler: async ({ msp }) => ({
-      body: { message: "Client retrieved", clients: [await getManagedClient(msp!)] },
+      body: { message: "Client retrieved", clients: [await getManagedClient(msp)] },
     }),
   }),
   operation({
@@ -288,7 +288,7 @@ export const mspOperations = [
     },
     errors: [403, 404],
     handler: async ({ msp, body }) => ({
-      body: { message: "Client updated", client: await updateManagedClient(msp!, body) },
+      body: { message: "Client updated", client: await updateManagedClient(msp, body) },
     }),
   }),
   operation({
@@ -305,7 +305,7 @@ export const mspOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404, 409],
     handler: async ({ msp }) => {
-      await detachManagedClient(msp!);
+      await detachManagedClient(msp);
       return { body: { message: "Client detached" } };
     },
   }),
@@ -326,7 +326,7 @@ export const mspOperations = [
     response: { status: 200, schema: paged("members", MspPathMemberSchema) },
     errors: [403, 404],
     handler: async ({ msp, query }) => ({
-      body: { message: "Members retrieved", ...(await listManagedClientMembers(msp!, query)) },
+      body: { message: "Members retrieved", ...(await listManagedClientMembers(msp, query)) },
     }),
   }),
   operation({
@@ -343,7 +343,7 @@ export const mspOperations = [
     response: { status: 200, schema: wrapped("members", MspPathMemberSchema) },
     errors: [403, 404],
     handler: async ({ msp, params }) => ({
-      body: { message: "Member retrieved", members: [await getManagedClientMember(msp!, params.userId)] },
+      body: { message: "Member retrieved", members: [await getManagedClientMember(msp, params.userId)] },
     }),
   }),
   operation({
@@ -363,7 +363,7 @@ export const mspOperations = [
     handler: async ({ msp, params, body }) => ({
       body: {
         message: "Member updated",
-        members: [await setManagedClientMemberRoles(msp!, params.userId, body.roles)],
+        members: [await setManagedClientMemberRoles(msp, params.userId, body.roles)],
       },
     }),
   }),
@@ -381,7 +381,7 @@ export const mspOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404, 409],
     handler: async ({ msp, params }) => {
-      await removeManagedClientMember(msp!, params.userId);
+      await removeManagedClientMember(msp, params.userId);
       return { body: { message: "Member removed" } };
     },
   }),
@@ -402,7 +402,7 @@ export const mspOperations = [
     response: { status: 200, schema: paged("members", MspMemberSchema) },
     errors: [403, 404],
     handler: async ({ msp, query }) => ({
-      body: { message: "Members retrieved", ...(await listMspTeam(msp!, query)) },
+      body: { message: "Members retrieved", ...(await listMspTeam(msp, query)) },
     }),
   }),
   operation({
@@ -419,7 +419,7 @@ export const mspOperations = [
     response: { status: 200, schema: wrapped("members", MspMemberSchema) },
     errors: [403, 404],
     handler: async ({ msp, params }) => ({
-      body: { message: "Member retrieved", members: [await getMspTeamMember(msp!, params.userId)] },
+      body: { message: "Member retrieved", members: [await getMspTeamMember(msp, params.userId)] },
     }),
   }),
   operation({
@@ -442,7 +442,7 @@ export const mspOperations = [
     handler: async ({ msp, params, body }) => ({
       body: {
         message: "Member updated",
-        members: [await updateMspTeamMember(msp!, params.userId, body.roles)],
+        members: [await updateMspTeamMember(msp, params.userId, body.roles)],
       },
     }),
   }),
@@ -460,7 +460,7 @@ export const mspOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404, 409],
     handler: async ({ msp, params }) => {
-      await removeMspTeamMember(msp!, params.userId);
+      await removeMspTeamMember(msp, params.userId);
       return { body: { message: "Member removed" } };
     },
   }),
@@ -481,7 +481,7 @@ export const mspOperations = [
     response: { status: 200, schema: paged("invites", MspInviteSchema) },
     errors: [403, 404],
     handler: async ({ msp, query }) => ({
-      body: { message: "Invites retrieved", ...(await listMspInvites(msp!, query)) },
+      body: { message: "Invites retrieved", ...(await listMspInvites(msp, query)) },
     }),
   }),
   operation({
@@ -500,7 +500,7 @@ export const mspOperations = [
     errors: [403, 404, 409, 502],
     handler: async ({ msp, body }) => ({
       status: 201,
-      body: { message: "Invite created and sent", invites: [await createMspInvite(msp!, body)] },
+      body: { message: "Invite created and sent", invites: [await createMspInvite(msp, body)] },
     }),
   }),
   operation({
@@ -518,7 +518,7 @@ export const mspOperations = [
     response: { status: 200, schema: wrapped("invites", MspInviteSchema) },
     errors: [403, 404],
     handler: async ({ msp, params, body }) => ({
-      body: { message: "Invite updated", invites: [await updateMspInvite(msp!, params.inviteId, body)] },
+      body: { message: "Invite updated", invites: [await updateMspInvite(msp, params.inviteId, body)] },
     }),
   }),
   operation({
@@ -535,7 +535,7 @@ export const mspOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ msp, params }) => {
-      await cancelMspInvite(msp!, params.inviteId);
+      await cancelMspInvite(msp, params.inviteId);
       return { body: { message: "Invite cancelled" } };
     },
   }),
@@ -559,7 +559,7 @@ export const mspOperations = [
     },
     errors: [403, 404],
     handler: async ({ msp }) => ({
-      body: { message: "Configuration retrieved", configuration: await getMspConfiguration(msp!) },
+      body: { message: "Configuration retrieved", configuration: await getMspConfiguration(msp) },
     }),
   }),
   operation({
@@ -580,7 +580,7 @@ export const mspOperations = [
     },
     errors: [403, 404],
     handler: async ({ msp, body }) => ({
-      body: { message: "Configuration updated", configuration: await updateMspConfiguration(msp!, body) },
+      body: { message: "Configuration updated", configuration: await updateMspConfiguration(msp, body) },
     }),
   }),
   operation({
@@ -600,7 +600,7 @@ export const mspOperations = [
     },
     errors: [403, 404],
     handler: async ({ msp }) => ({
-      body: { message: "Configuration retrieved", configuration: await getManagedClientConfiguration(msp!) },
+      body: { message: "Configuration retrieved", configuration: await getManagedClientConfiguration(msp) },
     }),
   }),
   operation({
@@ -623,7 +623,7 @@ export const mspOperations = [
     handler: async ({ msp, body }) => ({
       body: {
         message: "Configuration updated",
-        configuration: await updateManagedClientConfiguration(msp!, body),
+        configuration: await updateManagedClientConfiguration(msp, body),
       },
     }),
   }),
@@ -648,7 +648,7 @@ export const mspOperations = [
     },
     errors: [403, 404],
     handler: async ({ msp, query }) => ({
-      body: { message: "Usage retrieved", ...(await mspUsageReport(msp!, query)) },
+      body: { message: "Usage retrieved", ...(await mspUsageReport(msp, query)) },
     }),
   }),
   operation({
@@ -669,7 +669,7 @@ export const mspOperations = [
     },
     errors: [402, 403, 404, 409, 502],
     handler: async ({ msp, body }) => {
-      const { budget, ...topUp } = await manualTopUp(msp!, body.amount);
+      const { budget, ...topUp } = await manualTopUp(msp, body.amount);
       return { status: 201, body: { message: "Budget topped up", topUp, budget } };
     },
   }),

@@ -3,10 +3,18 @@
  * never mark anything read; getting one notification marks it read.
  */
 import { z } from "zod";
-import type { ClientAccess } from "../../domain/access.ts";
 import { listNotifications, type NotificationInbox, readNotification } from "../../domain/notifications.ts";
 import { PaginationQuery } from "../../http/pagination.ts";
-import { type Access, access, operation, type Principal, paged, pathParams, wrapped } from "../operation.ts";
+import {
+  type Access,
+  access,
+  type Granted,
+  operation,
+  type Principal,
+  paged,
+  pathParams,
+  wrapped,
+} from "../operation.ts";
 
 /** A notification as the API shows it (spec 2.13). */
 export const NotificationSchema = z.object({
@@ -26,19 +34,19 @@ export const NotificationSchema = z.object({
     ),
 });
 
-interface InboxSpec {
+interface InboxSpec<A extends Access> {
   /** In the operation ids: listSystemNotifications, getClientNotification, ... */
   name: "System" | "User" | "Client";
   path: string;
   params: z.ZodObject<Record<string, z.ZodString>>;
-  access: Access;
+  access: A;
   /** Whose inbox it is and who may read it, for the descriptions. */
   who: string;
-  inbox: (input: { principal: Principal; member: ClientAccess | undefined }) => NotificationInbox;
+  inbox: (input: Granted<A> & { principal: Principal }) => NotificationInbox;
 }
 
 /** The list and the get of one inbox. */
-const inboxOperations = (spec: InboxSpec) => {
+const inboxOperations = <A extends Access>(spec: InboxSpec<A>) => {
   // Who is refused: another user's path is 403; a client's non-member 404, a member without the role 403.
   const refusals = {
     public: [],
@@ -79,13 +87,13 @@ const inboxOperations = (spec: InboxSpec) => {
       access: spec.access,
       // Marking it read is the bookkeeping of reading it, not a change to what the inbox holds.
       effect: "read",
-      params: spec.params.extend({ notificationId: z.string() }),
+      params: z.object({ ...spec.params.shape, notificationId: z.string() }),
       response: { status: 200, schema: wrapped("notifications", NotificationSchema) },
       errors: [...new Set([...refusals, 404])],
       handler: async (input) => ({
         body: {
           message: "Notification retrieved",
-          notifications: [await readNotification(spec.inbox(input), input.params.notificationId!)],
+          notifications: [await readNotification(spec.inbox(input), input.params.notificationId)],
         },
       }),
     }),
@@ -115,6 +123,6 @@ export const notificationOperations = [
     params: pathParams("clientId"),
     access: access.client("reader"),
     who: "The client's notifications (billing, usage alerts, accepted invites), readable by every member.",
-    inbox: ({ member }) => ({ kind: "client", access: member! }),
+    inbox: ({ member }) => ({ kind: "client", access: member }),
   }),
 ];

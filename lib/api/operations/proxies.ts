@@ -64,7 +64,7 @@ export const proxyOperations = [
     response: { status: 200, schema: paged("proxies", ProxySchema) },
     errors: [403, 404],
     handler: async ({ member, query }) => {
-      const { items, pagination } = paginate(await listProxies(member!), query);
+      const { items, pagination } = paginate(await listProxies(member), query);
       return { body: { message: "Proxies retrieved", proxies: items, pagination } };
     },
   }),
@@ -84,7 +84,7 @@ export const proxyOperations = [
     errors: [403, 404, 409],
     handler: async ({ member, body }) => ({
       status: 201,
-      body: { message: "Proxy created", proxies: [await createProxy(member!, body)] },
+      body: { message: "Proxy created", proxies: [await createProxy(member, body)] },
     }),
   }),
   operation({
@@ -100,7 +100,7 @@ export const proxyOperations = [
     response: { status: 200, schema: wrapped("proxies", ProxySchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Proxy retrieved", proxies: [await getProxy(member!, params.proxyId)] },
+      body: { message: "Proxy retrieved", proxies: [await getProxy(member, params.proxyId)] },
     }),
   }),
   operation({
@@ -118,7 +118,7 @@ export const proxyOperations = [
     response: { status: 200, schema: wrapped("proxies", UpdatedProxySchema) },
     errors: [403, 404, 409],
     handler: async ({ member, params, body }) => ({
-      body: { message: "Proxy updated", proxies: [await updateProxy(member!, params.proxyId, body)] },
+      body: { message: "Proxy updated", proxies: [await updateProxy(member, params.proxyId, body)] },
     }),
   }),
   operation({
@@ -135,7 +135,7 @@ export const proxyOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ member, params }) => {
-      await deleteProxy(member!, params.proxyId);
+      await deleteProxy(member, params.proxyId);
       return { body: { message: "Proxy deleted, with its rules and meters" } };
     },
   }),

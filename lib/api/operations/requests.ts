@@ -129,7 +129,7 @@ export const requestLogOperations = [
     },
     errors: [403, 404],
     handler: async ({ member, params, query }) => ({
-      body: { message: "Requests retrieved", ...(await listRequestLogs(member!, params.proxyId, query)) },
+      body: { message: "Requests retrieved", ...(await listRequestLogs(member, params.proxyId, query)) },
     }),
   }),
   operation({
@@ -148,7 +148,7 @@ export const requestLogOperations = [
     handler: async ({ member, params }) => ({
       body: {
         message: "Request retrieved",
-        requests: [await getRequestLog(member!, params.proxyId, params.requestId)],
+        requests: [await getRequestLog(member, params.proxyId, params.requestId)],
       },
     }),
   }),

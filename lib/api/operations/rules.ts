@@ -101,7 +101,7 @@ const listRulesOf = (parent: Parent) =>
     response: { status: 200, schema: paged("rules", RuleSchema) },
     errors: [403, 404],
     handler: async ({ member, params, query }) => {
-      const rules = await listRules(member!, parent.kind, parentIdOf(parent, params));
+      const rules = await listRules(member, parent.kind, parentIdOf(parent, params));
       const { items, pagination } = paginate(rules, query);
       return { body: { message: "Rules retrieved", rules: items, pagination } };
     },
@@ -125,7 +125,7 @@ const createRuleOf = (parent: Parent) =>
       status: 201,
       body: {
         message: "Rule created",
-        rules: [await createRule(member!, parent.kind, parentIdOf(parent, params), body)],
+        rules: [await createRule(member, parent.kind, parentIdOf(parent, params), body)],
       },
     }),
   });
@@ -144,7 +144,7 @@ const deleteRuleOf = (parent: Parent) =>
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404, 409],
     handler: async ({ member, params }) => {
-      await deleteRule(member!, parent.kind, parentIdOf(parent, params), params.ruleId);
+      await deleteRule(member, parent.kind, parentIdOf(parent, params), params.ruleId);
       return { body: { message: "Rule deleted" } };
     },
   });

@@ -44,7 +44,7 @@ export const targetOperations = [
     response: { status: 200, schema: paged("targets", TargetSchema) },
     errors: [403, 404],
     handler: async ({ member, query }) => {
-      const { items, pagination } = paginate(await listTargets(member!), query);
+      const { items, pagination } = paginate(await listTargets(member), query);
       return { body: { message: "Targets retrieved", targets: items, pagination } };
     },
   }),
@@ -64,7 +64,7 @@ export const targetOperations = [
     errors: [403, 404],
     handler: async ({ member, body }) => ({
       status: 201,
-      body: { message: "Target created", targets: [await createTarget(member!, body)] },
+      body: { message: "Target created", targets: [await createTarget(member, body)] },
     }),
   }),
   operation({
@@ -80,7 +80,7 @@ export const targetOperations = [
     response: { status: 200, schema: wrapped("targets", TargetSchema) },
     errors: [403, 404],
     handler: async ({ member, params }) => ({
-      body: { message: "Target retrieved", targets: [await getTarget(member!, params.targetId)] },
+      body: { message: "Target retrieved", targets: [await getTarget(member, params.targetId)] },
     }),
   }),
   operation({
@@ -98,7 +98,7 @@ export const targetOperations = [
     response: { status: 200, schema: wrapped("targets", TargetSchema) },
     errors: [403, 404],
     handler: async ({ member, params, body }) => ({
-      body: { message: "Target updated", targets: [await updateTarget(member!, params.targetId, body)] },
+      body: { message: "Target updated", targets: [await updateTarget(member, params.targetId, body)] },
     }),
   }),
   operation({
@@ -115,7 +115,7 @@ export const targetOperations = [
     response: { status: 200, schema: MessageResponse },
     errors: [403, 404],
     handler: async ({ member, params }) => {
-      const { deletedProxies } = await deleteTarget(member!, params.targetId);
+      const { deletedProxies } = await deleteTarget(member, params.targetId);
       return {
         body: {
           message: `Target deleted, with ${deletedProxies} prox${deletedProxies === 1 ? "y" : "ies"} using it`,

@@ -86,7 +86,7 @@ export const telemetryOperations = [
     response: { status: 200, schema: TelemetryAnswer },
     errors: [400, 403, 404],
     handler: async ({ member, query }) => ({
-      body: { message: "Telemetry retrieved", ...(await listClientTelemetry(member!, query)) },
+      body: { message: "Telemetry retrieved", ...(await listClientTelemetry(member, query)) },
     }),
   }),
   operation({
@@ -103,7 +103,7 @@ export const telemetryOperations = [
     response: { status: 200, schema: TelemetryAnswer },
     errors: [400, 403, 404],
     handler: async ({ member, params, query }) => ({
-      body: { message: "Telemetry retrieved", ...(await listProxyTelemetry(member!, params.proxyId, query)) },
+      body: { message: "Telemetry retrieved", ...(await listProxyTelemetry(member, params.proxyId, query)) },
     }),
   }),
 ];

@@ -88,7 +88,7 @@ function operationsOf(kind: TransformKind) {
       response: { status: 200, schema: wrapped(wrapper, schema) },
       errors: [403, 404],
       handler: async ({ member, params }) => ({
-        body: answer(`${Kind} transforms retrieved`, await listTransforms(member!, kind, params.proxyId)),
+        body: answer(`${Kind} transforms retrieved`, await listTransforms(member, kind, params.proxyId)),
       }),
     }),
     operation({
@@ -107,7 +107,7 @@ function operationsOf(kind: TransformKind) {
       handler: async ({ member, params, body }) => ({
         status: 201,
         body: answer(`${Kind} transform created`, [
-          await createTransform(member!, kind, params.proxyId, body),
+          await createTransform(member, kind, params.proxyId, body),
         ]),
       }),
     }),
@@ -125,7 +125,7 @@ function operationsOf(kind: TransformKind) {
       errors: [403, 404],
       handler: async ({ member, params }) => ({
         body: answer(`${Kind} transform retrieved`, [
-          await getTransform(member!, kind, params.proxyId, params.transformId),
+          await getTransform(member, kind, params.proxyId, params.transformId),
         ]),
       }),
     }),
@@ -144,7 +144,7 @@ function operationsOf(kind: TransformKind) {
       errors: [403, 404, 409],
       handler: async ({ member, params, body }) => ({
         body: answer(`${Kind} transform updated`, [
-          await updateTransform(member!, kind, params.proxyId, params.transformId, body),
+          await updateTransform(member, kind, params.proxyId, params.transformId, body),
         ]),
       }),
     }),
@@ -162,7 +162,7 @@ function operationsOf(kind: TransformKind) {
       response: { status: 200, schema: MessageResponse },
       errors: [403, 404, 409],
       handler: async ({ member, params }) => {
-        await deleteTransform(member!, kind, params.proxyId, params.transformId);
+        await deleteTransform(member, kind, params.proxyId, params.transformId);
         return { body: { message: `${Kind} transform deleted` } };
       },
     }),

@@ -9,13 +9,21 @@ import { rateLimitForPlan } from "../../domain/plans.ts";
 import { evaluateAccess } from "../../domain/rules/rule-evaluator.ts";
 import type { ProxySecret } from "../../vault/secret-schemas.ts";
 import type { authenticateCaller } from "../caller-auth.ts";
-import { type Answer, denied, notForwarded, type RequestContext, serviceAnswer } from "../context.ts";
+import {
+  type Admission,
+  type Admitted,
+  type Answer,
+  denied,
+  type Located,
+  notForwarded,
+  serviceAnswer,
+} from "../context.ts";
 
 export type Authenticate = typeof authenticateCaller;
 
-export async function admit(ctx: RequestContext, authenticate: Authenticate): Promise<Answer | undefined> {
+/** Answers the context as `Admitted` (its `admission` set), or the refusal. */
+export async function admit(ctx: Located, authenticate: Authenticate): Promise<Answer | Admitted> {
   const runtime = ctx.runtime;
-  if (!runtime) return denied("Unknown proxy");
   const v = ctx.validation;
   const { proxy } = runtime;
   if (proxy.proxyActive !== true || proxy.deletingAt) return denied("The proxy is inactive");
@@ -89,8 +97,9 @@ export async function admit(ctx: RequestContext, authenticate: Authenticate): Pr
   v.targetCredentialActive = true;
   v.targetCredentialRelationship = targetCredential.item.credentialType === "target";
   v.targetCredentialScopeValid = true;
-  ctx.admission = {
+  const admission: Admission = {
     proxyCredential,
+    target,
     targetCredential,
     credentialId: proxyCredential.item.credentialId,
     // Data-plane rate limit (spec 8) by the client's plan, or a system administrator's override.
@@ -101,5 +110,5 @@ export async function admit(ctx: RequestContext, authenticate: Authenticate): Pr
     }),
     ...(auth.claims ? { claims: auth.claims } : {}),
   };
-  return undefined;
+  return Object.assign(ctx, { admission });
 }

@@ -10,7 +10,7 @@
 import { meterPolicyName, type QuotaState, refusalHeaders } from "../../domain/meters/rate-limit-headers.ts";
 import { reservationOf } from "../../domain/meters/reservation.ts";
 import { type CalendarWindow, windowAt } from "../../domain/meters/windows.ts";
-import type { Answer, RequestContext } from "../context.ts";
+import type { Admitted, Answer, RequestContext } from "../context.ts";
 import { serviceAnswer } from "../context.ts";
 import {
   type CountDecision,
@@ -32,9 +32,8 @@ export const CLIENT_STEP = "client:";
  * The counters written before the target is called: the rate window, a managed client's limited
  * windows, and every limited meter window.
  */
-export function countSteps(ctx: RequestContext, uses: readonly MeterUse[], nowMs: number): CounterStep[] {
-  const runtime = ctx.runtime!;
-  const admission = ctx.admission!;
+export function countSteps(ctx: Admitted, uses: readonly MeterUse[], nowMs: number): CounterStep[] {
+  const { runtime, admission } = ctx;
   const rateWindow = windowAt("minute", nowMs);
   const steps: CounterStep[] = [
     {
@@ -168,11 +167,11 @@ export function refusal(
  * changed since admission, undefined when counted (the request goes on).
  */
 export async function count(
-  ctx: RequestContext,
+  ctx: Admitted,
   deps: { region: string; commit: CommitCounters; now: () => number },
   options: { attempt: number; checkVersion: boolean },
 ): Promise<Answer | "stale" | undefined> {
-  const runtime = ctx.runtime!;
+  const { runtime } = ctx;
   const nowMs = deps.now();
   const uses = planMeters(ctx, nowMs);
   ctx.meterUses = uses;

@@ -29,8 +29,8 @@ import {
   type OutgoingRequest,
 } from "../../vault/apply-credential.ts";
 import type { AuthType, TargetSecret } from "../../vault/secret-schemas.ts";
-import { type Answer, denied, notForwarded, type RequestContext, serviceAnswer } from "../context.ts";
-import type { ProxyRuntime } from "../runtime-config.ts";
+import { type Admitted, type Answer, denied, notForwarded, serviceAnswer } from "../context.ts";
+import type { LoadedCredential, ProxyRuntime } from "../runtime-config.ts";
 import { forwardedResponseHeaders } from "../target-response.ts";
 import type { SingleUseClaims } from "./claim.ts";
 import { isStrippedHeader, routeOverride } from "./filter.ts";
@@ -47,13 +47,13 @@ export interface ForwardDeps {
   claims: SingleUseClaims;
   send: typeof sendOutbound;
   /** The target credential's current token (customToken, oauth2), when it needs one. */
-  dynamicToken: (runtime: ProxyRuntime) => Promise<string | undefined>;
+  dynamicToken: (runtime: ProxyRuntime, credential: LoadedCredential) => Promise<string | undefined>;
   now: () => number;
   /**
    * The request transform stage (stages/transform.ts): the request to send, or the answer of a
    * failed transform. Absent: no transform.
    */
-  transformRequest?: (ctx: RequestContext, outgoing: OutgoingRequest) => Promise<OutgoingRequest | Answer>;
+  transformRequest?: (ctx: Admitted, outgoing: OutgoingRequest) => Promise<OutgoingRequest | Answer>;
 }
 
 /** Target URL: base URL + the path after /api/{proxyId} + the caller's query, unchanged. */
@@ -66,9 +66,9 @@ function targetUrl(base: string, apiPath: string, rawQuery: string): URL {
 }
 
 /** The request to send to the target, before the target credential is applied. */
-export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
-  const runtime = ctx.runtime!;
-  const callerCredential = callerCredentialNames(ctx.admission!.proxyCredential);
+export function outgoingRequest(ctx: Admitted): OutgoingRequest | Answer {
+  const { runtime } = ctx;
+  const callerCredential = callerCredentialNames(ctx.admission.proxyCredential);
   // Null prototype: a header of any name (`__proto__` included) is an own entry.
   const headers: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(ctx.request.headers)) {
@@ -81,7 +81,7 @@ export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
   Object.assign(headers, clientAddressHeaders(ctx.request.sourceIp));
   let url: URL;
   try {
-    url = targetUrl(runtime.target!.targetBaseURL, ctx.apiPath, ctx.request.rawQuery);
+    url = targetUrl(ctx.admission.target.targetBaseURL, ctx.apiPath, ctx.request.rawQuery);
   } catch {
     ctx.validation.requestConfigError = true;
     return notForwarded("The target URL is invalid");
@@ -102,9 +102,9 @@ export function outgoingRequest(ctx: RequestContext): OutgoingRequest | Answer {
   );
 }
 
-export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<Answer> {
-  const runtime = ctx.runtime!;
-  const { proxyCredential, targetCredential } = ctx.admission!;
+export async function forward(ctx: Admitted, deps: ForwardDeps): Promise<Answer> {
+  const { runtime } = ctx;
+  const { proxyCredential, targetCredential } = ctx.admission;
   const v = ctx.validation;
 
   const built = outgoingRequest(ctx);
@@ -127,7 +127,7 @@ export async function forward(ctx: RequestContext, deps: ForwardDeps): Promise<A
   }
 
   try {
-    const dynamicToken = await deps.dynamicToken(runtime);
+    const dynamicToken = await deps.dynamicToken(runtime, targetCredential);
     ctx.dynamicToken = dynamicToken;
     outgoing = applyTargetCredential(
       outgoing,

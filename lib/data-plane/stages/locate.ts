@@ -2,7 +2,7 @@
  * Stage 1, locate: which proxy the request is for, and its configuration (cached in the warm
  * function; read from the region's table on a miss, lib/data-plane/runtime-config.ts).
  */
-import { type Answer, denied, type RequestContext, serviceAnswer } from "../context.ts";
+import { type Answer, denied, type Located, type RequestContext, serviceAnswer } from "../context.ts";
 import type { LoadedRuntime } from "../runtime-config.ts";
 
 /** Spec 4.13: the methods the data plane forwards. */
@@ -53,24 +53,28 @@ export type LoadRuntime = (
 
 /**
  * Find the proxy's configuration: `revalidate` false takes the cached copy without a call (the
- * count stage's transaction then proves it current). Sets `ctx.runtime` and `ctx.fresh`.
+ * count stage's transaction then proves it current). Sets `ctx.runtime` and `ctx.fresh`, and
+ * answers the context as `Located` (or the refusal).
  */
 export async function locate(
   ctx: RequestContext,
   loadRuntime: LoadRuntime,
   options: { revalidate: boolean },
-): Promise<Answer | undefined> {
+): Promise<Answer | Located> {
   const loaded = await loadRuntime(ctx.proxyId, options);
   ctx.validation = {};
-  ctx.runtime = loaded?.runtime;
   ctx.fresh = loaded?.fresh ?? true;
-  if (!loaded) return denied("Unknown proxy");
-  ctx.validation.proxyExists = true;
+  if (!loaded) {
+    ctx.runtime = undefined;
+    return denied("Unknown proxy");
+  }
+  const located = Object.assign(ctx, { runtime: loaded.runtime });
+  located.validation.proxyExists = true;
   if (hasDotSegment(ctx.apiPath)) {
     return serviceAnswer(400, {
       code: "proxy-access-denied",
       message: "The path must not contain . or .. segments (in any encoding) or backslashes",
     });
   }
-  return undefined;
+  return located;
 }

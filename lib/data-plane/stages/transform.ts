@@ -20,7 +20,7 @@ import { preparePredicateRequest } from "../../domain/predicates/evaluate.ts";
 import { loadOnce } from "../../lazy.ts";
 import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
 import type { OutgoingRequest } from "../../vault/apply-credential.ts";
-import { type Answer, parseQuery, type RequestContext, serviceAnswer } from "../context.ts";
+import { type Admitted, type Answer, parseQuery, type RequestContext, serviceAnswer } from "../context.ts";
 import { predicateRequestOf } from "../meter-plan.ts";
 import type { CompiledTransform, TransformResult } from "../sandbox.ts";
 import { SERVICE_HEADER_PREFIX } from "../target-response.ts";
@@ -236,8 +236,8 @@ function requestFrom(
 }
 
 /** The `context` argument of a transform. */
-function contextOf(ctx: RequestContext, transform: LoadedTransform) {
-  const runtime = ctx.runtime!;
+function contextOf(ctx: Admitted, transform: LoadedTransform) {
+  const { runtime } = ctx;
   const prepared = preparedRequest(ctx);
   return {
     requestId: ctx.requestId,
@@ -246,7 +246,7 @@ function contextOf(ctx: RequestContext, transform: LoadedTransform) {
     region: runtime.region,
     receivedAt: ctx.receivedAt,
     callerIp: ctx.request.sourceIp,
-    claims: ctx.admission?.claims ?? null,
+    claims: ctx.admission.claims ?? null,
     variables: { ...variablesOf(transform, prepared) },
   };
 }
@@ -263,11 +263,11 @@ function preparedRequest(ctx: RequestContext) {
  * yet applied). Answers the request to send, or the 500 of a failed transform.
  */
 export async function transformRequest(
-  ctx: RequestContext,
+  ctx: Admitted,
   outgoing: OutgoingRequest,
   deps: TransformDeps = sandboxRunner,
 ): Promise<OutgoingRequest | Answer> {
-  const transforms = ctx.runtime?.transforms;
+  const transforms = ctx.runtime.transforms;
   if (!transforms) return outgoing;
   const view = requestView(ctx, outgoing);
   ctx.transforms ??= {};
@@ -309,11 +309,11 @@ function responseFrom(answer: Answer, given: TransformResponse, returned: unknow
  * answered). Answers the transformed answer, the answer unchanged, or the 500 of a failure.
  */
 export async function transformResponse(
-  ctx: RequestContext,
+  ctx: Admitted,
   answer: Answer,
   deps: TransformDeps = sandboxRunner,
 ): Promise<Answer> {
-  const transforms = ctx.runtime?.transforms;
+  const transforms = ctx.runtime.transforms;
   if (!transforms || transforms.response.length === 0 || !ctx.processed || !ctx.target) return answer;
   const { response } = answer;
   const contentType = response.headers["content-type"];

@@ -6,9 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
-import type { Answer } from "#lib/data-plane/context.ts";
+import { type Admitted, type Answer, isAnswer } from "#lib/data-plane/context.ts";
 import { type Authenticate, admit } from "#lib/data-plane/stages/admit.ts";
 import {
+  answerOf,
   CALLER_KEY,
   callerCredential,
   credential,
@@ -18,20 +19,24 @@ import {
   runtime,
 } from "./fixtures.ts";
 
-const summary = (answer: Answer | undefined) =>
-  answer && { status: answer.response.status, code: answer.outcome.code, message: answer.outcome.message };
+/** A refusal's status and service headers; undefined when admit let the request in. */
+const summary = (result: Answer | Admitted) =>
+  isAnswer(result)
+    ? { status: result.response.status, code: result.outcome.code, message: result.outcome.message }
+    : undefined;
 
 describe("admit: the MSP paying for a managed client", () => {
   it("suspended: 402 billing-suspended, the body of the client's own suspension; lifted: admitted", async () => {
-    const own = await admit(located(runtime({ billingStatus: "suspended" })), authenticateCaller);
-    const byMsp = await admit(located(runtime({ mspSuspended: true })), authenticateCaller);
+    const own = answerOf(await admit(located(runtime({ billingStatus: "suspended" })), authenticateCaller));
+    const byMsp = answerOf(await admit(located(runtime({ mspSuspended: true })), authenticateCaller));
     expect(summary(byMsp)).toEqual({
       status: 402,
       code: "billing-suspended",
       message: "Payment required: the account's billing is suspended",
     });
-    expect(byMsp?.response.body.toString()).toBe(own?.response.body.toString());
-    expect(await admit(located(runtime({ mspSuspended: false })), authenticateCaller)).toBeUndefined();
+    expect(byMsp.response.body.toString()).toBe(own.response.body.toString());
+    const lifted = located(runtime({ mspSuspended: false }));
+    expect(await admit(lifted, authenticateCaller)).toBe(lifted);
   });
 });
 
@@ -160,9 +165,10 @@ describe("admit: refusals in the order of spec 4.13", () => {
       [{ headers: { "x-api-key": CALLER_KEY, "x-beta": "1" } }, "no-beta"],
     ];
     for (const [overrides, deniedBy] of cases) {
-      const answer = await admit(located(runtime({ rules }), overrides), authenticateCaller);
-      if (deniedBy) expect(answer?.outcome.message, JSON.stringify(overrides)).toContain(deniedBy);
-      else expect(answer, JSON.stringify(overrides)).toBeUndefined();
+      const ctx = located(runtime({ rules }), overrides);
+      const result = await admit(ctx, authenticateCaller);
+      if (deniedBy) expect(answerOf(result).outcome.message, JSON.stringify(overrides)).toContain(deniedBy);
+      else expect(result, JSON.stringify(overrides)).toBe(ctx);
     }
   });
 });
@@ -171,7 +177,7 @@ describe("admit: an admitted request", () => {
   it("sets every validation flag of the checks passed and the admission", async () => {
     const rt = runtime();
     const ctx = located(rt);
-    expect(await admit(ctx, authenticateCaller)).toBeUndefined();
+    expect(await admit(ctx, authenticateCaller)).toBe(ctx);
     expect(ctx.validation).toEqual({
       proxyExists: true,
       proxyActive: true,
@@ -191,6 +197,7 @@ describe("admit: an admitted request", () => {
     });
     expect(ctx.admission).toEqual({
       proxyCredential: rt.proxyCredential,
+      target: rt.target,
       targetCredential: rt.targetCredential,
       credentialId: "cred-caller",
       rateLimit: 1000, // team plan
@@ -206,7 +213,7 @@ describe("admit: an admitted request", () => {
       targetCredential: credential("cred-target", "proxy", "bearer", { token: "t" }),
     });
     const ctx = located(rt);
-    expect(await admit(ctx, authenticateCaller)).toBeUndefined();
+    expect(await admit(ctx, authenticateCaller)).toBe(ctx);
     expect(ctx.validation.proxyCredentialRelationship).toBe(false);
     expect(ctx.validation.targetCredentialRelationship).toBe(false);
   });
@@ -218,7 +225,7 @@ describe("admit: an admitted request", () => {
       return { ok: true, claims: { sub: "user-9" } };
     };
     const ctx = located(runtime({ planTier: "basic" }), { rawQuery: "a=1&b=x%20y&a=2" });
-    expect(await admit(ctx, authenticate)).toBeUndefined();
+    expect(await admit(ctx, authenticate)).toBe(ctx);
     expect(seen).toHaveLength(1);
     const [callerRequest, callerCredentialArg] = seen[0]!;
     expect(callerRequest.headers["x-api-key"]).toBe(CALLER_KEY);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
-import type { RequestContext } from "#lib/data-plane/context.ts";
+import { isAnswer } from "#lib/data-plane/context.ts";
 import {
   type CountDecision,
   type CounterStep,
@@ -38,9 +38,9 @@ import {
 /** A context admitted on this configuration (the real admit stage, the real caller check). */
 async function admitted(options: RuntimeOptions = {}, overrides: Parameters<typeof located>[1] = {}) {
   const ctx = located(runtime(options), overrides);
-  const refused = await admit(ctx, authenticateCaller);
-  if (refused) throw new Error(`not admitted: ${refused.outcome.message}`);
-  return ctx;
+  const result = await admit(ctx, authenticateCaller);
+  if (isAnswer(result)) throw new Error(`not admitted: ${result.outcome.message}`);
+  return result;
 }
 
 const METERS = [
@@ -376,7 +376,7 @@ describe("count", () => {
   });
 
   it("stale: answers 'stale' and counts nothing", async () => {
-    const ctx: RequestContext = await admitted({ meters: METERS });
+    const ctx = await admitted({ meters: METERS });
     const { deps } = recorder({ outcome: "stale" });
     expect(await count(ctx, deps, { attempt: 1, checkVersion: true })).toBe("stale");
     expect(ctx.counted).toBe(false);

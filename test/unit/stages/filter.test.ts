@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
-import type { Answer } from "#lib/data-plane/context.ts";
+import { type Answer, isAnswer } from "#lib/data-plane/context.ts";
 import { compilePolicies } from "#lib/data-plane/policies.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
 import { filterResponse, routeOverride, screenCaller, screenRequest } from "#lib/data-plane/stages/filter.ts";
@@ -102,8 +102,9 @@ describe("the outgoing request", () => {
     const ctx = located(rt, {
       headers: { "x-api-key": CALLER_KEY, "x-debug": "1", cookie: "a=b", "x-keep": "k" },
     });
-    expect(await admit(ctx, authenticateCaller)).toBeUndefined();
-    const out = outgoingRequest(ctx);
+    const admitted = await admit(ctx, authenticateCaller);
+    if (isAnswer(admitted)) throw new Error(`not admitted: ${admitted.outcome.message}`);
+    const out = outgoingRequest(admitted);
     if ("response" in out) throw new Error("not built");
     expect(out.headers["x-debug"]).toBeUndefined();
     expect(out.headers.cookie).toBeUndefined();

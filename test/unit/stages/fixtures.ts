@@ -4,7 +4,14 @@
  * meter compiler; a request and its context. No store: the stages take their configuration from
  * the context, and their calls to the store are injected functions.
  */
-import { type DataPlaneRequest, newContext, type RequestContext } from "#lib/data-plane/context.ts";
+import {
+  type Answer,
+  type DataPlaneRequest,
+  isAnswer,
+  type Located,
+  newContext,
+  type RequestContext,
+} from "#lib/data-plane/context.ts";
 import { compileMeters } from "#lib/data-plane/meter-plan.ts";
 import type { LoadedCredential, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
 import { type CompiledPolicies, NO_POLICIES } from "#lib/data-plane/stages/filter.ts";
@@ -207,10 +214,15 @@ export const context = (overrides: Partial<DataPlaneRequest> = {}): RequestConte
   newContext(request(overrides), "0194a000-0000-7000-8000-000000000001", NOW);
 
 /** A context that has passed locate with this configuration. */
-export function located(rt: ProxyRuntime, overrides: Partial<DataPlaneRequest> = {}): RequestContext {
-  const ctx = context(overrides);
-  ctx.runtime = rt;
+export function located(rt: ProxyRuntime, overrides: Partial<DataPlaneRequest> = {}): Located {
+  const ctx = Object.assign(context(overrides), { runtime: rt });
   ctx.fresh = true;
   ctx.validation = { proxyExists: true };
   return ctx;
+}
+
+/** The answer a stage ended the request with; throws when it passed the request on instead. */
+export function answerOf(result: Answer | RequestContext | undefined): Answer {
+  if (result && isAnswer(result)) return result;
+  throw new Error("the stage passed the request on; expected an answer");
 }

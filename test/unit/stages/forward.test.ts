@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
-import type { RequestContext } from "#lib/data-plane/context.ts";
+import { isAnswer } from "#lib/data-plane/context.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
 import type { SingleUseClaims } from "#lib/data-plane/stages/claim.ts";
 import {
@@ -36,9 +36,9 @@ import {
 
 async function admitted(options: RuntimeOptions = {}, overrides: Parameters<typeof located>[1] = {}) {
   const ctx = located(runtime(options), overrides);
-  const refused = await admit(ctx, authenticateCaller);
-  if (refused) throw new Error(`not admitted: ${refused.outcome.message}`);
-  return ctx;
+  const result = await admit(ctx, authenticateCaller);
+  if (isAnswer(result)) throw new Error(`not admitted: ${result.outcome.message}`);
+  return result;
 }
 
 const headers = (extra: Record<string, string>) => ({ "x-api-key": CALLER_KEY, ...extra });
@@ -334,7 +334,7 @@ describe("forward", () => {
     expect(first.claims).toEqual(["claim client-1/cred-caller"]);
     expect(granted.claim).toEqual({ clientId: "client-1", credentialId: "cred-caller" });
 
-    const used: RequestContext = await admitted(singleUse);
+    const used = await admitted(singleUse);
     const second = deps(async () => OK, false);
     expect(summary(await forward(used, second.deps))).toEqual({
       status: 403,

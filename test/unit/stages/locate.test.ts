@@ -1,6 +1,7 @@
 /** Stage locate (lib/data-plane/stages/locate.ts): the request's shape, then the proxy's configuration. */
-import { describe, expect, it } from "vitest";
-import type { LoadedRuntime } from "#lib/data-plane/runtime-config.ts";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { isAnswer, type RequestContext } from "#lib/data-plane/context.ts";
+import type { LoadedRuntime, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
 import {
   checkRequestShape,
   hasDotSegment,
@@ -8,7 +9,7 @@ import {
   locate,
   PROXY_METHODS,
 } from "#lib/data-plane/stages/locate.ts";
-import { context, PROXY_ID, runtime } from "./fixtures.ts";
+import { answerOf, context, PROXY_ID, runtime } from "./fixtures.ts";
 
 const bodyOf = (answer: { response: { body: Buffer } }) => JSON.parse(answer.response.body.toString());
 
@@ -81,12 +82,24 @@ describe("locate", () => {
       return loaded(false);
     };
     const ctx = context();
-    expect(await locate(ctx, load, { revalidate: false })).toBeUndefined();
-    expect(await locate(ctx, load, { revalidate: true })).toBeUndefined();
+    expect(await locate(ctx, load, { revalidate: false })).toBe(ctx);
+    expect(await locate(ctx, load, { revalidate: true })).toBe(ctx);
     expect(calls).toEqual([
       [PROXY_ID, { revalidate: false }],
       [PROXY_ID, { revalidate: true }],
     ]);
+  });
+
+  it("answers the same context, typed Located; an answer is told from a context by its response", async () => {
+    const ctx = context();
+    const located = await locate(ctx, async () => loaded(true), { revalidate: false });
+    expect(located).toBe(ctx);
+    expect(isAnswer(located)).toBe(false);
+    if (!isAnswer(located)) expectTypeOf(located.runtime).toEqualTypeOf<ProxyRuntime>();
+    const refused = await locate(context(), async () => undefined, { revalidate: false });
+    expect(isAnswer(refused)).toBe(true);
+    // isAnswer relies on it: a context never has a `response` (npx tsc --noEmit checks this).
+    expectTypeOf<RequestContext>().not.toHaveProperty("response");
   });
 
   it("sets the runtime, whether it is fresh, and proxyExists (a new attempt starts a new record)", async () => {
@@ -102,19 +115,19 @@ describe("locate", () => {
 
   it("answers 403 Unknown proxy when the loader finds none, with no runtime and nothing validated", async () => {
     const ctx = context();
-    const answer = await locate(ctx, async () => undefined, { revalidate: true });
-    expect(answer?.response.status).toBe(403);
-    expect(answer?.outcome).toEqual({ code: "proxy-access-denied", message: "Unknown proxy" });
+    const answer = answerOf(await locate(ctx, async () => undefined, { revalidate: true }));
+    expect(answer.response.status).toBe(403);
+    expect(answer.outcome).toEqual({ code: "proxy-access-denied", message: "Unknown proxy" });
     expect(ctx.runtime).toBeUndefined();
     expect(ctx.validation).toEqual({});
   });
 
   it("answers 400 for a dot segment after the proxy is known (so the refusal is logged under it)", async () => {
     const ctx = context({ path: `/api/${PROXY_ID}/v1/tenant-a/%2e%2e/tenant-b` });
-    const answer = await locate(ctx, async () => loaded(true), { revalidate: false });
-    expect(answer?.response.status).toBe(400);
-    expect(answer?.outcome.code).toBe("proxy-access-denied");
-    expect(answer?.outcome.message).toMatch(/\. or \.\. segments/);
+    const answer = answerOf(await locate(ctx, async () => loaded(true), { revalidate: false }));
+    expect(answer.response.status).toBe(400);
+    expect(answer.outcome.code).toBe("proxy-access-denied");
+    expect(answer.outcome.message).toMatch(/\. or \.\. segments/);
     expect(ctx.runtime).toBeDefined();
     expect(ctx.validation).toEqual({ proxyExists: true });
   });
@@ -125,12 +138,12 @@ describe("locate", () => {
     expect({ ...normalised.query }).toEqual({ x: ["a", "b"] });
     for (const path of ["/%2e%2e/x", "/%2E/x", "/.%2e", "/x/%2e%2E"]) {
       const ctx = context({ path: `/api/${PROXY_ID}${path}` });
-      const answer = await locate(ctx, async () => loaded(true), { revalidate: false });
-      expect(answer?.response.status, path).toBe(400);
+      const answer = answerOf(await locate(ctx, async () => loaded(true), { revalidate: false }));
+      expect(answer.response.status, path).toBe(400);
     }
     // Not decoded twice: %252e is a literal "%2e" for the target, not a dot.
     const twice = context({ path: `/api/${PROXY_ID}/%252e%252e/x` });
-    expect(await locate(twice, async () => loaded(true), { revalidate: false })).toBeUndefined();
+    expect(await locate(twice, async () => loaded(true), { revalidate: false })).toBe(twice);
     expect(twice.apiPath).toBe("/%252e%252e/x");
   });
 

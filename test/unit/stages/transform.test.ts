@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
-import type { Answer, RequestContext } from "#lib/data-plane/context.ts";
+import { type Admitted, type Answer, isAnswer } from "#lib/data-plane/context.ts";
 import {
   compileTransform,
   sandboxTestHooks,
@@ -66,9 +66,9 @@ async function admitted(
   const rt = runtime({ proxyCredential: callerCredential() });
   rt.transforms = { request: transforms.request ?? [], response: transforms.response ?? [] };
   const ctx = located(rt, overrides);
-  const refused = await admit(ctx, authenticateCaller);
-  if (refused) throw new Error(refused.outcome.message);
-  return ctx;
+  const result = await admit(ctx, authenticateCaller);
+  if (isAnswer(result)) throw new Error(result.outcome.message);
+  return result;
 }
 
 /** The real sandbox, with every call's arguments kept. */
@@ -293,7 +293,7 @@ describe("request transform", () => {
   );
 });
 
-async function answered(ctx: RequestContext, answer: Partial<OutboundResponse> = {}) {
+async function answered(ctx: Admitted, answer: Partial<OutboundResponse> = {}) {
   const { deps } = forwardDeps(recordingRunner().deps, answer);
   return forward(ctx, deps);
 }
