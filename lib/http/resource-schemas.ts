@@ -4,6 +4,8 @@
  * lib/domain/rules/rule-schema.ts.
  */
 import { z } from "zod";
+import { PROXY_TIMEOUT_SECONDS } from "../db/entities/proxy.ts";
+import { BaseUrl, RelativePath } from "../net/url-rules.ts";
 import { HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
 import { storedDocumentIssues } from "./input-checks.ts";
 import { text } from "./validation.ts";
@@ -32,30 +34,6 @@ export const AdditionalData = z
       ctx.addIssue({ code: "custom", path: issue.path, message: issue.problem });
   })
   .refine((data) => JSON.stringify(data).length <= 16_384, "at most 16 KB as JSON");
-
-/** Absolute http(s) URL without user information (credentials belong in a credential). */
-export const BaseUrl = z
-  .string()
-  .trim()
-  .max(2048)
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === "https:" || url.protocol === "http:") && !url.username && !url.password;
-    } catch {
-      return false;
-    }
-  }, "must be an absolute http(s) URL without user information");
-
-/** A path relative to the base URL: no scheme, no host. */
-export const RelativePath = z
-  .string()
-  .trim()
-  .max(2048)
-  .refine(
-    (value) => !/^[a-z][a-z0-9+.-]*:/i.test(value) && !value.startsWith("//") && !/[\s\0]/.test(value),
-    "must be a path relative to the base URL (for example /health)",
-  );
 
 // ---- credentials (4.5); the secret is parsed separately, per auth type ----
 export const CreateCredentialBody = z
@@ -111,8 +89,12 @@ export const ProxyAlias = z
     /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
     "must be 1-63 of a-z, 0-9 and -, not starting or ending with -",
   );
-/** Target timeout of a proxy (spec 8: default 30 s, maximum 60 s). */
-export const ProxyTimeoutSeconds = z.number().int().min(1).max(60);
+/** Target timeout of a proxy: the proxy entity's rule (spec 8: default 30 s, maximum 60 s). */
+export const ProxyTimeoutSeconds = z
+  .number()
+  .int()
+  .min(PROXY_TIMEOUT_SECONDS.min)
+  .max(PROXY_TIMEOUT_SECONDS.max);
 
 const proxyFields = {
   proxyProxyCredentialId: Id,
