@@ -122,6 +122,30 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
 
   const inviteKey = (invite: I) => kind.keys.item(kind.parentIdOf(invite), invite.inviteId);
 
+  /** Delete the invite while it exists (`live`: and has not expired; `addressedTo`: and is addressed to that e-mail). */
+  const removeInvite = (invite: I, only: { addressedTo?: string; live?: boolean }): TransactionStep => {
+    const values = {
+      ...(only.live ? { ":nowSec": nowSeconds() } : {}),
+      ...(only.addressedTo ? { ":email": only.addressedTo } : {}),
+    };
+    return {
+      name: REMOVE_INVITE,
+      action: {
+        Delete: {
+          TableName: tableName(),
+          Key: inviteKey(invite),
+          ConditionExpression: [
+            "attribute_exists(pKey)",
+            ...(only.live ? ["#ttl > :nowSec"] : []),
+            ...(only.addressedTo ? ["userEmail = :email"] : []),
+          ].join(" AND "),
+          ...(only.live ? { ExpressionAttributeNames: { "#ttl": "TTL" } } : {}),
+          ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+        },
+      },
+    };
+  };
+
   async function sendInviteEmail(invite: I, inviter: UserItem | undefined) {
     const who = inviter
       ? `${inviter.userFirstName} ${inviter.userLastName}`.trim() || inviter.userEmail
@@ -146,19 +170,7 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
    */
   async function remove(invite: I, onlyForEmail?: string): Promise<void> {
     const steps: TransactionStep[] = [
-      {
-        name: REMOVE_INVITE,
-        action: {
-          Delete: {
-            TableName: tableName(),
-            Key: inviteKey(invite),
-            ConditionExpression: onlyForEmail
-              ? "attribute_exists(pKey) AND userEmail = :email"
-              : "attribute_exists(pKey)",
-            ...(onlyForEmail ? { ExpressionAttributeValues: { ":email": onlyForEmail } } : {}),
-          },
-        },
-      },
+      removeInvite(invite, { addressedTo: onlyForEmail }),
       releaseEmailLock(invite),
     ];
     const lockMoved = await commitSteps(steps, {
@@ -352,18 +364,7 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
       const now = nowIso();
       const join = config.joinSteps(invite, userId, now);
       const steps: TransactionStep[] = [
-        {
-          name: REMOVE_INVITE,
-          action: {
-            Delete: {
-              TableName: tableName(),
-              Key: inviteKey(invite),
-              ConditionExpression: "attribute_exists(pKey) AND #ttl > :nowSec AND userEmail = :email",
-              ExpressionAttributeNames: { "#ttl": "TTL" },
-              ExpressionAttributeValues: { ":nowSec": nowSeconds(), ":email": invite.userEmail },
-            },
-          },
-        },
+        removeInvite(invite, { addressedTo: invite.userEmail, live: true }),
         releaseEmailLock(invite),
         {
           name: ADD_MEMBER,

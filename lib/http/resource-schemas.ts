@@ -1,16 +1,20 @@
 /**
  * Request bodies of the regional resources (spec 4.5-4.8). Types are inferred from these schemas.
+ * A field whose rule is its stored type (an effect, a flag, the credential type) is the entity's
+ * own schema (lib/db/entities: zod/mini inside these classic objects); the others add the input
+ * rules (lengths, trimming, URL and alias forms, the proxy entity's timeout bounds).
  * Secrets are validated per auth type by lib/vault/secret-schemas.ts; rules by
  * lib/domain/rules/rule-schema.ts.
  */
 import { z } from "zod";
-import { PROXY_TIMEOUT_SECONDS } from "../db/entities/proxy.ts";
+import { CredentialItem } from "../db/entities/credential.ts";
+import { PROXY_TIMEOUT_SECONDS, ProxyItem } from "../db/entities/proxy.ts";
+import { TargetItem } from "../db/entities/target.ts";
 import { BaseUrl, RelativePath } from "../net/url-rules.ts";
 import { HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
 import { storedDocumentIssues } from "./input-checks.ts";
 import { text } from "./validation.ts";
 
-export const Effect = z.enum(["allow", "deny"]);
 const Id = z.string().trim().min(1, "must not be empty").max(64);
 const Region = z.string().trim().min(1, "must not be empty").max(32);
 const Notes = z.string().max(2000, "at most 2000 characters");
@@ -39,11 +43,11 @@ export const AdditionalData = z
 export const CreateCredentialBody = z
   .object({
     credentialName: text(128),
-    credentialType: z.enum(["proxy", "target"]),
+    credentialType: CredentialItem.shape.credentialType,
     authType: z.string().min(1).max(32),
     region: Region,
-    singleUse: z.boolean().optional(),
-    credentialDefaultRuleEffect: Effect.optional(),
+    singleUse: z.optional(CredentialItem.shape.singleUse),
+    credentialDefaultRuleEffect: z.optional(CredentialItem.shape.credentialDefaultRuleEffect),
     notes: Notes.optional(),
     secret: z.unknown().refine((value) => value !== undefined, "is required"),
   })
@@ -52,7 +56,7 @@ export const UpdateCredentialBody = z
   .object({
     credentialName: text(128).optional(),
     notes: Notes.optional(),
-    credentialDefaultRuleEffect: Effect.optional(),
+    credentialDefaultRuleEffect: z.optional(CredentialItem.shape.credentialDefaultRuleEffect),
   })
   .strict();
 export type CreateCredentialInput = z.infer<typeof CreateCredentialBody>;
@@ -64,7 +68,7 @@ export const CreateTargetBody = z
     targetRegion: Region,
     targetBaseURL: BaseUrl,
     targetTestPath: RelativePath,
-    targetDefaultRuleEffect: Effect.optional(),
+    targetDefaultRuleEffect: z.optional(TargetItem.shape.targetDefaultRuleEffect),
     notes: Notes.optional(),
   })
   .strict();
@@ -73,7 +77,7 @@ export const UpdateTargetBody = z
     targetName: text(128).optional(),
     targetBaseURL: BaseUrl.optional(),
     targetTestPath: RelativePath.optional(),
-    targetDefaultRuleEffect: Effect.optional(),
+    targetDefaultRuleEffect: z.optional(TargetItem.shape.targetDefaultRuleEffect),
     notes: Notes.optional(),
   })
   .strict();
@@ -100,8 +104,8 @@ const proxyFields = {
   proxyProxyCredentialId: Id,
   proxyTargetId: Id,
   proxyTargetCredentialId: Id,
-  proxyActive: z.boolean(),
-  proxyDefaultRuleEffect: Effect,
+  proxyActive: ProxyItem.shape.proxyActive,
+  proxyDefaultRuleEffect: ProxyItem.shape.proxyDefaultRuleEffect,
   proxyAlias: ProxyAlias.nullable(),
   proxyAdditionalHeaders: AdditionalHeaders,
   proxyAdditionalQueryParams: AdditionalQueryParams,
