@@ -45,6 +45,7 @@ import { MEMBER_NOT_FOUND, membershipRemovalSteps } from "./members.ts";
 import { syncManagedRuntime } from "./msp-enforcement.ts";
 import { ROLES_REQUIRED } from "./msp-member-rules.ts";
 import { applyRates, applyThresholds, type Rates, type Thresholds } from "./msp-pricing.ts";
+import { toApiMspMember } from "./msp-team.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { deleteCustomer, hasDefaultPaymentMethod, provisionCustomer } from "./payments.ts";
 import { PLATFORM_MAX_REQUESTS_PER_DAY, PLATFORM_MAX_REQUESTS_PER_MINUTE } from "./plans.ts";
@@ -317,21 +318,8 @@ export async function detachManagedClient(access: MspAccess): Promise<void> {
 
 // ---------------------------------------------------------------- members of a managed client
 
-/** A member as the MSP path shows it: roles and contact fields, no phone (spec 2.2). */
-export function toApiMspPathMember(
-  member: { userId: string; roles: readonly ClientRole[] },
-  user: UserItem | undefined,
-) {
-  return {
-    userId: member.userId,
-    roles: [...member.roles],
-    userEmail: user?.userEmail ?? "",
-    userFirstName: user?.userFirstName ?? "",
-    userLastName: user?.userLastName ?? "",
-    userCreated: user?.userCreated,
-    userUpdated: user?.userUpdated,
-  };
-}
+/** A member as the MSP path shows it: roles and contact fields, no phone (spec 2.2), as the MSP's own members. */
+export const toApiMspPathMember = toApiMspMember;
 
 async function usersById(userIds: readonly string[]): Promise<Map<string, UserItem>> {
   const users = await Promise.all(userIds.map((userId) => findUser(userId)));

@@ -29,7 +29,7 @@ import { conflict, notFound } from "./errors.ts";
 import { INVITE_CHANGED, inviteLifecycle } from "./invite-lifecycle.ts";
 import { planMspMemberRemoval, planMspRoleChange, requireGrantableRoles } from "./msp-member-rules.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
-import type { MspRole } from "./roles.ts";
+import type { ClientRole, MspRole } from "./roles.ts";
 
 export const MEMBER_NOT_FOUND_IN_MSP = "Member not found in MSP";
 export const ALREADY_MSP_MEMBER = "User is already a member of this MSP";
@@ -38,9 +38,9 @@ export const MSP_INVITE_EXTENSION_SECONDS = 14 * 86_400;
 export const MAX_PENDING_INVITES_PER_MSP = 100;
 const CONCURRENT_CHANGE = "The MSP's team changed concurrently; retry";
 
-/** An MSP member as the API shows it (spec 4.14): no phone. */
-export function toApiMspMember(
-  member: { userId: string; roles: readonly MspRole[] },
+/** An MSP member as the API shows it (spec 4.14), and a managed client's member on the MSP path: no phone. */
+export function toApiMspMember<R extends MspRole | ClientRole>(
+  member: { userId: string; roles: readonly R[] },
   user: UserItem | undefined,
 ) {
   return {
