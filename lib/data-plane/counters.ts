@@ -13,10 +13,8 @@
  * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-settlement.ts).
  */
 import { createHash } from "node:crypto";
-import { dynamo } from "../aws/clients.ts";
-import { TransactWriteCommand } from "../db/document-client.ts";
 import { type Key, keys } from "../db/keys.ts";
-import { cancelledSteps, type TransactionStep, tableName, transactItemsOf } from "../db/store.ts";
+import { cancelledSteps, commitSteps, type TransactionStep, tableName } from "../db/store.ts";
 import { type CalendarWindow, counterTtl } from "../domain/meters/windows.ts";
 
 /** What a counter item records besides its value (for the stream consumers and for reads). */
@@ -160,31 +158,24 @@ export async function commitCounters(
 ): Promise<CountDecision> {
   const transaction = counterTransaction(steps, options.version);
   if (transaction.length === 0) return { outcome: "counted" };
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await dynamo(region).send(
-        new TransactWriteCommand({
-          TransactItems: transactItemsOf(transaction),
-          ClientRequestToken: options.token,
-        }),
-      );
-      return { outcome: "counted" };
-    } catch (error) {
-      const cancelled = cancelledSteps(error, transaction);
-      if (!cancelled) throw error;
-      if (cancelled.failed.includes("configVersion")) return { outcome: "stale" };
-      if (cancelled.failed.length > 0) return { outcome: "refused", refused: cancelled.failed };
-      if (!cancelled.conflict) throw error;
-      if (attempt >= 4) {
-        // Still losing to concurrent transactions: the store is busy, the caller may retry (503).
-        const busy = new Error("The counters kept conflicting with concurrent transactions", {
-          cause: error,
-        });
-        busy.name = "TransactionConflictException";
-        throw busy;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10 * attempt));
-    }
+  try {
+    const refused = await commitSteps<CountDecision>(transaction, {
+      region,
+      token: options.token,
+      attempts: 4,
+      backoff: (attempt) => 5 * attempt + Math.random() * 10 * attempt,
+      cancelled: ({ failed }) => {
+        if (failed.includes("configVersion")) return { outcome: "stale" };
+        return failed.length > 0 ? { outcome: "refused", refused: failed } : undefined;
+      },
+    });
+    return refused ?? { outcome: "counted" };
+  } catch (error) {
+    if (!cancelledSteps(error, transaction)?.conflict) throw error;
+    // Still losing to concurrent transactions: the store is busy, the caller may retry (503).
+    const busy = new Error("The counters kept conflicting with concurrent transactions", { cause: error });
+    busy.name = "TransactionConflictException";
+    throw busy;
   }
 }
 

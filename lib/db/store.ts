@@ -241,6 +241,58 @@ export function cancelledSteps(
 /** The TransactItems of named steps, in order. */
 export const transactItemsOf = (steps: readonly TransactionStep[]) => steps.map((step) => step.action);
 
+/** What cancelled a transaction of named steps (see cancelledSteps). */
+export type Cancellation = { failed: string[]; conflict: boolean };
+
+/** How commitSteps writes: where, how often a conflict is retried, and what a cancellation means. */
+export interface CommitOptions<T> {
+  /** Default: the home region. */
+  region?: string;
+  /** ClientRequestToken of the transaction (an idempotent retry). */
+  token?: string;
+  /**
+   * Reads a cancellation by step name: an Error is thrown, any other value is the caller's outcome
+   * (returned), undefined retries a conflict (while attempts remain) and rethrows anything else.
+   */
+  cancelled?: (cancellation: Cancellation) => Error | T | undefined;
+  /** Attempts in all while transactions conflict (default 1: a conflict is rethrown). */
+  attempts?: number;
+  /** Milliseconds to wait after failed attempt `attempt` before the next (default 25 * 2^attempt). */
+  backoff?: (attempt: number) => number;
+}
+
+/**
+ * The one TransactWriteItems of named steps: undefined when written, the outcome `cancelled` chose
+ * when a cancellation means something to the caller (its Error is thrown). A conflict the caller
+ * did not read is retried `attempts` times with backoff, then rethrown, as is any other error.
+ */
+export async function commitSteps<T = never>(
+  steps: readonly TransactionStep[],
+  options: CommitOptions<T> = {},
+): Promise<T | undefined> {
+  const db = dynamo(options.region ?? homeRegion());
+  const attempts = options.attempts ?? 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.send(
+        new TransactWriteCommand({
+          TransactItems: transactItemsOf(steps),
+          ...(options.token ? { ClientRequestToken: options.token } : {}),
+        }),
+      );
+      return undefined;
+    } catch (error) {
+      const cancelled = cancelledSteps(error, steps);
+      if (!cancelled) throw error;
+      const outcome = options.cancelled?.(cancelled);
+      if (outcome instanceof Error) throw outcome;
+      if (outcome !== undefined) return outcome;
+      if (!cancelled.conflict || attempt >= attempts) throw error;
+      await sleep(options.backoff?.(attempt) ?? 25 * 2 ** attempt);
+    }
+  }
+}
+
 /**
  * What a failed condition means to the writer: an error to throw, `"retry"` when the writer lost
  * an optimistic race (a counter or version it read has moved: it re-reads and tries again), or
@@ -258,16 +310,13 @@ export async function writeSteps(
   steps: readonly TransactionStep[],
   refusal: Refusal,
 ): Promise<boolean> {
-  try {
-    await dynamo(region).send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-    return true;
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (!cancelled) throw error;
-    const refused = cancelled.failed.length > 0 ? refusal(cancelled.failed) : undefined;
-    if (refused === "retry") return false;
-    if (refused) throw refused;
-    if (cancelled.conflict) return false;
-    throw error;
-  }
+  const lost = await commitSteps(steps, {
+    region,
+    cancelled: ({ failed, conflict }) => {
+      const refused = failed.length > 0 ? refusal(failed) : undefined;
+      if (refused === "retry") return "lost" as const;
+      return refused ?? (conflict ? ("lost" as const) : undefined);
+    },
+  });
+  return lost === undefined;
 }

@@ -29,6 +29,7 @@ import {
 } from "../db/keys.ts";
 import {
   batchDelete,
+  commitSteps,
   deletePartition,
   homeDb,
   isConditionalCheckFailure,
@@ -42,7 +43,7 @@ import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getMemberItem, loadClient, memberRef } from "./clients.ts";
 import { conflict, notFound } from "./errors.ts";
 import { checkClientDeletion } from "./member-rules.ts";
-import { membershipRemovalTransaction } from "./members.ts";
+import { membershipRemovalSteps } from "./members.ts";
 import { requireUser, userClientIds } from "./users.ts";
 
 const DAY_MS = 86_400_000;
@@ -217,9 +218,7 @@ export async function deleteUserAccount(userId: string, immediately: boolean) {
 async function executeUserDeletion(user: UserItem, plan: UserDeletionPlan): Promise<void> {
   const userId = user.userId;
   for (const leave of plan.leave) {
-    await homeDb().send(
-      membershipRemovalTransaction(leave.clientId, userId, leave.member, leave.counts, leave.plan),
-    );
+    await commitSteps(membershipRemovalSteps(leave.clientId, userId, leave.member, leave.counts, leave.plan));
   }
   for (const clientId of plan.purge) await purgeClient(clientId, { deletedBy: userId });
   await batchDelete(Object.values(user.tokens).map((token) => keys.userToken(token.hash)));

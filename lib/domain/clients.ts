@@ -5,19 +5,18 @@
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
-import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import { type ClientItem, clientKeys, findClient } from "../db/entities/client.ts";
 import { syncClientRuntime } from "../db/entities/client-runtime.ts";
 import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "../db/entities/member.ts";
 import { keys } from "../db/keys.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   homeDb,
   isConditionalCheckFailure,
   nowIso,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../db/store.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { ClientAccess } from "./access.ts";
@@ -163,12 +162,14 @@ export async function createClient(userId: string, clientName: string): Promise<
     addClientToUserStep(ADD_CLIENT_TO_USER, userId, clientId, now),
   ];
   try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    await commitSteps(steps, {
+      cancelled: ({ failed }) =>
+        failed.includes(ADD_CLIENT_TO_USER)
+          ? badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`)
+          : undefined,
+    });
   } catch (error) {
     if (payment.paymentCustomerId) await deleteCustomer(payment.paymentCustomerId);
-    if (cancelledSteps(error, steps)?.failed.includes(ADD_CLIENT_TO_USER)) {
-      throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
-    }
     throw error;
   }
   // The regional data planes read billing status and plan from their own tables.

@@ -10,7 +10,6 @@
  * the headers and the body (a target may echo what it received; lib/vault/secret-redaction.ts).
  */
 import { z } from "zod";
-import { AdditionalQueryParams, RelativePath } from "../http/resource-schemas.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
@@ -18,6 +17,7 @@ import {
   sendOutbound,
 } from "../net/outbound.ts";
 import { redactQueryPairs, setQueryPairs } from "../net/query-pairs.ts";
+import { RelativePath } from "../net/url-rules.ts";
 import {
   applyTargetCredential,
   credentialQueryParamNames,
@@ -37,6 +37,7 @@ import {
   type CustomTokenSecret,
   HeaderRecord,
   type OAuth2Secret,
+  QueryParamRecord,
   type TargetSecret,
 } from "../vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
@@ -76,7 +77,7 @@ export const CredentialTestBody = z
     // The secret's header rules: no gateway-managed names (host, content-length, transfer-encoding...)
     // and no values the HTTP client refuses, so a bad header is a 400 and not a 502.
     headers: HeaderRecord.optional(),
-    query: AdditionalQueryParams.optional(),
+    query: QueryParamRecord.optional(),
     body: z.unknown().optional(),
     timeoutSeconds: z.number().int().min(1).max(30).default(10),
   })

@@ -5,20 +5,10 @@
  * decides again.
  */
 
-import { TransactWriteCommand } from "../db/document-client.ts";
 import { type ClientItem, clientKeys } from "../db/entities/client.ts";
 import { findMember, type MemberItem, memberKeys } from "../db/entities/member.ts";
 import { keys } from "../db/keys.ts";
-import {
-  batchGet,
-  cancelledSteps,
-  homeDb,
-  type Item,
-  nowIso,
-  type TransactionStep,
-  tableName,
-  transactItemsOf,
-} from "../db/store.ts";
+import { batchGet, commitSteps, type Item, nowIso, type TransactionStep, tableName } from "../db/store.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getClientItem, listMemberItems, type MemberRef, memberRef } from "./clients.ts";
@@ -71,12 +61,17 @@ const DECIDED_FROM: readonly string[] = [
   REMOVE_CLIENT_FROM_USER,
 ];
 
-/** A concurrent change to the same client or member: decide again from fresh state. */
-function isRetryableConflict(error: unknown, steps: readonly TransactionStep[]): boolean {
-  const cancelled = cancelledSteps(error, steps);
-  return (
-    cancelled !== undefined && (cancelled.conflict || cancelled.failed.some((n) => DECIDED_FROM.includes(n)))
-  );
+/**
+ * Commit steps decided from state read at `attempt`: a concurrent change to the same client or
+ * member answers "again" (decide again from fresh state) until the attempts are spent (409).
+ */
+function commitDecided(steps: readonly TransactionStep[], attempt: number) {
+  return commitSteps(steps, {
+    cancelled: ({ failed, conflict: concurrent }) => {
+      if (!concurrent && !failed.some((name) => DECIDED_FROM.includes(name))) return undefined;
+      return attempt < MAX_ATTEMPTS ? ("again" as const) : conflict(CONCURRENT_CHANGE);
+    },
+  });
 }
 
 export async function listMembers(access: ClientAccess, page: PageRequest) {
@@ -154,13 +149,7 @@ export async function updateMemberRoles(access: ClientAccess, userId: string, ro
           },
         },
       ];
-      try {
-        await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-      } catch (error) {
-        if (isRetryableConflict(error, steps) && attempt < MAX_ATTEMPTS) continue;
-        if (isRetryableConflict(error, steps)) throw conflict(CONCURRENT_CHANGE);
-        throw error;
-      }
+      if (await commitDecided(steps, attempt)) continue;
     }
     const updated = (await withUsers([{ userId, roles: plan.roles }]))[0]!;
     const message = plan.notices.length > 0 ? `Member updated. ${plan.notices.join(". ")}` : "Member updated";
@@ -205,38 +194,15 @@ async function removeMembership(clientId: string, callerId: string, userId: stri
       actorUserId: callerId,
       actorRoles: memberRef(caller).roles,
     });
-    try {
-      await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-      return;
-    } catch (error) {
-      if (isRetryableConflict(error, steps) && attempt < MAX_ATTEMPTS) continue;
-      if (isRetryableConflict(error, steps)) throw conflict(CONCURRENT_CHANGE);
-      throw error;
-    }
+    if (!(await commitDecided(steps, attempt))) return;
   }
 }
 
 /**
- * The one transaction that ends a membership; also used when a user account is deleted
- * (lib/domain/account-deletion.ts, which still carries the member as an untyped Item).
+ * The steps of ending a membership (one transaction), each conditioned on the state the removal
+ * was decided from; also used when a user account is deleted (lib/domain/account-deletion.ts).
  */
-export function membershipRemovalTransaction(
-  clientId: string,
-  userId: string,
-  member: Pick<MemberItem, "roles"> | Item,
-  counts: RoleCounts,
-  plan: { adminDelta: number; ownerDelta: number },
-  actor?: { actorUserId: string; actorRoles: string[] },
-) {
-  return new TransactWriteCommand({
-    TransactItems: transactItemsOf(
-      membershipRemovalSteps(clientId, userId, { roles: member.roles }, counts, plan, actor),
-    ),
-  });
-}
-
-/** The steps of ending a membership, each conditioned on the state the removal was decided from. */
-function membershipRemovalSteps(
+export function membershipRemovalSteps(
   clientId: string,
   userId: string,
   member: Pick<MemberItem, "roles">,

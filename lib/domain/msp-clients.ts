@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { getConfig } from "../config.ts";
-import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import { type ClientItem, clientItemOf, clientKeys, findClient } from "../db/entities/client.ts";
 import {
   type ClientConfigItem,
@@ -29,23 +29,23 @@ import { findUser, type UserItem } from "../db/entities/user.ts";
 import { keys } from "../db/keys.ts";
 import {
   batchGet,
-  cancelledSteps,
+  commitSteps,
   homeDb,
   isConditionalCheckFailure,
   nowIso,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../db/store.ts";
 import { type PageRequest, paginate } from "../http/pagination.ts";
 import type { MspAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { addClientToUserStep, CLIENT_NOT_FOUND, MAX_CLIENTS_PER_USER, memberRef } from "./clients.ts";
 import { badRequest, conflict, forbidden, notFound, validationFailed } from "./errors.ts";
-import { MEMBER_NOT_FOUND, membershipRemovalTransaction } from "./members.ts";
+import { MEMBER_NOT_FOUND, membershipRemovalSteps } from "./members.ts";
 import { syncManagedRuntime } from "./msp-enforcement.ts";
 import { ROLES_REQUIRED } from "./msp-member-rules.ts";
 import { applyRates, applyThresholds, type Rates, type Thresholds } from "./msp-pricing.ts";
+import { toApiMspMember } from "./msp-team.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { deleteCustomer, hasDefaultPaymentMethod, provisionCustomer } from "./payments.ts";
 import { PLATFORM_MAX_REQUESTS_PER_DAY, PLATFORM_MAX_REQUESTS_PER_MINUTE } from "./plans.ts";
@@ -153,11 +153,14 @@ export async function createManagedClient(access: MspAccess, clientName: string)
     },
   ];
   try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    await commitSteps(steps, {
+      cancelled: ({ failed }) =>
+        failed.includes(COUNT_CLIENT)
+          ? badRequest(`An MSP manages at most ${MAX_MSP_LIST_ITEMS} clients`)
+          : undefined,
+    });
   } catch (error) {
     if (payment.paymentCustomerId) await deleteCustomer(payment.paymentCustomerId);
-    if (cancelledSteps(error, steps)?.failed.includes(COUNT_CLIENT))
-      throw badRequest(`An MSP manages at most ${MAX_MSP_LIST_ITEMS} clients`);
     throw error;
   }
   // With the MSP's suspension when it is suspended already (read after the commit).
@@ -305,35 +308,18 @@ export async function detachManagedClient(access: MspAccess): Promise<void> {
       },
     },
   ];
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (cancelled?.failed.includes(UNLINK_CLIENT)) throw notFound(CLIENT_NOT_FOUND);
-    if (cancelled) throw conflict(CONCURRENT_CHANGE);
-    throw error;
-  }
+  await commitSteps(steps, {
+    cancelled: ({ failed }) =>
+      failed.includes(UNLINK_CLIENT) ? notFound(CLIENT_NOT_FOUND) : conflict(CONCURRENT_CHANGE),
+  });
   // The MSP's limits no longer apply on the data plane (they stay in the configuration).
   await syncManagedRuntime(clientId);
 }
 
 // ---------------------------------------------------------------- members of a managed client
 
-/** A member as the MSP path shows it: roles and contact fields, no phone (spec 2.2). */
-export function toApiMspPathMember(
-  member: { userId: string; roles: readonly ClientRole[] },
-  user: UserItem | undefined,
-) {
-  return {
-    userId: member.userId,
-    roles: [...member.roles],
-    userEmail: user?.userEmail ?? "",
-    userFirstName: user?.userFirstName ?? "",
-    userLastName: user?.userLastName ?? "",
-    userCreated: user?.userCreated,
-    userUpdated: user?.userUpdated,
-  };
-}
+/** A member as the MSP path shows it: roles and contact fields, no phone (spec 2.2), as the MSP's own members. */
+export const toApiMspPathMember = toApiMspMember;
 
 async function usersById(userIds: readonly string[]): Promise<Map<string, UserItem>> {
   const users = await Promise.all(userIds.map((userId) => findUser(userId)));
@@ -448,15 +434,12 @@ export async function setManagedClientMemberRoles(access: MspAccess, userId: str
     },
     ...(member ? [] : [addClientToUserStep(ADD_CLIENT_TO_USER, userId, clientId, now)]),
   ];
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (cancelled?.failed.includes(ADD_CLIENT_TO_USER))
-      throw badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`);
-    if (cancelled) throw conflict(CONCURRENT_CHANGE);
-    throw error;
-  }
+  await commitSteps(steps, {
+    cancelled: ({ failed }) =>
+      failed.includes(ADD_CLIENT_TO_USER)
+        ? badRequest(`A user can belong to at most ${MAX_CLIENTS_PER_USER} clients`)
+        : conflict(CONCURRENT_CHANGE),
+  });
   return toApiMspPathMember(item, user);
 }
 
@@ -468,24 +451,10 @@ export async function removeManagedClientMember(access: MspAccess, userId: strin
   if (!member) throw notFound(MEMBER_NOT_FOUND);
   if (member.roles.includes("owner")) throw forbidden(OWNER_NOT_REMOVABLE);
   const plan = { adminDelta: member.roles.includes("admin") ? -1 : 0, ownerDelta: 0 };
-  try {
-    await homeDb().send(
-      membershipRemovalTransaction(
-        clientId,
-        userId,
-        member,
-        {
-          adminCount: client.adminCount,
-          ownerCount: client.ownerCount,
-        },
-        plan,
-      ),
-    );
-  } catch (error) {
-    if (error instanceof Error && error.name === "TransactionCanceledException")
-      throw conflict(CONCURRENT_CHANGE);
-    throw error;
-  }
+  const counts = { adminCount: client.adminCount, ownerCount: client.ownerCount };
+  await commitSteps(membershipRemovalSteps(clientId, userId, member, counts, plan), {
+    cancelled: () => conflict(CONCURRENT_CHANGE),
+  });
 }
 
 // ---------------------------------------------------------------- configurations

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import {
   findMspWithConfig,
   listMembersOfMsp,
@@ -19,13 +19,12 @@ import {
 } from "../db/entities/msp.ts";
 import { userKeys } from "../db/entities/user.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   homeDb,
   isConditionalCheckFailure,
   nowIso,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../db/store.ts";
 import type { MspAccess } from "./access.ts";
 import { notFound } from "./errors.ts";
@@ -164,10 +163,12 @@ export async function createMsp(input: NewMsp): Promise<{
     },
   ];
   try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+    await commitSteps(steps, {
+      cancelled: ({ failed }) =>
+        failed.includes(ADD_MSP_TO_OWNER) ? notFound(MSP_OWNER_NOT_FOUND) : undefined,
+    });
   } catch (error) {
     if (paymentCustomerId) await deleteCustomer(paymentCustomerId);
-    if (cancelledSteps(error, steps)?.failed.includes(ADD_MSP_TO_OWNER)) throw notFound(MSP_OWNER_NOT_FOUND);
     throw error;
   }
   return {

@@ -11,6 +11,7 @@ import {
   findProxyInAnyRegion,
   listProxiesOfClient,
   listProxiesOfClientInRegion,
+  PROXY_TIMEOUT_SECONDS,
   type ProxyItem,
   proxyKeys,
 } from "../db/entities/proxy.ts";
@@ -26,7 +27,6 @@ import { requireAllowedRegion } from "./msp-enforcement.ts";
 
 export const PROXY_NOT_FOUND = "Proxy not found";
 export const ALIAS_TAKEN = "Proxy alias already in use in this client";
-export const DEFAULT_PROXY_TIMEOUT_SECONDS = 30;
 
 type LinkField = "proxyProxyCredentialId" | "proxyTargetId" | "proxyTargetCredentialId";
 const LINK_FIELDS: readonly LinkField[] = [
@@ -155,7 +155,7 @@ export async function createProxy(access: ClientAccess, input: CreateProxyInput)
     proxyAdditionalHeaders: input.proxyAdditionalHeaders ?? {},
     proxyAdditionalQueryParams: input.proxyAdditionalQueryParams ?? {},
     proxyAdditionalData: input.proxyAdditionalData ?? {},
-    proxyTimeoutSeconds: input.proxyTimeoutSeconds ?? DEFAULT_PROXY_TIMEOUT_SECONDS,
+    proxyTimeoutSeconds: input.proxyTimeoutSeconds ?? PROXY_TIMEOUT_SECONDS.default,
     ...(input.notes !== undefined ? { notes: input.notes } : {}),
     userId,
     clientId,

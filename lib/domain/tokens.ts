@@ -4,17 +4,9 @@
  * form for display (`userTokens`), which deliberately hardens the spec: it never returns raw tokens.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { TransactWriteCommand } from "../db/document-client.ts";
 import { findTokenByHash, type StoredTokenRef, type TokenItem, tokenKeys } from "../db/entities/token.ts";
 import { findUser, userKeys } from "../db/entities/user.ts";
-import {
-  cancelledSteps,
-  homeDb,
-  nowIso,
-  type TransactionStep,
-  tableName,
-  transactItemsOf,
-} from "../db/store.ts";
+import { commitSteps, nowIso, type TransactionStep, tableName } from "../db/store.ts";
 import { badRequest, notFound } from "./errors.ts";
 
 export type { StoredTokenRef };
@@ -74,14 +66,12 @@ export async function issueToken(
       },
     },
   ];
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-  } catch (error) {
-    if (cancelledSteps(error, steps)?.failed.includes("add to user")) {
-      if (!(await findUser(userId))) throw notFound("User not found");
-      throw badRequest(`A user can hold at most ${MAX_TOKENS_PER_USER} tokens; revoke one first`);
-    }
-    throw error;
+  const refused = await commitSteps(steps, {
+    cancelled: ({ failed }) => (failed.includes("add to user") ? ("add to user" as const) : undefined),
+  });
+  if (refused) {
+    if (!(await findUser(userId))) throw notFound("User not found");
+    throw badRequest(`A user can hold at most ${MAX_TOKENS_PER_USER} tokens; revoke one first`);
   }
   return { token: token.raw, tokenId: token.tokenId, masked: token.masked };
 }
@@ -104,7 +94,7 @@ export async function revokeToken(userId: string, tokenId: string): Promise<void
       },
     },
   ];
-  await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+  await commitSteps(steps);
 }
 
 /** The authorizer's look-up: token -> owning user, or undefined for an unknown token. */

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { TransactWriteCommand, UpdateCommand } from "../db/document-client.ts";
+import { UpdateCommand } from "../db/document-client.ts";
 import {
   findUser,
   findUserIdByEmail,
@@ -15,13 +15,12 @@ import {
   userKeys,
 } from "../db/entities/user.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   homeDb,
   isConditionalCheckFailure,
   nowIso,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../db/store.ts";
 import { conflict, notFound } from "./errors.ts";
 import { listTokens } from "./tokens.ts";
@@ -130,13 +129,10 @@ export async function createUser(input: NewUser): Promise<UserItem> {
       },
     },
   ];
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-  } catch (error) {
-    if (cancelledSteps(error, steps)?.failed.includes("claim email"))
-      throw conflict("A user with this email already exists");
-    throw error;
-  }
+  await commitSteps(steps, {
+    cancelled: ({ failed }) =>
+      failed.includes("claim email") ? conflict("A user with this email already exists") : undefined,
+  });
   return userItemOf(user);
 }
 

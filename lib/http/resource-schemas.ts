@@ -1,14 +1,20 @@
 /**
  * Request bodies of the regional resources (spec 4.5-4.8). Types are inferred from these schemas.
+ * A field whose rule is its stored type (an effect, a flag, the credential type) is the entity's
+ * own schema (lib/db/entities: zod/mini inside these classic objects); the others add the input
+ * rules (lengths, trimming, URL and alias forms, the proxy entity's timeout bounds).
  * Secrets are validated per auth type by lib/vault/secret-schemas.ts; rules by
  * lib/domain/rules/rule-schema.ts.
  */
 import { z } from "zod";
+import { CredentialItem } from "../db/entities/credential.ts";
+import { PROXY_TIMEOUT_SECONDS, ProxyItem } from "../db/entities/proxy.ts";
+import { TargetItem } from "../db/entities/target.ts";
+import { BaseUrl, RelativePath } from "../net/url-rules.ts";
 import { HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
 import { storedDocumentIssues } from "./input-checks.ts";
 import { text } from "./validation.ts";
 
-export const Effect = z.enum(["allow", "deny"]);
 const Id = z.string().trim().min(1, "must not be empty").max(64);
 const Region = z.string().trim().min(1, "must not be empty").max(32);
 const Notes = z.string().max(2000, "at most 2000 characters");
@@ -33,39 +39,15 @@ export const AdditionalData = z
   })
   .refine((data) => JSON.stringify(data).length <= 16_384, "at most 16 KB as JSON");
 
-/** Absolute http(s) URL without user information (credentials belong in a credential). */
-export const BaseUrl = z
-  .string()
-  .trim()
-  .max(2048)
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === "https:" || url.protocol === "http:") && !url.username && !url.password;
-    } catch {
-      return false;
-    }
-  }, "must be an absolute http(s) URL without user information");
-
-/** A path relative to the base URL: no scheme, no host. */
-export const RelativePath = z
-  .string()
-  .trim()
-  .max(2048)
-  .refine(
-    (value) => !/^[a-z][a-z0-9+.-]*:/i.test(value) && !value.startsWith("//") && !/[\s\0]/.test(value),
-    "must be a path relative to the base URL (for example /health)",
-  );
-
 // ---- credentials (4.5); the secret is parsed separately, per auth type ----
 export const CreateCredentialBody = z
   .object({
     credentialName: text(128),
-    credentialType: z.enum(["proxy", "target"]),
+    credentialType: CredentialItem.shape.credentialType,
     authType: z.string().min(1).max(32),
     region: Region,
-    singleUse: z.boolean().optional(),
-    credentialDefaultRuleEffect: Effect.optional(),
+    singleUse: z.optional(CredentialItem.shape.singleUse),
+    credentialDefaultRuleEffect: z.optional(CredentialItem.shape.credentialDefaultRuleEffect),
     notes: Notes.optional(),
     secret: z.unknown().refine((value) => value !== undefined, "is required"),
   })
@@ -74,7 +56,7 @@ export const UpdateCredentialBody = z
   .object({
     credentialName: text(128).optional(),
     notes: Notes.optional(),
-    credentialDefaultRuleEffect: Effect.optional(),
+    credentialDefaultRuleEffect: z.optional(CredentialItem.shape.credentialDefaultRuleEffect),
   })
   .strict();
 export type CreateCredentialInput = z.infer<typeof CreateCredentialBody>;
@@ -86,7 +68,7 @@ export const CreateTargetBody = z
     targetRegion: Region,
     targetBaseURL: BaseUrl,
     targetTestPath: RelativePath,
-    targetDefaultRuleEffect: Effect.optional(),
+    targetDefaultRuleEffect: z.optional(TargetItem.shape.targetDefaultRuleEffect),
     notes: Notes.optional(),
   })
   .strict();
@@ -95,7 +77,7 @@ export const UpdateTargetBody = z
     targetName: text(128).optional(),
     targetBaseURL: BaseUrl.optional(),
     targetTestPath: RelativePath.optional(),
-    targetDefaultRuleEffect: Effect.optional(),
+    targetDefaultRuleEffect: z.optional(TargetItem.shape.targetDefaultRuleEffect),
     notes: Notes.optional(),
   })
   .strict();
@@ -111,15 +93,19 @@ export const ProxyAlias = z
     /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
     "must be 1-63 of a-z, 0-9 and -, not starting or ending with -",
   );
-/** Target timeout of a proxy (spec 8: default 30 s, maximum 60 s). */
-export const ProxyTimeoutSeconds = z.number().int().min(1).max(60);
+/** Target timeout of a proxy: the proxy entity's rule (spec 8: default 30 s, maximum 60 s). */
+export const ProxyTimeoutSeconds = z
+  .number()
+  .int()
+  .min(PROXY_TIMEOUT_SECONDS.min)
+  .max(PROXY_TIMEOUT_SECONDS.max);
 
 const proxyFields = {
   proxyProxyCredentialId: Id,
   proxyTargetId: Id,
   proxyTargetCredentialId: Id,
-  proxyActive: z.boolean(),
-  proxyDefaultRuleEffect: Effect,
+  proxyActive: ProxyItem.shape.proxyActive,
+  proxyDefaultRuleEffect: ProxyItem.shape.proxyDefaultRuleEffect,
   proxyAlias: ProxyAlias.nullable(),
   proxyAdditionalHeaders: AdditionalHeaders,
   proxyAdditionalQueryParams: AdditionalQueryParams,

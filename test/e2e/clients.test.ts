@@ -212,7 +212,11 @@ describe("DELETE /api/clients/{clientId}", () => {
       await put({ ...keys.proxy(client.clientId, `proxy-${region}`), entity: "proxy" });
       await put({ ...keys.rule(client.clientId, `proxy-${region}`, "rule1"), entity: "rule" });
       await put({ ...keys.requestLog(`proxy-${region}`, "0190-req"), entity: "requestLog" });
-      await put({ ...keys.proxyRuntime(`proxy-${region}`), entity: "proxyLocator", clientId: client.clientId });
+      await put({
+        ...keys.proxyRuntime(`proxy-${region}`),
+        entity: "proxyLocator",
+        clientId: client.clientId,
+      });
       await put({ pKey: keys.clientTelemetryPartition(client.clientId, "hour"), sKey: "2026-01-01-00" });
     }
 

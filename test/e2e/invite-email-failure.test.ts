@@ -1,5 +1,5 @@
 /**
- * Nothing half-done when an invite's e-mail fails (lib/domain/invites.ts issueInvite), for client
+ * Nothing half-done when an invite's e-mail fails (lib/domain/invite-lifecycle.ts create), for client
  * and MSP invites over real HTTP: SES refuses a sender it has not verified, so the test points the
  * sender at an unverified address. The caller gets 502, the invite is withdrawn, and its e-mail
  * lock is released: the same invite succeeds once e-mail works again (a leftover lock would be 409).

@@ -5,6 +5,7 @@
  * docs/credentials.md).
  */
 import { z } from "zod";
+import { CredentialItem } from "../../db/entities/credential.ts";
 import { CredentialTestBody, testCredential, testCredentialToken } from "../../domain/credential-test.ts";
 import {
   createCredential,
@@ -18,18 +19,32 @@ import { CreateCredentialBody, UpdateCredentialBody } from "../../http/resource-
 import { queryBoolean } from "../../http/validation.ts";
 import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
 
+// Picked, not omitted: a field added to the stored credential (a secret's envelope, say) stays
+// out of every answer until it is named here.
+const {
+  credentialId,
+  credentialName,
+  credentialType,
+  credentialDefaultRuleEffect,
+  notes,
+  clientId,
+  parentId,
+  credentialCreatedAt,
+  credentialUpdatedAt,
+} = CredentialItem.shape;
+
 /** A credential as the API shows it (spec 2.5): metadata only, never the secret. */
 export const CredentialSchema = z.object({
   pKey: z.string().describe("The client id"),
   sKey: z.string().describe("The credential id"),
-  credentialId: z.string(),
-  credentialName: z.string(),
-  credentialType: z.enum(["proxy", "target"]),
+  credentialId,
+  credentialName,
+  credentialType,
   credentialAuthType: z
     .string()
     .describe("apiKey, bearer, jwt, basicAuth, oauth2, customToken, custom, none or jwtVerify"),
   credentialRegion: z.string().describe("Immutable: the secret is encrypted with this region's key"),
-  credentialDefaultRuleEffect: z.enum(["allow", "deny"]),
+  credentialDefaultRuleEffect,
   singleUse: z.boolean().describe("Deleted, with the proxies using it, after its first successful use"),
   credentialTemporary: z
     .boolean()
@@ -38,12 +53,12 @@ export const CredentialSchema = z.object({
     .array(z.string())
     .optional()
     .describe("Names (never values) of the headers that carry the secret: the request log redacts them"),
-  notes: z.string().optional(),
+  notes,
   userId: z.string().describe("The user who created the credential"),
-  clientId: z.string(),
-  parentId: z.string(),
-  credentialCreatedAt: z.string(),
-  credentialUpdatedAt: z.string(),
+  clientId,
+  parentId,
+  credentialCreatedAt,
+  credentialUpdatedAt,
   oauthAuthorizedAt: z.string().optional().describe("When the OAuth2 provider's authorization completed"),
   oauthRefreshedAt: z.string().optional().describe("When the gateway last refreshed the OAuth2 access token"),
 });

@@ -1,19 +1,24 @@
 /** Proxies (spec 4.7): the regional bindings of a proxy credential, a target and a target credential. */
 import { z } from "zod";
+import { ProxyItem } from "../../db/entities/proxy.ts";
 import { createProxy, deleteProxy, getProxy, listProxies, updateProxy } from "../../domain/proxies.ts";
 import { PaginationQuery, paginate } from "../../http/pagination.ts";
 import { CreateProxyBody, UpdateProxyBody } from "../../http/resource-schemas.ts";
 import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
 
-/** A proxy as the API shows it (spec 2.7, plus its data-plane URL, timeout and notes). */
+const {
+  entity: _entity,
+  proxyVersion: _proxyVersion,
+  deletingAt: _deletingAt,
+  ...proxyFields
+} = ProxyItem.shape;
+
+/** A proxy as the API shows it (spec 2.7, plus its data-plane URL, timeout and notes): the stored fields without internals. */
 export const ProxySchema = z.object({
+  ...proxyFields,
   pKey: z.string().describe("The client id"),
   sKey: z.string().describe("The proxy id, used in data-plane URLs"),
-  proxyId: z.string(),
   userId: z.string().describe("The user who created the proxy"),
-  clientId: z.string(),
-  parentId: z.string(),
-  proxyName: z.string(),
   proxyRegion: z.string().describe("Immutable"),
   proxyUrl: z
     .string()
@@ -21,23 +26,11 @@ export const ProxySchema = z.object({
     .describe(
       "Where callers send requests: {region_base_url}/api/{proxyId} (null if the region has no data-plane URL configured)",
     ),
-  proxyProxyCredentialId: z.string(),
-  proxyTargetId: z.string(),
-  proxyTargetCredentialId: z.string(),
-  proxyActive: z.boolean(),
-  proxyDefaultRuleEffect: z.enum(["allow", "deny"]),
   proxyAlias: z
     .string()
     .nullable()
     .optional()
     .describe("Lower case, unique within the client (null when released)"),
-  proxyAdditionalHeaders: z.record(z.string(), z.string()),
-  proxyAdditionalQueryParams: z.record(z.string(), z.string()),
-  proxyAdditionalData: z.record(z.string(), z.unknown()),
-  proxyTimeoutSeconds: z.number().int(),
-  notes: z.string().optional(),
-  proxyCreatedAt: z.string(),
-  proxyUpdatedAt: z.string(),
 });
 
 /** A PUT answers the subset of spec 4.7: the keys, the changed fields and proxyUpdatedAt. */

@@ -1,28 +1,25 @@
 /** Targets (spec 4.6): the APIs proxies forward to, each bound to one region. */
 import { z } from "zod";
+import { TargetItem } from "../../db/entities/target.ts";
 import { createTarget, deleteTarget, getTarget, listTargets, updateTarget } from "../../domain/targets.ts";
 import { PaginationQuery, paginate } from "../../http/pagination.ts";
 import { CreateTargetBody, UpdateTargetBody } from "../../http/resource-schemas.ts";
 import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
 
-/** A target as the API shows it (spec 2.6, plus its id and notes). */
+const { entity: _entity, deletingAt: _deletingAt, ...targetFields } = TargetItem.shape;
+
+/** A target as the API shows it (spec 2.6, plus its id and notes): the stored fields without internals. */
 export const TargetSchema = z.object({
+  ...targetFields,
   pKey: z.string().describe("The client id"),
   sKey: z.string().describe("The target id"),
-  targetId: z.string(),
   userId: z.string().describe("The user who created the target"),
-  clientId: z.string(),
-  parentId: z.string(),
-  targetName: z.string(),
   targetBaseURL: z.string().describe("Base URL of the target API; a proxy appends the caller's path to it"),
   targetTestPath: z.string().describe("Health-check path, relative to the base URL"),
   targetRegion: z.string().describe("Immutable"),
   targetDefaultRuleEffect: z
     .enum(["allow", "deny"])
     .describe("What a request matching none of the target's rules gets"),
-  notes: z.string().optional(),
-  targetCreatedAt: z.string(),
-  targetUpdatedAt: z.string(),
 });
 
 const ClientParams = pathParams("clientId");

@@ -8,6 +8,8 @@
  * (stages/transform.ts, through `deps.transformRequest`). A single-use proxy credential is claimed
  * here, just before the call; the pipeline settles the claim.
  */
+
+import { PROXY_TIMEOUT_SECONDS } from "../../db/entities/proxy.ts";
 import {
   clientAddressHeaders,
   isClientAddressHeader,
@@ -37,8 +39,9 @@ import { isStrippedHeader, routeOverride } from "./filter.ts";
 
 /** Spec 8: responses above 6 MB are refused with 413 response-too-large. */
 export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
-export const DEFAULT_TIMEOUT_SECONDS = 30;
-export const MAX_TIMEOUT_SECONDS = 60;
+/** The proxy's timeout rule is the proxy entity's (lib/db/entities/proxy.ts). */
+export const DEFAULT_TIMEOUT_SECONDS = PROXY_TIMEOUT_SECONDS.default;
+export const MAX_TIMEOUT_SECONDS = PROXY_TIMEOUT_SECONDS.max;
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) and headers the gateway sets itself; never forwarded. */
 const HOP_BY_HOP = new Set([...RESERVED_HEADER_NAMES, "proxy-authorization", "proxy-authenticate"]);

@@ -15,17 +15,16 @@
  *   amount to `budget.current`) or `failed`, and `topUpSequence` from n to n + 1.
  */
 import { z } from "zod";
-import { GetCommand, PutCommand, TransactWriteCommand } from "../document-client.ts";
+import { GetCommand, PutCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   homeDb,
   isConditionalCheckFailure,
   nowSeconds,
   parseStored,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../store.ts";
 import { BATCH_MARK_RETENTION_SECONDS } from "./telemetry.ts";
 
@@ -119,20 +118,15 @@ export async function drawDownBudgets(digest: string, draws: readonly BudgetDraw
       }),
     ),
   ];
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-      return { outcome: "applied" };
-    } catch (error) {
-      const cancelled = cancelledSteps(error, steps);
-      if (!cancelled) throw error;
-      if (cancelled.failed.includes("mark")) return { outcome: "alreadyApplied" };
-      const stale = draws.filter((draw) => cancelled.failed.includes(drawStepName(draw.clientId)));
-      if (stale.length) return { outcome: "stale", clientIds: stale.map((draw) => draw.clientId) };
-      if (!cancelled.conflict || attempt >= 5) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
-    }
-  }
+  const refused = await commitSteps<DrawDownResult>(steps, {
+    attempts: 5,
+    cancelled: ({ failed }) => {
+      if (failed.includes("mark")) return { outcome: "alreadyApplied" };
+      const stale = draws.filter((draw) => failed.includes(drawStepName(draw.clientId)));
+      return stale.length ? { outcome: "stale", clientIds: stale.map((draw) => draw.clientId) } : undefined;
+    },
+  });
+  return refused ?? { outcome: "applied" };
 }
 
 // ---- top-ups ----
@@ -218,14 +212,10 @@ function settleSteps(
 
 /** True when settled now; false when another settler got there first (nothing written). */
 async function settle(steps: TransactionStep[]): Promise<boolean> {
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-    return true;
-  } catch (error) {
-    const cancelled = cancelledSteps(error, steps);
-    if (cancelled?.failed.length) return false;
-    throw error;
-  }
+  const lost = await commitSteps(steps, {
+    cancelled: ({ failed }) => (failed.length > 0 ? ("settled already" as const) : undefined),
+  });
+  return lost === undefined;
 }
 
 /** Access pattern "settle a top-up", charged: the claim `succeeded` and the amount added to the balance. */

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { CLIENT_ROLES } from "../../domain/roles.ts";
 import { GetCommand } from "../document-client.ts";
-import { CLIENT_SK, keys } from "../keys.ts";
+import { CLIENT_SK, type Key, keys } from "../keys.ts";
 import { homeDb, isExpired, parseStored, queryAll, queryPartition, tableName } from "../store.ts";
 
 export const InviteItem = z.object({
@@ -53,51 +53,95 @@ export const inviteKeys = {
   byEmail: keys.inviteByEmailIndex,
 } as const;
 
-/** Access pattern "invite by id (client side)": a consistent GetItem; an expired invite is not found. */
-export async function findPendingInvite(clientId: string, inviteId: string): Promise<InviteItem | undefined> {
-  const result = await homeDb().send(
-    new GetCommand({
-      TableName: tableName(),
-      Key: inviteKeys.item(clientId, inviteId),
-      ConsistentRead: true,
-    }),
-  );
-  return result.Item && !isExpired(result.Item) ? inviteItemOf(result.Item) : undefined;
-}
-
-/** Access pattern "pending invites of a client": one Query on the client partition, expired filtered. */
-export async function listPendingInvitesOfClient(clientId: string): Promise<InviteItem[]> {
-  const items = await queryPartition(keys.clientPartition(clientId), { sKeyPrefix: CLIENT_SK.invitePrefix });
-  return items.filter((item) => !isExpired(item)).map(inviteItemOf);
-}
-
-/** Access pattern "invites addressed to a user": one GSI1 Query on the e-mail, expired filtered. */
-export async function listPendingInvitesAddressedTo(email: string): Promise<InviteItem[]> {
-  const items = await queryAll({
-    IndexName: "GSI1",
-    KeyConditionExpression: "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-    ExpressionAttributeValues: { ":pk": inviteKeys.byEmail(email, "").gsi1pk, ":prefix": "INVITE#" },
-  });
-  return items.filter((item) => item.entity === "invite" && !isExpired(item)).map(inviteItemOf);
-}
-
 /**
- * Access pattern "invitee's invite by id": the GSI1 entry finds the client, then a consistent
- * GetItem confirms the invite (the index is eventually consistent) and that it is addressed to
- * this e-mail.
+ * Where an invite kind lives (client and MSP invites alike): in its parent's partition under a
+ * sort-key prefix, with a GSI1 entry under the invitee's e-mail and one e-mail lock per (parent,
+ * e-mail).
  */
-export async function findPendingInviteAddressedTo(
-  email: string,
-  inviteId: string,
-): Promise<InviteItem | undefined> {
-  const index = inviteKeys.byEmail(email, inviteId);
-  const hits = await queryAll({
-    IndexName: "GSI1",
-    KeyConditionExpression: "gsi1pk = :pk AND gsi1sk = :sk",
-    ExpressionAttributeValues: { ":pk": index.gsi1pk, ":sk": index.gsi1sk },
-  });
-  const hit = hits.find((item) => item.entity === "invite");
-  if (!hit) return undefined;
-  const invite = await findPendingInvite(inviteItemOf(hit).clientId, inviteId);
-  return invite?.userEmail === email ? invite : undefined;
+export interface InviteKind<I> {
+  /** The stored item's `entity`. */
+  entity: string;
+  /** The lock item's `entity`. */
+  lockEntity: string;
+  /** A stored item as the kind's typed invite (throws naming the fields that fail). */
+  itemOf: (item: Record<string, unknown>) => I;
+  parentIdOf: (invite: I) => string;
+  keys: {
+    item: (parentId: string, inviteId: string) => Key;
+    emailLock: (parentId: string, email: string) => Key;
+    byEmail: (email: string, inviteId: string) => { gsi1pk: string; gsi1sk: string };
+    partition: (parentId: string) => string;
+    /** The sort-key prefix of the invites in the parent's partition. */
+    prefix: string;
+  };
 }
+
+/** The access patterns of one invite kind; TTL-expired invites are filtered on every read. */
+export function inviteReads<I extends { userEmail: string }>(kind: InviteKind<I>) {
+  /** "Invite by id (parent side)": a consistent GetItem; an expired invite is not found. */
+  async function findPending(parentId: string, inviteId: string): Promise<I | undefined> {
+    const result = await homeDb().send(
+      new GetCommand({
+        TableName: tableName(),
+        Key: kind.keys.item(parentId, inviteId),
+        ConsistentRead: true,
+      }),
+    );
+    return result.Item && !isExpired(result.Item) ? kind.itemOf(result.Item) : undefined;
+  }
+  return {
+    findPending,
+    /** "Pending invites of a parent": one Query on its partition, expired filtered. */
+    async listPendingOf(parentId: string): Promise<I[]> {
+      const items = await queryPartition(kind.keys.partition(parentId), { sKeyPrefix: kind.keys.prefix });
+      return items.filter((item) => !isExpired(item)).map(kind.itemOf);
+    },
+    /** "Invites addressed to a user": one GSI1 Query on the e-mail, expired filtered. */
+    async listPendingAddressedTo(email: string): Promise<I[]> {
+      const index = kind.keys.byEmail(email, "");
+      const items = await queryAll({
+        IndexName: "GSI1",
+        KeyConditionExpression: "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
+        ExpressionAttributeValues: { ":pk": index.gsi1pk, ":prefix": index.gsi1sk },
+      });
+      return items.filter((item) => item.entity === kind.entity && !isExpired(item)).map(kind.itemOf);
+    },
+    /**
+     * "Invitee's invite by id": the GSI1 entry finds the parent, then a consistent GetItem confirms
+     * the invite (the index is eventually consistent) and that it is addressed to this e-mail.
+     */
+    async findPendingAddressedTo(email: string, inviteId: string): Promise<I | undefined> {
+      const index = kind.keys.byEmail(email, inviteId);
+      const hits = await queryAll({
+        IndexName: "GSI1",
+        KeyConditionExpression: "gsi1pk = :pk AND gsi1sk = :sk",
+        ExpressionAttributeValues: { ":pk": index.gsi1pk, ":sk": index.gsi1sk },
+      });
+      const hit = hits.find((item) => item.entity === kind.entity);
+      if (!hit) return undefined;
+      const invite = await findPending(kind.parentIdOf(kind.itemOf(hit)), inviteId);
+      return invite?.userEmail === email.toLowerCase() ? invite : undefined;
+    },
+  };
+}
+
+/** The client invite kind: in the client's partition, `INVITE#<inviteId>`. */
+export const clientInviteKind: InviteKind<InviteItem> = {
+  entity: "invite",
+  lockEntity: "inviteEmailLock",
+  itemOf: inviteItemOf,
+  parentIdOf: (invite) => invite.clientId,
+  keys: { ...inviteKeys, partition: keys.clientPartition, prefix: CLIENT_SK.invitePrefix },
+};
+
+const clientInvites = inviteReads(clientInviteKind);
+export const {
+  /** Access pattern "invite by id (client side)". */
+  findPending: findPendingInvite,
+  /** Access pattern "pending invites of a client". */
+  listPendingOf: listPendingInvitesOfClient,
+  /** Access pattern "invites addressed to a user". */
+  listPendingAddressedTo: listPendingInvitesAddressedTo,
+  /** Access pattern "invitee's invite by id". */
+  findPendingAddressedTo: findPendingInviteAddressedTo,
+} = clientInvites;

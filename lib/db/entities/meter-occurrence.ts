@@ -10,7 +10,6 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { dynamo } from "../../aws/clients.ts";
 import {
   ALERT_CADENCES,
   type AlertCadence,
@@ -18,10 +17,10 @@ import {
   NOTIFY_TRIGGERS,
   type NotifyTrigger,
 } from "../../domain/meter-periods.ts";
-import { PutCommand, TransactWriteCommand } from "../document-client.ts";
+import { PutCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   homeDb,
   nowIso,
   nowSeconds,
@@ -29,7 +28,6 @@ import {
   queryAll,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../store.ts";
 
 /** Partitions per cadence period: the digest Queries each; the stream consumer spreads its ADDs over them. */
@@ -238,30 +236,33 @@ export async function addOccurrences(
   processor: string,
   contributions: readonly RecordContribution[],
 ): Promise<{ failedAt?: number; applied: number; alreadyApplied: number }> {
-  const db = dynamo(region);
   let position = 0;
   let applied = 0;
   let alreadyApplied = 0;
   for (const chunk of chunksOf(contributions)) {
     let pending = chunk;
     for (let attempt = 1; pending.length > 0; attempt++) {
-      const steps = contributionSteps(processor, pending);
-      try {
-        await db.send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
+      // Any cancellation comes back here: the marks already applied leave, the rest is tried again.
+      const cancelled = await commitSteps(contributionSteps(processor, pending), {
+        region,
+        cancelled: (cancellation) => cancellation,
+      }).catch(() => "failed" as const);
+      if (cancelled === undefined) {
         applied += pending.length;
         pending = [];
-      } catch (error) {
-        const cancelled = cancelledSteps(error, steps);
-        const seen = new Set(
-          (cancelled?.failed ?? []).filter((name) => name.startsWith("mark ")).map((name) => name.slice(5)),
-        );
-        if (attempt >= MAX_ATTEMPTS || !cancelled || (seen.size === 0 && !cancelled.conflict)) {
-          return { failedAt: position, applied, alreadyApplied };
-        }
-        alreadyApplied += seen.size;
-        pending = pending.filter((contribution) => !seen.has(contribution.eventId));
-        if (seen.size === 0) await sleep(25 * 2 ** attempt);
+        continue;
       }
+      const seen = new Set(
+        (cancelled === "failed" ? [] : cancelled.failed)
+          .filter((name) => name.startsWith("mark "))
+          .map((name) => name.slice(5)),
+      );
+      if (attempt >= MAX_ATTEMPTS || cancelled === "failed" || (seen.size === 0 && !cancelled.conflict)) {
+        return { failedAt: position, applied, alreadyApplied };
+      }
+      alreadyApplied += seen.size;
+      pending = pending.filter((contribution) => !seen.has(contribution.eventId));
+      if (seen.size === 0) await sleep(25 * 2 ** attempt);
     }
     position += chunk.length;
   }

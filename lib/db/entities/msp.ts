@@ -8,7 +8,8 @@ import { z } from "zod";
 import { MSP_ROLES } from "../../domain/roles.ts";
 import { GetCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
-import { batchGet, homeDb, isExpired, parseStored, queryAll, queryPartition, tableName } from "../store.ts";
+import { batchGet, homeDb, parseStored, queryPartition, tableName } from "../store.ts";
+import { type InviteKind, inviteReads } from "./invite.ts";
 
 export const MSP_BILLING_TYPES = ["stripe", "marketplace", "invoice"] as const;
 export const MSP_BILLING_STATUSES = ["active", "suspended"] as const;
@@ -184,54 +185,31 @@ export async function findMspClientLink(mspId: string, clientId: string): Promis
   return item ? mspClientItemOf(item) : undefined;
 }
 
-/** Access pattern "MSP invite by id": a consistent GetItem; an expired invite is not found. */
-export async function findPendingMspInvite(
-  mspId: string,
-  inviteId: string,
-): Promise<MspInviteItem | undefined> {
-  const item = await getHomeItem(mspKeys.invite(mspId, inviteId));
-  return item && !isExpired(item) ? mspInviteItemOf(item) : undefined;
-}
+/** The MSP invite kind: in the MSP's partition, `INVITE#<inviteId>`, found by the invitee through GSI1 `MSPINVITE#`. */
+export const mspInviteKind: InviteKind<MspInviteItem> = {
+  entity: "mspInvite",
+  lockEntity: "mspInviteEmailLock",
+  itemOf: mspInviteItemOf,
+  parentIdOf: (invite) => invite.mspId,
+  keys: {
+    item: mspKeys.invite,
+    emailLock: mspKeys.inviteEmailLock,
+    byEmail: mspKeys.inviteByEmail,
+    partition: mspKeys.partition,
+    prefix: mspKeys.invitePrefix,
+  },
+};
 
-/** Access pattern "MSP invites": one Query, `begins_with(sKey, INVITE#)`, expired filtered. */
-export async function listPendingInvitesOfMsp(mspId: string): Promise<MspInviteItem[]> {
-  const items = await queryPartition(mspKeys.partition(mspId), {
-    sKeyPrefix: mspKeys.invitePrefix,
-    max: MAX_MSP_LIST_ITEMS,
-  });
-  return items.filter((item) => !isExpired(item)).map(mspInviteItemOf);
-}
-
-/** Access pattern "MSP invites addressed to a user": one GSI1 Query, `begins_with(gsi1sk, MSPINVITE#)`. */
-export async function listPendingMspInvitesAddressedTo(email: string): Promise<MspInviteItem[]> {
-  const index = mspKeys.inviteByEmail(email, "");
-  const items = await queryAll({
-    IndexName: "GSI1",
-    KeyConditionExpression: "gsi1pk = :pk AND begins_with(gsi1sk, :prefix)",
-    ExpressionAttributeValues: { ":pk": index.gsi1pk, ":prefix": index.gsi1sk },
-  });
-  return items.filter((item) => item.entity === "mspInvite" && !isExpired(item)).map(mspInviteItemOf);
-}
-
-/**
- * Access pattern "invitee's MSP invite by id": the GSI1 entry finds the MSP, then a consistent
- * GetItem confirms the invite and that it is addressed to this e-mail.
- */
-export async function findPendingMspInviteAddressedTo(
-  email: string,
-  inviteId: string,
-): Promise<MspInviteItem | undefined> {
-  const index = mspKeys.inviteByEmail(email, inviteId);
-  const hits = await queryAll({
-    IndexName: "GSI1",
-    KeyConditionExpression: "gsi1pk = :pk AND gsi1sk = :sk",
-    ExpressionAttributeValues: { ":pk": index.gsi1pk, ":sk": index.gsi1sk },
-  });
-  const hit = hits.find((item) => item.entity === "mspInvite");
-  if (!hit) return undefined;
-  const invite = await findPendingMspInvite(mspInviteItemOf(hit).mspId, inviteId);
-  return invite?.userEmail === email.toLowerCase() ? invite : undefined;
-}
+export const {
+  /** Access pattern "MSP invite by id": a consistent GetItem; an expired invite is not found. */
+  findPending: findPendingMspInvite,
+  /** Access pattern "MSP invites": one Query, `begins_with(sKey, INVITE#)`, expired filtered. */
+  listPendingOf: listPendingInvitesOfMsp,
+  /** Access pattern "MSP invites addressed to a user": one GSI1 Query, `begins_with(gsi1sk, MSPINVITE#)`. */
+  listPendingAddressedTo: listPendingMspInvitesAddressedTo,
+  /** Access pattern "invitee's MSP invite by id": the GSI1 entry, then a consistent GetItem. */
+  findPendingAddressedTo: findPendingMspInviteAddressedTo,
+} = inviteReads(mspInviteKind);
 
 /** Access pattern "MSP" with "MSP configuration": one BatchGetItem; undefined when there is no MSP. */
 export async function findMspWithConfig(

@@ -5,17 +5,16 @@
  * code is kept (until its TTL) so that a second use can revoke the grant the first one issued.
  */
 import * as z from "zod/mini";
-import { GetCommand, PutCommand, TransactWriteCommand } from "../document-client.ts";
+import { GetCommand, PutCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   homeDb,
   isExpired,
   nowIso,
   parseStored,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../store.ts";
 import { type OAuthGrantItem, oauthGrantKeys } from "./oauth-grant.ts";
 
@@ -96,13 +95,10 @@ export async function redeemAuthorizationCode(code: OAuthCodeItem, grant: OAuthG
       },
     },
   ];
-  try {
-    await homeDb().send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-    return true;
-  } catch (error) {
-    // Another redemption of the same code (committed, or racing this one) decides it: this one lost.
-    const cancelled = cancelledSteps(error, steps);
-    if (cancelled?.failed.includes("redeem code") || cancelled?.conflict) return false;
-    throw error;
-  }
+  // Another redemption of the same code (committed, or racing this one) decides it: this one lost.
+  const lost = await commitSteps(steps, {
+    cancelled: ({ failed, conflict }) =>
+      failed.includes("redeem code") || conflict ? ("lost" as const) : undefined,
+  });
+  return lost === undefined;
 }

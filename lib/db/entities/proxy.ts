@@ -8,13 +8,16 @@ import { keys, REGIONAL_SK } from "../keys.ts";
 import { findInRegions, listAcrossRegions, listInRegion } from "../regional.ts";
 import { parseStored } from "../store.ts";
 
+/** A proxy's target timeout (spec 8): whole seconds from 1 to 60, 30 when not set. Overrides per path keep to it. */
+export const PROXY_TIMEOUT_SECONDS = { min: 1, max: 60, default: 30 } as const;
+
 export const ProxyItem = z.object({
   pKey: z.string(),
   sKey: z.string(),
   entity: z.literal("proxy"),
   proxyId: z.string(),
-  clientId: z.string(),
   userId: z.string(),
+  clientId: z.string(),
   parentId: z.string(),
   proxyName: z.string(),
   proxyRegion: z.string(),

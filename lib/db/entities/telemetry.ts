@@ -17,7 +17,6 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { dynamo } from "../../aws/clients.ts";
 import {
   aggregate,
   type BucketDelta,
@@ -30,17 +29,15 @@ import {
   type TelemetryObservation,
 } from "../../domain/telemetry/aggregate.ts";
 import { TELEMETRY_INTERVALS, type TelemetryInterval } from "../../domain/telemetry/buckets.ts";
-import { TransactWriteCommand } from "../document-client.ts";
 import { keys } from "../keys.ts";
 import {
-  cancelledSteps,
+  commitSteps,
   nowIso,
   nowSeconds,
   parseStored,
   queryAll,
   type TransactionStep,
   tableName,
-  transactItemsOf,
 } from "../store.ts";
 
 /** The marker's processor name (sort key of `STREAMBATCH#<digest>`). */
@@ -281,7 +278,6 @@ export const partSteps = (part: TelemetryPart, now = nowIso()): TransactionStep[
   ...part.deltas.map((delta) => bucketStep(delta, now)),
 ];
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const MAX_ATTEMPTS = 5;
 
 export interface AddPartsResult {
@@ -308,7 +304,6 @@ export async function addTelemetryParts(
   proceed: () => boolean = () => true,
   afterPart?: (part: TelemetryPart) => Promise<void>,
 ): Promise<AddPartsResult> {
-  const db = dynamo(region);
   const result: AddPartsResult = { applied: 0, alreadyApplied: 0 };
   for (const part of parts) {
     if (part.deltas.length === 0) {
@@ -318,20 +313,16 @@ export async function addTelemetryParts(
     if (!proceed())
       return { ...result, failedAt: part.from, error: new Error("Out of time before this part") };
     const steps = partSteps(part);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await db.send(new TransactWriteCommand({ TransactItems: transactItemsOf(steps) }));
-        result.applied += 1;
-        break;
-      } catch (error) {
-        const cancelled = cancelledSteps(error, steps);
-        if (cancelled?.failed.includes(`mark ${part.digest}`)) {
-          result.alreadyApplied += 1;
-          break;
-        }
-        if (!cancelled?.conflict || attempt >= MAX_ATTEMPTS) return { ...result, failedAt: part.from, error };
-        await sleep(25 * 2 ** attempt);
-      }
+    try {
+      const seen = await commitSteps(steps, {
+        region,
+        attempts: MAX_ATTEMPTS,
+        cancelled: ({ failed }) =>
+          failed.includes(`mark ${part.digest}`) ? ("alreadyApplied" as const) : undefined,
+      });
+      result[seen ?? "applied"] += 1;
+    } catch (error) {
+      return { ...result, failedAt: part.from, error };
     }
     if (afterPart) {
       try {

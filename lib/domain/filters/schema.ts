@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { hasDotSegment } from "../../data-plane/stages/locate.ts";
+import { PROXY_TIMEOUT_SECONDS } from "../../db/entities/proxy.ts";
 import { RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
 import { parseCidr } from "../../net/ip-filter.ts";
 import { HeaderRecord } from "../../vault/secret-schemas.ts";
@@ -20,8 +21,8 @@ import {
 
 /** RFC 9110 token: the characters allowed in a header name. */
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Spec 8: at most 60 s. */
-export const MAX_OVERRIDE_TIMEOUT_SECONDS = 60;
+/** Spec 8: at most 60 s, the proxy's own timeout rule (lib/db/entities/proxy.ts). */
+export const MAX_OVERRIDE_TIMEOUT_SECONDS = PROXY_TIMEOUT_SECONDS.max;
 
 const Cidr = z
   .string({ error: "must be a string" })
@@ -80,7 +81,7 @@ export const PathOverrideBody = z
       timeoutSeconds: z
         .number({ error: "must be a number" })
         .int("must be a whole number of seconds")
-        .min(1, "at least 1")
+        .min(PROXY_TIMEOUT_SECONDS.min, `at least ${PROXY_TIMEOUT_SECONDS.min}`)
         .max(MAX_OVERRIDE_TIMEOUT_SECONDS, `at most ${MAX_OVERRIDE_TIMEOUT_SECONDS}`)
         .optional(),
       additionalHeaders: HeaderRecord.optional(),

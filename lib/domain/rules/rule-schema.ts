@@ -7,7 +7,7 @@
  * is compiled with the rule's flags at validation time, so a stored rule always compiles.
  */
 import { z } from "zod";
-import { parseInput } from "../../http/validation.ts";
+import { parseInput } from "../parse-input.ts";
 import { MAX_PATTERN_LENGTH, regexFlagsProblem, rulePatternProblem } from "./regex.ts";
 // Validation compiles patterns synchronously: re2js is installed at start here (not in the data plane).
 import "./regex-eager.ts";
