@@ -222,6 +222,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
               ),
               patterns: consumer.patterns(),
               settings: consumer.settings,
+              ...(options.clock ? { clock: options.clock } : {}),
             }),
           ),
         ),
