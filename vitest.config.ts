@@ -1,13 +1,39 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Two tiers (README "The two commands"): `unit` (test/unit) runs without the AWS emulator, every
+ * AWS call refused at once and failing its file (test/setup/no-emulator.ts); `emulator` (every
+ * other test) shares one emulator for the run (test/setup/global-setup.ts). `vitest run` runs
+ * both; `vitest run --project unit` (npm run test:unit) the first.
+ */
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/setup/global-setup.ts"],
-    setupFiles: ["test/setup/file-env.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
     reporters: ["default"],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          // No global setup: no emulator. file-env.ts gets a closed port, then no-emulator.ts
+          // points the SDK at its refusing endpoint.
+          provide: { awsEndpoint: "http://127.0.0.1:9" },
+          setupFiles: ["test/setup/file-env.ts", "test/setup/no-emulator.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "emulator",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/unit/**"],
+          globalSetup: ["test/setup/global-setup.ts"],
+          setupFiles: ["test/setup/file-env.ts"],
+        },
+      },
+    ],
   },
 });

@@ -12,7 +12,7 @@
  * one call at a time (here about 60-140 transactions a second), so the per-request store-call
  * figures are the ones that carry over. Then the request log: the item's size without bodies,
  * gzip/brotli ratios and CPU of list and prose JSON bodies, and each placement priced.
- * A benchmark, not a test: the test is test/unit/quota-lease.test.ts. Sizes from the environment:
+ * A benchmark, not a test: the test is test/integration/quota-lease.test.ts. Sizes from the environment:
  * SIM_INSTANCES (20), SIM_CONCURRENCY per instance (4), SIM_LIMIT (1000), SIM_DEMAND (4000),
  * SIM_SERVICE_MS (5: the target's time for an admitted request), SIM_RATE (2000: arrivals a second
  * for (b) and (c), dealt round-robin; (a) runs a closed loop, as the emulator cannot keep up). */

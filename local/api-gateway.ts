@@ -16,6 +16,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from "aws-lambda";
+import { now } from "#lib/clock.ts";
 import {
   type RouteDefinition,
   SERVICE_UNAVAILABLE_MESSAGE,
@@ -212,7 +213,7 @@ export function createRestApi(options: RestApiOptions) {
 
   async function authorize(token: string, methodArn: string): Promise<APIGatewayAuthorizerResult | "deny"> {
     const cached = authCache.get(token);
-    if (cached && cached.expires > Date.now()) return cached.result;
+    if (cached && cached.expires > now()) return cached.result;
     let result: APIGatewayAuthorizerResult | "deny";
     try {
       result = await options.authorizer({ type: "TOKEN", authorizationToken: token, methodArn });
@@ -223,7 +224,7 @@ export function createRestApi(options: RestApiOptions) {
       else throw error;
     }
     if (options.authorizerCacheTtlSeconds > 0) {
-      authCache.set(token, { expires: Date.now() + options.authorizerCacheTtlSeconds * 1000, result });
+      authCache.set(token, { expires: now() + options.authorizerCacheTtlSeconds * 1000, result });
     }
     return result;
   }

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Writable } from "node:stream";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { EMULATOR_TIMEOUT_ENV, resetClients } from "#lib/aws/clients.ts";
+import { setClock } from "#lib/clock.ts";
 import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createStreamingHandler, type StreamMetadata } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
@@ -44,6 +45,11 @@ export interface LocalStackOptions {
    * at-least-once delivery made systematic (tests of the consumers' exactly-once writes).
    */
   streamRedeliveries?: number;
+  /**
+   * The clock the gateway's windows and expiries read (lib/clock.ts) while this stack runs, in
+   * place of the real one: tests place their requests in a window instead of waiting for one.
+   */
+  clock?: () => number;
 }
 
 export interface LocalStack {
@@ -157,6 +163,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const config = getConfig();
   const host = options.host ?? "127.0.0.1";
   await provisionStack(config);
+  const previousClock = options.clock ? setClock(options.clock) : undefined;
 
   const authorizer = await loadFunction<TokenAuthorizer>(AUTHORIZER_FUNCTION.name);
   const handlers = new Map<string, Promise<ProxyHandler>>();
@@ -215,6 +222,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
               ),
               patterns: consumer.patterns(),
               settings: consumer.settings,
+              ...(options.clock ? { clock: options.clock } : {}),
             }),
           ),
         ),
@@ -243,6 +251,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     regions,
     streams,
     async stop() {
+      if (previousClock) setClock(previousClock);
       for (const timer of timers) clearInterval(timer);
       await streams?.stop();
       await Promise.all(

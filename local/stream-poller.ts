@@ -52,6 +52,11 @@ export interface StreamPollerOptions {
   settings?: StreamConsumerSettings;
   /** Where dropped batches are reported (AWS: the on-failure queue). */
   onDropped?: (records: DynamoDBRecord[], reason: string) => void;
+  /**
+   * The local stack's clock (LocalStackOptions.clock): each record's ApproximateCreationDateTime,
+   * stamped by the emulator on the real clock, is moved by the difference when it is delivered.
+   */
+  clock?: () => number;
 }
 
 export interface StreamPoller {
@@ -147,10 +152,19 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
 
   const asLambdaRecord = (cursor: ShardCursor, record: StreamRecordWire): DynamoDBRecord => ({
     ...(record as DynamoDBRecord),
+    ...onStackClock(record as DynamoDBRecord),
     // The table's region (some emulators write a fixed one) and the stream, as Lambda adds them.
     awsRegion: cursor.region,
     eventSourceARN: cursor.streamArn,
   });
+  /** The record's creation time on the stack's clock, when it has one (epoch seconds, as Lambda's). */
+  const onStackClock = (record: DynamoDBRecord): Partial<DynamoDBRecord> => {
+    const created = record.dynamodb?.ApproximateCreationDateTime;
+    if (!options.clock || typeof created !== "number") return {};
+    const shiftMs = options.clock() - Date.now();
+    const shifted = created > 1e11 ? created + shiftMs : created + shiftMs / 1000;
+    return { dynamodb: { ...record.dynamodb, ApproximateCreationDateTime: shifted } };
+  };
 
   /** One GetRecords per open shard; delivers what it read. Answers how many records were read. */
   async function pollOnce(): Promise<number> {

@@ -17,6 +17,7 @@
  * See docs/caller-authentication.md.
  */
 import type { CryptoKey, JWK, LocalJWKSet } from "jose";
+import { now } from "../clock.ts";
 import { type OutboundPolicy, sendOutbound } from "../net/outbound.ts";
 import { persistJwks } from "./jwks-homes.ts";
 
@@ -154,7 +155,7 @@ export class JwksCache {
     this.fetchTimeoutMs = options.fetchTimeoutMs ?? DEFAULT_JWKS_FETCH_TIMEOUT_MS;
     this.maxResponseBytes = options.maxResponseBytes ?? MAX_JWKS_BYTES;
     this.maxEntries = options.maxEntries ?? 1000;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? now;
     this.outboundPolicy = options.outboundPolicy;
     this.persist = options.persist;
   }

@@ -31,6 +31,7 @@
  * times, then the request is decided on the configuration just loaded, still counted).
  */
 import { isServiceUnavailable } from "../aws/clients.ts";
+import { now } from "../clock.ts";
 import { loadOnce } from "../lazy.ts";
 import { describeError, log, logSettled } from "../log.ts";
 import { ACCEPTED_CODINGS, sendOutbound } from "../net/outbound.ts";
@@ -154,7 +155,7 @@ async function dynamicTokenFor(
 export function defaultDeps(region: string): PipelineDeps {
   return {
     region,
-    now: Date.now,
+    now,
     loadRuntime: (proxyId, options) => loadProxyRuntime(region, proxyId, options),
     authenticate: authenticateCaller,
     commit: commitCounters,

@@ -19,6 +19,7 @@
  */
 
 import { dynamo } from "../aws/clients.ts";
+import { now } from "../clock.ts";
 import { GetCommand, UpdateCommand, unmarshallItem } from "../db/document-client.ts";
 import type { Key } from "../db/keys.ts";
 import { isConditionalCheckFailure, tableName } from "../db/store.ts";
@@ -128,7 +129,7 @@ export class QuotaLease {
   constructor(options: QuotaLeaseOptions) {
     this.store = options.store;
     this.windowAt = options.windowAt;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? now;
     this.blockSeconds = options.blockSeconds ?? 1;
     this.minBlock = options.minBlock ?? 1;
     this.maxBlock = options.maxBlock ?? 1000;

@@ -5,6 +5,7 @@
  */
 
 import { dynamo } from "../aws/clients.ts";
+import { now as clockNow } from "../clock.ts";
 import { getConfig } from "../config.ts";
 import { UpdateCommand } from "../db/document-client.ts";
 import { keys } from "../db/keys.ts";
@@ -39,7 +40,7 @@ export async function consumeRequest(
   options: { region?: string; nowMs?: number } = {},
 ): Promise<RateDecision> {
   const config = getConfig();
-  const now = options.nowMs ?? Date.now();
+  const now = options.nowMs ?? clockNow();
   const window = rateWindowAt(now);
   try {
     const result = await dynamo(options.region ?? config.homeRegion).send(

@@ -7,6 +7,7 @@
  * Errors carry a `reason` and never contain the token, the response body or the URL's path/query.
  */
 import { createHash } from "node:crypto";
+import { now as clockNow } from "../clock.ts";
 import { OutboundBlockedError, OutboundTimeoutError, sendOutbound } from "../net/outbound.ts";
 import type { CustomTokenSecret } from "./secret-schemas.ts";
 
@@ -225,7 +226,7 @@ export async function fetchCustomToken(
   secret: CustomTokenSecret,
   options: CustomTokenOptions = {},
 ): Promise<CustomToken> {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? clockNow;
   const timeoutMs = options.timeoutMs ?? TOKEN_REQUEST_TIMEOUT_MS;
   const method = secret.method ?? "POST";
   const request = buildRequest(secret);
@@ -316,7 +317,7 @@ export async function getCustomToken(
   secret: CustomTokenSecret,
   options: CustomTokenOptions = {},
 ): Promise<CustomToken> {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? clockNow;
   const fingerprint = fingerprintOf(secret);
   const cached = tokens.get(cacheKey);
   if (cached && cached.fingerprint === fingerprint && now() < cached.refreshAt) {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { hashToken, issueToken, revokeToken } from "#lib/domain/tokens.ts";
 import { UNAUTHORIZED_MESSAGE } from "#lib/infra/api-manifest.ts";
+import { TestClock } from "../support/clock.ts";
 import { apiClient, startTestStack, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 
 let stack: TestStack;
@@ -18,7 +19,6 @@ afterAll(async () => {
 
 /** Every 401 says how to send the token: as it is, without `Bearer` (issue 19). */
 const UNAUTHORIZED = { message: UNAUTHORIZED_MESSAGE };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The token id of a raw token, from its stored item. */
 async function tokenIdOf(raw: string): Promise<string> {
@@ -166,14 +166,16 @@ describe("authorizer decision cache", () => {
   });
 
   it("the cached decision expires with its TTL, after which the revoked token is refused", async () => {
-    const shortCache = await startTestStack({ authorizerCacheTtlSeconds: 1 });
+    // The cache's expiry is on the stack's clock: the test moves it on instead of waiting.
+    const clock = new TestClock();
+    const shortCache = await startTestStack({ authorizerCacheTtlSeconds: 1, clock: clock.now });
     try {
       const holder = await shortCache.newUser();
       const api = apiClient(shortCache.baseUrl, holder.token);
       expect((await api.get("/api/users")).status).toBe(200);
       await revokeToken(holder.userId, await tokenIdOf(holder.token));
       expect((await api.get("/api/users")).status).toBe(200); // still cached
-      await sleep(1_200);
+      clock.advance(1_200);
       const expired = await api.get("/api/users");
       expect(expired.status).toBe(401);
       expect(expired.body).toEqual(UNAUTHORIZED);

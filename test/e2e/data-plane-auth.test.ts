@@ -18,6 +18,7 @@ import { DEFAULT_JWKS_COOLDOWN_MS } from "#lib/data-plane/jwks-cache.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { TestClock } from "../support/clock.ts";
 import { type BodyHandler, listenWithBody } from "../support/loopback.ts";
 import { type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedRecords } from "../support/request-logs.ts";
@@ -56,9 +57,10 @@ const received: Received[] = [];
 /** What the customToken endpoint received. */
 const tokenRequests: Received[] = [];
 const TOKEN_TTL_SECONDS = 3;
+/** The stack's clock (lib/clock.ts): moved on past the JWKS cooldown and the token's expiry. */
+const clock = new TestClock();
 
 const secret = (label: string) => `${label}-${randomUUID()}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const listen = (handler: BodyHandler) => listenWithBody(handler, servers);
 
@@ -70,7 +72,7 @@ const record = (req: IncomingMessage, body: Buffer): Received => ({
 });
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
   targetBase = `${await listen((req, body, res) => {
     received.push(record(req, body));
     res.writeHead(200, { "content-type": "application/json" });
@@ -435,40 +437,37 @@ describe("jwtVerify", () => {
     expect(JSON.stringify(shown.body)).not.toContain(key.kid);
   });
 
-  it(
-    "accepts a token with a new kid once the JWKS has rotated (one refetch, after the cooldown)",
-    async () => {
-      const first = await signingKey();
-      const jwks = await startJwksServer([first.jwk]);
-      const s = await setup({ caller: jwtVerifyCaller(jwks.url) });
-      await expectAccepted(s, `${s.url}/r`, bearer(await sign(first)));
-      expect(jwks.fetches).toBe(1);
-      const fetchedAt = Date.now();
+  it("accepts a token with a new kid once the JWKS has rotated (one refetch, after the cooldown)", async () => {
+    const first = await signingKey();
+    const jwks = await startJwksServer([first.jwk]);
+    const s = await setup({ caller: jwtVerifyCaller(jwks.url) });
+    await expectAccepted(s, `${s.url}/r`, bearer(await sign(first)));
+    expect(jwks.fetches).toBe(1);
+    const fetchedAt = clock.now();
 
-      const second = await signingKey();
-      jwks.keys = [second.jwk];
-      const rotated = await sign(second);
-      // Unknown kids trigger at most one refetch per cooldown (30 s): retry until it is over.
-      let response = await call(`${s.url}/r`, { headers: bearer(rotated) });
-      while (response.status !== 200 && Date.now() - fetchedAt < DEFAULT_JWKS_COOLDOWN_MS + 10_000) {
-        expect(response.status).toBe(403);
-        expect(response.headers.get("service-proxy-code")).toBe("proxy-access-denied");
-        await sleep(1000);
-        response = await call(`${s.url}/r`, { headers: bearer(rotated) });
-      }
-      expect(response.status, response.text).toBe(200);
-      expect(response.headers.get("service-proxy-code")).toBe("proxy-access-granted");
-      // The refused attempts while cooling down did not hit the key endpoint.
-      expect(jwks.fetches).toBe(2);
-      expect(received.at(-1)!.headers.authorization).toBe(`Bearer ${s.upstream}`);
+    const second = await signingKey();
+    jwks.keys = [second.jwk];
+    const rotated = await sign(second);
+    // Unknown kids trigger at most one refetch per cooldown (30 s): retry, a second later on the
+    // stack's clock each time, until it is over.
+    let response = await call(`${s.url}/r`, { headers: bearer(rotated) });
+    while (response.status !== 200 && clock.now() - fetchedAt < DEFAULT_JWKS_COOLDOWN_MS + 10_000) {
+      expect(response.status).toBe(403);
+      expect(response.headers.get("service-proxy-code")).toBe("proxy-access-denied");
+      clock.advance(1000);
+      response = await call(`${s.url}/r`, { headers: bearer(rotated) });
+    }
+    expect(response.status, response.text).toBe(200);
+    expect(response.headers.get("service-proxy-code")).toBe("proxy-access-granted");
+    // The refused attempts while cooling down did not hit the key endpoint.
+    expect(jwks.fetches).toBe(2);
+    expect(received.at(-1)!.headers.authorization).toBe(`Bearer ${s.upstream}`);
 
-      // The retired key is gone from the cache and from the record.
-      await expectDenied(`${s.url}/r`, bearer(await sign(first)));
-      const stored = await storedItem(keys.credential(clientId, s.proxyCredentialId), US);
-      expect(stored?.jwksCache.keys.map((k: JWK) => k.kid)).toEqual([second.kid]);
-    },
-    DEFAULT_JWKS_COOLDOWN_MS + 30_000,
-  );
+    // The retired key is gone from the cache and from the record.
+    await expectDenied(`${s.url}/r`, bearer(await sign(first)));
+    const stored = await storedItem(keys.credential(clientId, s.proxyCredentialId), US);
+    expect(stored?.jwksCache.keys.map((k: JWK) => k.kid)).toEqual([second.kid]);
+  });
 
   it("HS256 with a shared secret", async () => {
     const sharedSecret = randomBytes(32).toString("hex");
@@ -638,7 +637,7 @@ describe("target credentials", () => {
     });
     const first = await Promise.all([forward(s, "/t1"), forward(s, "/t2")]);
     first.push(await forward(s, "/t3"));
-    const fetchedAt = Date.now();
+    const fetchedAt = clock.now();
     expect(tokenRequests).toHaveLength(1);
     const tokenRequest = tokenRequests[0]!;
     expect(tokenRequest.method).toBe("POST");
@@ -649,7 +648,8 @@ describe("target credentials", () => {
     expect(token).toMatch(/^Bearer tok-1-/);
     for (const got of first) expect(got.headers.authorization).toBe(token);
 
-    await sleep(Math.max(0, fetchedAt + TOKEN_TTL_SECONDS * 1000 + 200 - Date.now()));
+    // Past the token's expiry on the stack's clock.
+    clock.advance(Math.max(0, fetchedAt + TOKEN_TTL_SECONDS * 1000 + 200 - clock.now()));
     const later = await forward(s, "/t4");
     expect(tokenRequests).toHaveLength(2);
     expect(later.headers.authorization).toMatch(/^Bearer tok-2-/);

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { setClientBillingStatus } from "../../cli/client-plan.ts";
+import { MINUTE_MS, TestClock } from "../support/clock.ts";
 import { loggedRecords } from "../support/request-logs.ts";
 import {
   callDataPlane,
@@ -36,6 +37,8 @@ let target: Server;
 let targetBase: string;
 const received: Received[] = [];
 const secrets = new Set<string>();
+/** The stack's clock (lib/clock.ts): the rate-limit burst starts in a fresh minute of it. */
+const clock = new TestClock();
 
 const secret = (label: string) => {
   const value = `${label}-${randomUUID()}`;
@@ -44,7 +47,7 @@ const secret = (label: string) => {
 };
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
   target = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -360,20 +363,27 @@ describe("refusals and errors", () => {
 
   it("enforces the plan's rate limit per proxy credential with 429 and Retry-After", async () => {
     const s = await setup();
-    // Counting is per fixed one-minute window: start the burst early enough to end inside one.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 30_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
-    const windowBefore = Math.floor(Date.now() / 60_000);
+    // Counting is per fixed one-minute window: the burst starts 1 s into a fresh one.
+    const windowBefore = Math.floor(clock.toNextWindow() / MINUTE_MS);
     const responses = await Promise.all(
       Array.from({ length: 110 }, () => call(`${s.url}/r`, { headers: withKey(s.key) })),
     );
-    expect(Math.floor(Date.now() / 60_000), "the burst must end inside one window").toBe(windowBefore);
+    expect(Math.floor(clock.now() / MINUTE_MS), "the burst must end inside one window").toBe(windowBefore);
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(100);
     const limited = responses.filter((r) => r.status === 429);
     expect(limited).toHaveLength(10);
-    expect(Number(limited[0]!.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Until the end of the window, which began about 1 s before.
+    const retryAfter = Number(limited[0]!.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(59);
+    expect(retryAfter).toBeGreaterThanOrEqual(
+      Math.ceil(((windowBefore + 1) * MINUTE_MS - clock.now()) / 1000),
+    );
     expect(limited[0]!.headers.get("service-proxy-code")).toEqual(expect.any(String));
+    // The next window has the whole limit again.
+    clock.toNextWindow();
+    expect((await call(`${s.url}/r`, { headers: withKey(s.key) })).status).toBe(200);
   }, 90_000);
 
   it("uses a single-use credential once, even when two requests race, then deletes it and its proxy", async () => {

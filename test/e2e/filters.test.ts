@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { setClientPlan } from "../../cli/client-plan.ts";
+import { TestClock } from "../support/clock.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -38,9 +39,11 @@ let target: Server;
 let targetBase: string;
 /** What the target received, newest last. */
 const received: { url: string; headers: IncomingMessage["headers"] }[] = [];
+/** The stack's clock (lib/clock.ts): the rate-limit checks start in a fresh minute of it. */
+const clock = new TestClock();
 
 beforeAll(async () => {
-  stack = await startTestStack({ dataPlaneHost: "::" });
+  stack = await startTestStack({ dataPlaneHost: "::", clock: clock.now });
   [owner, admin] = await Promise.all([stack.newUser(), stack.newUser()]);
   await setSystemAdmin(admin!.userId, true);
   clientId = await createClientFor(owner!, "Filters Co");
@@ -450,9 +453,8 @@ describe("plan limit overrides (system administrators)", () => {
     // A proxy credential of its own: its rate counter starts at 0.
     const key = "limits-caller-key-1234567890";
     const proxyId = await newProxy({}, key);
-    // Stay clear of a minute boundary: the rate window is the calendar minute.
-    const second = new Date().getUTCSeconds();
-    if (second > 50) await new Promise((resolve) => setTimeout(resolve, (61 - second) * 1000));
+    // Clear of a minute boundary: the rate window is the calendar minute of the stack's clock.
+    clock.toNextWindow();
     expect((await call(proxyId, "/items", { key })).status).toBe(200);
 
     const set = await admin.api.put(limitsPath(), { requestsPerMinute: 2 });

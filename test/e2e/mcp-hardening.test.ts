@@ -17,6 +17,7 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { TestClock } from "../support/clock.ts";
 import { type BodyHandler, listenTokenEndpoint, listenWithBody } from "../support/loopback.ts";
 import { type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { loggedDetail } from "../support/request-logs.ts";
@@ -113,8 +114,11 @@ async function proxyTo(targetAuthType: string, targetSecret: Record<string, unkn
   return createProxyOf(owner, clientId, US, parts, `echo ${targetAuthType}`);
 }
 
+/** The stack's clock (lib/clock.ts): the rate-limit bursts start in a fresh minute of it. */
+const clock = new TestClock();
+
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
   owner = await stack.newUser();
   member = await stack.newUser();
   clientId = await createClientFor(owner, "Probe Co");
@@ -214,9 +218,8 @@ describe("a token the data plane fetched for the target", () => {
 describe("JSON-RPC batches", () => {
   it("refuses a batch with -32600 (HTTP 400) without running it, and the rate limit still holds", async () => {
     const { token } = await issueToken(owner.userId);
-    // Start early enough in a minute for the burst to finish inside it.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+    // Start 1 s into a fresh minute of the stack's clock: the burst finishes inside it.
+    clock.toNextWindow();
     const calls = Array.from({ length: 100 }, (_, i) => ({
       jsonrpc: "2.0",
       id: i + 1,

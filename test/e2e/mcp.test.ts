@@ -14,6 +14,7 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { DEFAULT_TOOLSETS } from "#lib/mcp/toolsets.ts";
+import { TestClock } from "../support/clock.ts";
 import { createClientFor, startTestStack, type TestStack, type TestUser } from "../support/stack.ts";
 
 const US = "us-east-1";
@@ -77,8 +78,11 @@ const textOf = (resource: { contents: ({ text: string } | { blob: string })[] })
 };
 const listRequest = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
 
+/** The stack's clock (lib/clock.ts): the rate-limit bursts start in a fresh minute of it. */
+const clock = new TestClock();
+
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Mcp Co");
   // A target that echoes what it received (as httpbin does), headers included.
@@ -487,9 +491,8 @@ describe("HTTP rules", () => {
 
   it("shares the Core API's rate limit per user token: 429 once the token's minute is spent", async () => {
     const { token } = await issueToken(owner.userId);
-    // Start early enough in a minute for the burst to finish inside it.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+    // Start 1 s into a fresh minute of the stack's clock: the burst finishes inside it.
+    clock.toNextWindow();
     const statuses = await Promise.all(
       Array.from({ length: 100 }, () =>
         fetch(`${stack.baseUrl}/api/users`, { headers: { authorization: token } }).then((r) => r.status),

@@ -15,6 +15,7 @@ import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createMsp, setMspBillingStatus } from "#lib/domain/msps.ts";
 import { setClientBillingStatus } from "../../cli/client-plan.ts";
+import { MINUTE_MS, TestClock } from "../support/clock.ts";
 import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
@@ -33,6 +34,8 @@ const KEY = "msp-enforcement-caller-key-0123";
 const VALIDATION = "Input failed data validation";
 
 let stack: TestStack;
+/** The stack's clock (lib/clock.ts): the minute-limit burst starts in a fresh minute of it. */
+const clock = new TestClock();
 let target: Server;
 let targetBase: string;
 let targetHits = 0;
@@ -48,7 +51,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
   targetBase = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -95,12 +98,6 @@ const call = (proxyId: string, region = US) =>
 /** The listed request log record of a request, once written (it is written after the answer). */
 const logged = (user: TestUser, clientId: string, proxyId: string, requestId: string) =>
   loggedRecord(user.api, clientId, proxyId, requestId);
-
-/** Waits out the end of the current minute when less than `seconds` of it are left. */
-async function awayFromMinuteEnd(seconds = 8) {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < seconds * 1000) await new Promise((resolve) => setTimeout(resolve, left + 200));
-}
 
 describe("regionAccess", () => {
   it("a managed client creates credentials, targets and proxies only in its listed regions: 400 naming the region field", async () => {
@@ -214,7 +211,7 @@ describe("limits", () => {
     await configure(msp, clientId, { limits: { requestsPerMinute: 5 } });
     expect((await storedItem(keys.clientRuntime(clientId), US))?.requestsPerMinute).toBe(5);
 
-    await awayFromMinuteEnd();
+    const window = clock.toNextWindow() - 1_000;
     const hitsBefore = targetHits;
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, index) => call(index % 2 === 0 ? first : second)),
@@ -235,7 +232,7 @@ describe("limits", () => {
     });
     const retryAfter = Number(refused.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(retryAfter).toBeLessThanOrEqual(59); // the window began 1 s before the burst
     expect(refused.headers.get("ratelimit-policy")).toBe('"client-minute";q=5;w=60');
     expect(refused.headers.get("ratelimit")).toMatch(/^"client-minute";r=0;t=\d+$/);
     expect(refused.headers.get("x-ratelimit-limit")).toBeNull();
@@ -249,7 +246,7 @@ describe("limits", () => {
     expect(record.targetData).toBeNull();
 
     // One counter for the client, holding exactly what passed.
-    const window = Math.floor(Date.now() / 60_000) * 60_000;
+    expect(Math.floor(clock.now() / MINUTE_MS) * MINUTE_MS, "the burst ended in its window").toBe(window);
     expect(await storedItem(keys.rateWindow(`CLIENT#${clientId}#minute`, window), US)).toMatchObject({
       entity: "clientCounter",
       clientId,
@@ -272,7 +269,7 @@ describe("limits", () => {
     expect(refused.headers.get("service-proxy-message")).toBe(
       "Too many requests: the client's limit of 2 requests per day is reached",
     );
-    const untilMidnight = Math.ceil((86_400_000 - (Date.now() % 86_400_000)) / 1000);
+    const untilMidnight = Math.ceil((86_400_000 - (clock.now() % 86_400_000)) / 1000);
     expect(Math.abs(Number(refused.headers.get("retry-after")) - untilMidnight)).toBeLessThanOrEqual(2);
     expect(refused.headers.get("ratelimit-policy")).toBe('"client-day";q=2;w=86400');
   });

@@ -6,6 +6,7 @@ import { getConfig } from "#lib/config.ts";
 import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { hashToken, issueToken } from "#lib/domain/tokens.ts";
+import { MINUTE_MS, TestClock } from "../support/clock.ts";
 import {
   type ApiResult,
   apiClient,
@@ -18,26 +19,17 @@ import {
 } from "../support/stack.ts";
 
 let stack: TestStack;
+/** Counting is per fixed one-minute window: bursts start 1 s into a fresh minute of this clock. */
+const clock = new TestClock();
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
 });
 afterAll(async () => {
   await stack?.stop();
 });
 
-const MINUTE_MS = 60_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const windowOf = (ms: number) => Math.floor(ms / MINUTE_MS);
-
-/**
- * Counting is per fixed one-minute window: a burst that straddles a minute boundary is counted in
- * two windows. Start bursts early enough in a minute to finish inside it.
- */
-async function awaitFreshMinute(marginMs: number) {
-  const left = MINUTE_MS - (Date.now() % MINUTE_MS);
-  if (left < marginMs) await sleep(left + 50);
-}
 
 async function setPlan(clientId: string, planTier: string, planStatus = "active") {
   await dynamo(getConfig().homeRegion).send(
@@ -56,11 +48,11 @@ const limitOf = (response: ApiResult) => response.headers.get("x-ratelimit-limit
 describe("basic plan: 100 requests per minute per token", () => {
   it("of 150 parallel requests exactly 100 succeed and 50 get 429 with Retry-After", async () => {
     const user = await stack.newUser();
-    await awaitFreshMinute(10_000);
-    const windowBefore = windowOf(Date.now());
+    clock.toNextWindow();
+    const windowBefore = windowOf(clock.now());
 
     const responses = await Promise.all(Array.from({ length: 150 }, () => user.api.get("/api/users")));
-    const windowAfter = windowOf(Date.now());
+    const windowAfter = windowOf(clock.now());
     expect(windowAfter, "the burst must finish inside one window").toBe(windowBefore);
 
     const ok = responses.filter((r) => r.status === 200);
@@ -81,7 +73,7 @@ describe("basic plan: 100 requests per minute per token", () => {
     }
     expect(ok.some((r) => r.headers.get("x-ratelimit-remaining") === "0")).toBe(true);
 
-    const secondsToWindowEnd = Math.ceil((MINUTE_MS - (Date.now() % MINUTE_MS)) / 1000);
+    const secondsToWindowEnd = Math.ceil((MINUTE_MS - (clock.now() % MINUTE_MS)) / 1000);
     for (const response of limited) {
       const retryAfter = response.headers.get("retry-after");
       expect(retryAfter).toMatch(/^\d+$/);
@@ -110,11 +102,15 @@ describe("basic plan: 100 requests per minute per token", () => {
     expect(limitOf(other)).toBe("100");
     expect(other.headers.get("x-ratelimit-remaining")).toBe("99");
     // ... while the first one is still throttled in this window.
-    if (windowOf(Date.now()) === windowBefore) {
-      const again = await user.api.get("/api/users");
-      expect(again.status).toBe(429);
-      expect(again.headers.get("retry-after")).toMatch(/^\d+$/);
-    }
+    expect(windowOf(clock.now())).toBe(windowBefore);
+    const again = await user.api.get("/api/users");
+    expect(again.status).toBe(429);
+    expect(again.headers.get("retry-after")).toMatch(/^\d+$/);
+    // In the next window, it has its budget again.
+    clock.toNextWindow();
+    const next = await user.api.get("/api/users");
+    expect(next.status).toBe(200);
+    expect(next.headers.get("x-ratelimit-remaining")).toBe("99");
   });
 
   it("a user without any client gets the basic limit", async () => {

@@ -28,6 +28,7 @@ export const LAYERS: ReadonlyArray<{ name: string; prefixes: string[] }> = [
       "lib/net/",
       "lib/infra/",
       "lib/shared/",
+      "lib/clock.ts",
       "lib/config.ts",
       "lib/log.ts",
       "lib/log-backend.ts",

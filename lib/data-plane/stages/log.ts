@@ -96,7 +96,7 @@ export const requestSecretValues = (
 
 /**
  * Most actions of one TransactWriteItems. A settlement has at most one step per meter and window
- * (20 meters x 4 windows) plus the log, so it is one transaction (test/unit/stages/log.test.ts
+ * (20 meters x 4 windows) plus the log, so it is one transaction (test/integration/stages/log.test.ts
  * checks the bound); the parts below are only a guard should those limits grow.
  */
 const MAX_TRANSACTION_ACTIONS = 100;

@@ -31,7 +31,7 @@ import {
   PROXY_ID,
   runtime,
   TARGET_TOKEN,
-} from "./fixtures.ts";
+} from "../../unit/stages/fixtures.ts";
 
 const REGION = "eu-west-1";
 /** A region where this file's table does not exist: every write there fails. */

@@ -31,7 +31,7 @@ import {
   type RuntimeOptions,
   request,
   runtime,
-} from "./fixtures.ts";
+} from "../../unit/stages/fixtures.ts";
 
 const REGION = "us-east-1";
 let target: Server;
