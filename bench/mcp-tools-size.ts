@@ -3,8 +3,8 @@
  * size of its tools/list answer (JSON characters / 4), for the default toolsets and for all of
  * them, with DELETE_ENABLED off and on. `npx tsx bench/mcp-tools-size.ts`
  */
-import { listedTools } from "../lib/mcp/server.ts";
-import { ALL_TOOLS, DEFAULT_TOOLSETS, selectTools, TOOLSETS } from "../lib/mcp/toolsets.ts";
+import { listedTools } from "#lib/mcp/server.ts";
+import { ALL_TOOLS, DEFAULT_TOOLSETS, selectTools, TOOLSETS } from "#lib/mcp/toolsets.ts";
 
 const rows: string[] = [
   "| Selection | DELETE_ENABLED | Tools | tools/list characters | ~tokens |",

@@ -14,7 +14,7 @@ import {
   disposeTransform,
   runTransform,
   sandboxModuleLoads,
-} from "../lib/data-plane/sandbox.ts";
+} from "#lib/data-plane/sandbox.ts";
 
 /** Goal of issue 10: warm cost per call of such a transform. */
 export const WARM_GOAL_US = 100;

@@ -22,14 +22,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { brotliCompressSync, gzipSync, constants as zlibConstants } from "node:zlib";
 import { dynamo, isServiceUnavailable } from "#lib/aws/clients.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
 import { clientRequestToken, commitCounters, counterKeys } from "#lib/data-plane/counters.ts";
 import { dynamoLeaseStore, QuotaLease, type QuotaWindow } from "#lib/data-plane/quota-lease.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
-import { GetCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { tableName, transactionCancellationCodes } from "#lib/db/store.ts";
-import { windowAt } from "#lib/domain/meters/windows.ts";
 import { rateWindowAt } from "#lib/domain/rate-limit.ts";
+import { windowAt } from "#lib/shared/meter-windows.ts";
 import { startEmulator } from "#local/emulator.ts";
 import { provisionTable } from "#local/provision.ts";
 

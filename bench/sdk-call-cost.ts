@@ -25,7 +25,7 @@ export async function sdkCallCostUs(calls = 3000): Promise<number> {
     process.env.AWS_ACCESS_KEY_ID ??= "bench";
     process.env.AWS_SECRET_ACCESS_KEY ??= "bench";
     const { dynamo, resetClients } = await import("#lib/aws/clients.ts");
-    const { GetCommand } = await import("#lib/db/document-client.ts");
+    const { GetCommand } = await import("#lib/aws/document-client.ts");
     resetClients();
     const db = dynamo("us-east-1");
     const get = () => db.send(new GetCommand({ TableName: "t", Key: { pKey: "CLIENT#x", sKey: "PROXY#y" } }));

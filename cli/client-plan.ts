@@ -4,7 +4,7 @@
  * authorizer evaluation (lib/domain/plans.ts).
  */
 
-import { UpdateCommand } from "#lib/db/document-client.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";

@@ -13,14 +13,14 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { addTelemetryParts, splitIntoParts, type TelemetryRecordInput } from "#lib/db/entities/telemetry.ts";
 import { runAutomaticTopUps } from "#lib/domain/msp-top-ups.ts";
 import { drawDownPart } from "#lib/domain/msp-usage.ts";
-import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
+import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
+import { describeError, log } from "#lib/log.ts";
+import { observationOf } from "#lib/shared/telemetry/aggregate.ts";
 import {
   type CountryLookup,
   type CountrySettings,
   countrySettingsOf,
-} from "#lib/domain/telemetry/country.ts";
-import { TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
-import { describeError, log } from "#lib/log.ts";
+} from "#lib/shared/telemetry/country.ts";
 import { AggregatingBatchProcessor } from "#lib/streams/aggregating-batch-processor.ts";
 import { geoipCountry } from "#lib/streams/geoip.ts";
 import { decodeRecord } from "#lib/streams/stream-batch.ts";

@@ -1,6 +1,6 @@
 /** Outbound e-mail through SES v2 in the home region (locally, moto records every message). */
 import { SendEmailCommand } from "@aws-sdk/client-sesv2";
-import { ses } from "./aws/clients.ts";
+import { ses } from "#lib/aws/clients.ts";
 import { getConfig } from "./config.ts";
 
 export async function sendEmail(input: {

@@ -16,8 +16,8 @@
  * itself, before the handlers' zod validation and with other error messages.
  */
 
-import type { FunctionGroupName, RouteDefinition } from "../../lib/infra/api-manifest.ts";
-import { SERVICE_UNAVAILABLE_MESSAGE, UNAUTHORIZED_MESSAGE } from "../../lib/infra/api-manifest.ts";
+import type { FunctionGroupName, RouteDefinition } from "#lib/infra/api-manifest.ts";
+import { SERVICE_UNAVAILABLE_MESSAGE, UNAUTHORIZED_MESSAGE } from "#lib/infra/api-manifest.ts";
 
 type Json = Record<string, unknown>;
 

@@ -19,7 +19,7 @@ import {
   SORT_KEY,
   STREAM_VIEW_TYPE,
   TTL_ATTRIBUTE,
-} from "../../lib/infra/table-definition.ts";
+} from "#lib/infra/table-definition.ts";
 
 export interface DataTableProps {
   /** Physical table name: the same in every region (TABLE_NAME). */

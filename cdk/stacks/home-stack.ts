@@ -22,7 +22,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as ses from "aws-cdk-lib/aws-ses";
 import type { Construct } from "constructs";
-import { CORE_API_ROUTES } from "../../lib/api/routes.ts";
+import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import {
   AUTHORIZER_FUNCTION,
   FUNCTION_GROUPS,
@@ -31,7 +31,7 @@ import {
   MCP_FUNCTION,
   SCHEDULED_FUNCTIONS,
   type ScheduledFunction,
-} from "../../lib/infra/api-manifest.ts";
+} from "#lib/infra/api-manifest.ts";
 import { type AppSettings, kmsKeyAliasOf, oauthSigningKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { coreApiDefinition } from "../constructs/core-api-definition.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";

@@ -12,8 +12,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as eventSources from "aws-cdk-lib/aws-lambda-event-sources";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
-import { TRUST_VIEWER_COUNTRY_ENV } from "../../lib/domain/telemetry/country.ts";
+import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "#lib/data-plane/request-metrics.ts";
 import {
   type FilterPattern,
   GEOIP_DATABASE_FILE,
@@ -24,8 +23,9 @@ import {
   TELEMETRY_STREAM_FILTERS,
   TELEMETRY_STREAM_FUNCTION,
   TELEMETRY_STREAM_SETTINGS,
-} from "../../lib/infra/region-stream.ts";
-import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
+} from "#lib/infra/region-stream.ts";
+import { ALARMED_METRICS, METRIC_NAMESPACE } from "#lib/log.ts";
+import { TRUST_VIEWER_COUNTRY_ENV } from "#lib/shared/telemetry/country.ts";
 import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import { DataTable } from "../constructs/data-table.ts";
 import { ALARM_ON_ANY, GatewayFunction } from "../constructs/gateway-function.ts";

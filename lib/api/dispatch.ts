@@ -14,9 +14,8 @@
  */
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
-import { requireClientAccess, requireMspAccess, sharedKindOf } from "../domain/access.ts";
-import { forbidden } from "../domain/errors.ts";
-import { consumeRequest } from "../domain/rate-limit.ts";
+import { requireClientAccess, requireMspAccess, sharedKindOf } from "#lib/domain/access.ts";
+import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import {
   callerFromEvent,
   errorResponses,
@@ -24,12 +23,13 @@ import {
   json,
   parseBody,
   publicBaseUrl,
-} from "../http/api-handler.ts";
-import { headerValue, preferredMediaType } from "../http/content-negotiation.ts";
-import { methodNotAllowed, tooManyRequests } from "../http/errors.ts";
-import { decodePathParameter } from "../http/input-checks.ts";
-import { parseInput } from "../http/validation.ts";
-import { log } from "../log.ts";
+} from "#lib/http/api-handler.ts";
+import { headerValue, preferredMediaType } from "#lib/http/content-negotiation.ts";
+import { methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
+import { decodePathParameter } from "#lib/http/input-checks.ts";
+import { parseInput } from "#lib/http/validation.ts";
+import { log } from "#lib/log.ts";
+import { forbidden } from "#lib/shared/errors.ts";
 import type { Access, Granted, Operation, Principal } from "./operation.ts";
 
 const TEXT_HEADERS = { "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };

@@ -7,10 +7,10 @@
  * these declarations; nothing else lists routes.
  */
 import { z } from "zod";
-import type { ClientAccess, MspAccess } from "../domain/access.ts";
-import type { ClientRole, MspRole } from "../domain/roles.ts";
-import { methodNotAllowed } from "../http/errors.ts";
-import type { FunctionGroupName, HttpMethod } from "../infra/api-manifest.ts";
+import type { ClientAccess, MspAccess } from "#lib/domain/access.ts";
+import { methodNotAllowed } from "#lib/http/errors.ts";
+import type { FunctionGroupName, HttpMethod } from "#lib/infra/api-manifest.ts";
+import type { ClientRole, MspRole } from "#lib/shared/roles.ts";
 
 /** Who is calling, as established by the authorizer; reaches the domain. */
 export interface Principal {

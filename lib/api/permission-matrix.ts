@@ -1,11 +1,12 @@
 /**
  * The permission matrix (docs/roles.md), rendered from the operation registry and the role model
- * (lib/domain/roles.ts): which operations each client role may call, and who may call the ones not
+ * (lib/shared/roles.ts): which operations each client role may call, and who may call the ones not
  * checked by a client role. `npm run docs:roles` writes the file; test/unit/registry.test.ts fails
  * when the file and the registry disagree, so the doc cannot drift.
  */
 import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
+import type { FunctionGroupName, RouteDefinition } from "#lib/infra/api-manifest.ts";
 import {
   ACTION_MINIMUM_ROLE,
   CLIENT_ROLES,
@@ -14,8 +15,7 @@ import {
   MSP_ROLE_RANK,
   MSP_ROLES,
   ROLE_RANK,
-} from "../domain/roles.ts";
-import type { FunctionGroupName, RouteDefinition } from "../infra/api-manifest.ts";
+} from "#lib/shared/roles.ts";
 import type { Access, Operation } from "./operation.ts";
 import { OPERATIONS } from "./registry.ts";
 import { CORE_API_ROUTES } from "./routes.ts";
@@ -94,7 +94,7 @@ export function renderPermissionMatrix(
   push(
     "# Roles and permissions",
     "",
-    "<!-- Generated from the operation registry (lib/api/operations/) and lib/domain/roles.ts by",
+    "<!-- Generated from the operation registry (lib/api/operations/) and lib/shared/roles.ts by",
     "     `npm run docs:roles`. Do not edit: test/unit/registry.test.ts fails when this file differs. -->",
     "",
     "A member of an organisation (client) holds one or more roles. Roles are ranked,",

@@ -2,24 +2,25 @@
  * The operation registry: every Core API operation, declared once in lib/api/operations/ (one
  * module per resource group). Everything that lists operations is derived from this array.
  */
+
+import { clientOperations } from "#lib/api/operations/clients.ts";
+import { credentialOperations } from "#lib/api/operations/credentials.ts";
+import { docsOperations } from "#lib/api/operations/docs.ts";
+import { limitOverrideOperations, proxyPolicyOperations } from "#lib/api/operations/filters.ts";
+import { inviteOperations } from "#lib/api/operations/invites.ts";
+import { memberOperations } from "#lib/api/operations/members.ts";
+import { meterOperations } from "#lib/api/operations/meters.ts";
+import { mspOperations } from "#lib/api/operations/msps.ts";
+import { notificationOperations } from "#lib/api/operations/notifications.ts";
+import { proxyOperations } from "#lib/api/operations/proxies.ts";
+import { requestLogOperations } from "#lib/api/operations/requests.ts";
+import { ruleOperations } from "#lib/api/operations/rules.ts";
+import { targetOperations } from "#lib/api/operations/targets.ts";
+import { telemetryOperations } from "#lib/api/operations/telemetry.ts";
+import { transformOperations } from "#lib/api/operations/transforms.ts";
+import { userOperations } from "#lib/api/operations/users.ts";
+import { webhookOperations } from "#lib/api/operations/webhooks.ts";
 import type { Operation } from "./operation.ts";
-import { clientOperations } from "./operations/clients.ts";
-import { credentialOperations } from "./operations/credentials.ts";
-import { docsOperations } from "./operations/docs.ts";
-import { limitOverrideOperations, proxyPolicyOperations } from "./operations/filters.ts";
-import { inviteOperations } from "./operations/invites.ts";
-import { memberOperations } from "./operations/members.ts";
-import { meterOperations } from "./operations/meters.ts";
-import { mspOperations } from "./operations/msps.ts";
-import { notificationOperations } from "./operations/notifications.ts";
-import { proxyOperations } from "./operations/proxies.ts";
-import { requestLogOperations } from "./operations/requests.ts";
-import { ruleOperations } from "./operations/rules.ts";
-import { targetOperations } from "./operations/targets.ts";
-import { telemetryOperations } from "./operations/telemetry.ts";
-import { transformOperations } from "./operations/transforms.ts";
-import { userOperations } from "./operations/users.ts";
-import { webhookOperations } from "./operations/webhooks.ts";
 
 export const OPERATIONS: readonly Operation[] = [
   ...clientOperations,

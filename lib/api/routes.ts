@@ -3,7 +3,7 @@
  * body of the CDK stack) and the local runner's routing both come from here, so neither can
  * disagree with a Lambda's dispatch.
  */
-import type { RouteDefinition } from "../infra/api-manifest.ts";
+import type { RouteDefinition } from "#lib/infra/api-manifest.ts";
 import { OPERATIONS } from "./registry.ts";
 
 export const CORE_API_ROUTES: readonly RouteDefinition[] = OPERATIONS.map((operation) => ({

@@ -12,7 +12,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { KMSClient } from "@aws-sdk/client-kms";
 import { SESv2Client } from "@aws-sdk/client-sesv2";
-import { type DocumentClient, documentClient } from "../db/document-client.ts";
+import { type DocumentClient, documentClient } from "./document-client.ts";
 
 /** Defaults of the bounds; each can be overridden by the environment variable named beside it. */
 export const SDK_TIMEOUT_DEFAULTS = {
@@ -146,7 +146,7 @@ const sesClients = new Map<string, SESv2Client>();
 export function dynamo(region: string): DocumentClient {
   let client = documentClients.get(region);
   if (!client) {
-    // Our document client: any key name of a stored map is data (see lib/db/document-client.ts).
+    // Our document client: any key name of a stored map is data (see lib/aws/document-client.ts).
     client = documentClient(
       lean(
         new DynamoDBClient({

@@ -12,9 +12,10 @@
  * caller every secret in clear. Loaded on demand with the request log's module (request-log.ts
  * re-exports it): a cold start does not carry it.
  */
-import { secretRedactor, secretValues } from "../vault/secret-redaction.ts";
+
+import type { requestSecretValues } from "#lib/data-plane/stages/log.ts";
+import { secretRedactor, secretValues } from "#lib/vault/secret-redaction.ts";
 import type { DataPlaneResponse, RequestContext } from "./context.ts";
-import type { requestSecretValues } from "./stages/log.ts";
 
 /**
  * `response` with the request's secrets redacted. `collect` is requestSecretValues (stages/log.ts),

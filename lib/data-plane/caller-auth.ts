@@ -19,7 +19,7 @@
  * See docs/caller-authentication.md.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { loadOnce } from "../lazy.ts";
+import { loadOnce } from "#lib/lazy.ts";
 import type {
   ApiKeySecret,
   BasicAuthSecret,
@@ -27,7 +27,7 @@ import type {
   JwtSecret,
   JwtVerifySecret,
   ProxySecret,
-} from "../vault/secret-schemas.ts";
+} from "#lib/vault/secret-schemas.ts";
 import type { JwksCache } from "./jwks-cache.ts";
 
 /** Token verification (caller-jwt.ts: jose and the JWKS cache), loaded on the first token to verify. */

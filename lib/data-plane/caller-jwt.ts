@@ -6,8 +6,8 @@
  * and every other auth type do without it (docs/performance.md).
  */
 import type { JWTPayload, ProtectedHeaderParameters } from "jose";
-import { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "../vault/jwt-algorithms.ts";
-import type { JwtVerifySecret } from "../vault/secret-schemas.ts";
+import { isHmacAlgorithm, JWT_ALGORITHMS, type JwtAlgorithm } from "#lib/vault/jwt-algorithms.ts";
+import type { JwtVerifySecret } from "#lib/vault/secret-schemas.ts";
 import { type JwksCache, jwksCache, loadJose, type VerificationKey } from "./jwks-cache.ts";
 
 export type Verified = { ok: true; payload: JWTPayload } | { ok: false; reason: string };

@@ -4,13 +4,14 @@
  * either lets the request go on or ends it with an answer; it never writes the log or releases a
  * single-use claim itself (the pipeline does both, once, on every path).
  */
-import type { TargetItem } from "../db/entities/target.ts";
-import type { PreparedPredicateRequest } from "../domain/predicates/evaluate.ts";
-import { normalisePath } from "../domain/request-view.ts";
+
+import type { TransformRequest } from "#lib/data-plane/stages/transform.ts";
+import type { TargetItem } from "#lib/db/entities/target.ts";
+import type { PreparedPredicateRequest } from "#lib/domain/predicates/evaluate.ts";
+import { normalisePath } from "#lib/domain/request-view.ts";
 import type { MeterUse } from "./meter-plan.ts";
 import type { ValidationData } from "./request-log.ts";
 import type { LoadedCredential, ProxyRuntime } from "./runtime-config.ts";
-import type { TransformRequest } from "./stages/transform.ts";
 
 export interface DataPlaneRequest {
   method: string;

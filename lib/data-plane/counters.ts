@@ -1,7 +1,7 @@
 /**
  * The one counter primitive of the data plane: the plan's rate limit, a managed client's limits
  * and every meter window are counter items in the region's table, each a fixed calendar window
- * (lib/domain/meters/windows.ts) holding an accumulated `value`.
+ * (lib/shared/meter-windows.ts) holding an accumulated `value`.
  *
  * Before the target is called, every counter that can refuse the request (a limited window) and
  * the check that the configuration the request was admitted on is still current are written in
@@ -13,9 +13,9 @@
  * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-settlement.ts).
  */
 import { createHash } from "node:crypto";
-import { type Key, keys } from "../db/keys.ts";
-import { cancelledSteps, commitSteps, type TransactionStep, tableName } from "../db/store.ts";
-import { type CalendarWindow, counterTtl } from "../domain/meters/windows.ts";
+import { type Key, keys } from "#lib/db/keys.ts";
+import { cancelledSteps, commitSteps, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { type CalendarWindow, counterTtl } from "#lib/shared/meter-windows.ts";
 
 /** What a counter item records besides its value (for the stream consumers and for reads). */
 export interface CounterOwner {

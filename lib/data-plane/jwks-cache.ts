@@ -17,8 +17,8 @@
  * See docs/caller-authentication.md.
  */
 import type { CryptoKey, JWK, LocalJWKSet } from "jose";
-import { now } from "../clock.ts";
-import { type OutboundPolicy, sendOutbound } from "../net/outbound.ts";
+import { now } from "#lib/clock.ts";
+import { type OutboundPolicy, sendOutbound } from "#lib/net/outbound.ts";
 import { persistJwks } from "./jwks-homes.ts";
 
 export type VerificationKey = CryptoKey;

@@ -4,10 +4,10 @@
  * starts with the stored keys instead of fetching the JWKS again). Kept apart from the JWKS cache
  * itself, which is loaded on the first jwtVerify request only (docs/performance.md).
  */
-import { dynamo } from "../aws/clients.ts";
-import { UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { tableName } from "../db/store.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { tableName } from "#lib/db/store.ts";
 import type { JwksDocument } from "./jwks-cache.ts";
 
 /** credentialId -> where its record is. */

@@ -13,9 +13,17 @@
  * below the limit) and the reservation is settled to the real value afterwards; every other
  * window is added to after the answer.
  */
-import type { MeterItem } from "../db/entities/meter.ts";
-import type { Extraction } from "../domain/meters/extraction.ts";
-import type { ValueMean } from "../domain/meters/reservation.ts";
+import type { MeterItem } from "#lib/db/entities/meter.ts";
+import type { Extraction } from "#lib/domain/meters/extraction.ts";
+import type { ValueMean } from "#lib/domain/meters/reservation.ts";
+import {
+  bindVariables,
+  compileMeterMatcher,
+  type Matcher,
+  type PreparedPredicateRequest,
+  preparePredicateRequest,
+} from "#lib/domain/predicates/evaluate.ts";
+import { omitNames } from "#lib/domain/request-view.ts";
 import {
   type CalendarWindow,
   callerHash,
@@ -24,16 +32,8 @@ import {
   type MeterWindow,
   windowAt,
   windowLimit,
-} from "../domain/meters/windows.ts";
-import {
-  bindVariables,
-  compileMeterMatcher,
-  type Matcher,
-  type PreparedPredicateRequest,
-  preparePredicateRequest,
-} from "../domain/predicates/evaluate.ts";
-import { omitNames } from "../domain/request-view.ts";
-import { callerCredentialNames } from "../vault/apply-credential.ts";
+} from "#lib/shared/meter-windows.ts";
+import { callerCredentialNames } from "#lib/vault/apply-credential.ts";
 import type { RequestContext } from "./context.ts";
 
 /**

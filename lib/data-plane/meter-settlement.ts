@@ -3,13 +3,13 @@
  * plane"), written with the request log (stages/log.ts). Loaded on demand, after the first answer:
  * the cold start does not carry it, nor the response value extraction.
  */
-import { dynamo } from "../aws/clients.ts";
-import { UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { tableName } from "../db/store.ts";
-import { extractResponseValue } from "../domain/meters/extraction.ts";
-import { learnValue, reservationOf, shouldRecordMean } from "../domain/meters/reservation.ts";
-import { describeError, log } from "../log.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { tableName } from "#lib/db/store.ts";
+import { extractResponseValue } from "#lib/domain/meters/extraction.ts";
+import { learnValue, reservationOf, shouldRecordMean } from "#lib/domain/meters/reservation.ts";
+import { describeError, log } from "#lib/log.ts";
 import type { RequestContext } from "./context.ts";
 import { type CounterStep, counterKeys } from "./counters.ts";
 import { valueMeans } from "./meter-plan.ts";

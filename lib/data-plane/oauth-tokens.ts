@@ -13,19 +13,19 @@
  * (oidc-provider, Auth0, Okta... even revoke the whole grant when a rotated one is used again).
  */
 
-import { dynamo } from "../aws/clients.ts";
-import { GetCommand, UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { tableName } from "../db/store.ts";
-import type { StoredOAuth2Secret } from "../domain/oauth2-flow.ts";
-import { describeError, log } from "../log.ts";
-import { decryptSecretCached, encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { GetCommand, UpdateCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { tableName } from "#lib/db/store.ts";
+import type { StoredOAuth2Secret } from "#lib/domain/oauth2-flow.ts";
+import { describeError, log } from "#lib/log.ts";
+import { decryptSecretCached, encryptSecret, type SecretEnvelope } from "#lib/vault/envelope.ts";
 import {
   fetchClientCredentialsToken,
   isExpiring,
   type OAuthTokenSet,
   refreshAccessToken,
-} from "../vault/oauth2.ts";
+} from "#lib/vault/oauth2.ts";
 import type { LoadedCredential } from "./runtime-config.ts";
 
 const tokens = new Map<string, OAuthTokenSet>();

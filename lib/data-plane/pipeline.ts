@@ -30,13 +30,27 @@
  * answered; a count refused as stale reloads the configuration and admits again (at most three
  * times, then the request is decided on the configuration just loaded, still counted).
  */
-import { isServiceUnavailable } from "../aws/clients.ts";
-import { now } from "../clock.ts";
-import { loadOnce } from "../lazy.ts";
-import { describeError, log, logSettled } from "../log.ts";
-import { ACCEPTED_CODINGS, sendOutbound } from "../net/outbound.ts";
-import type { OutgoingRequest } from "../vault/apply-credential.ts";
-import type { CustomTokenSecret } from "../vault/secret-schemas.ts";
+import { isServiceUnavailable } from "#lib/aws/clients.ts";
+import { now } from "#lib/clock.ts";
+import { type Authenticate, admit } from "#lib/data-plane/stages/admit.ts";
+import { type SingleUseClaims, settleClaim, singleUseClaims } from "#lib/data-plane/stages/claim.ts";
+import { type CommitCounters, count } from "#lib/data-plane/stages/count.ts";
+import { filterResponse, screenCaller, screenRequest } from "#lib/data-plane/stages/filter.ts";
+import { forward } from "#lib/data-plane/stages/forward.ts";
+import { checkRequestShape, type LoadRuntime, locate } from "#lib/data-plane/stages/locate.ts";
+import {
+  requestLogItem,
+  requestLogModule,
+  requestSecretValues,
+  writeLogAndSettlement,
+} from "#lib/data-plane/stages/log.ts";
+import type { TransformDeps } from "#lib/data-plane/stages/transform.ts";
+import { loadOnce } from "#lib/lazy.ts";
+import { describeError, log, logSettled } from "#lib/log.ts";
+import { ACCEPTED_CODINGS, sendOutbound } from "#lib/net/outbound.ts";
+import { newRequestId } from "#lib/shared/request-id.ts";
+import type { OutgoingRequest } from "#lib/vault/apply-credential.ts";
+import type { CustomTokenSecret } from "#lib/vault/secret-schemas.ts";
 import { authenticateCaller } from "./caller-auth.ts";
 import {
   type Admitted,
@@ -50,25 +64,16 @@ import {
   serviceAnswer,
 } from "./context.ts";
 import { commitCounters } from "./counters.ts";
-import { newRequestId } from "./request-id.ts";
 import { type LoadedCredential, loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
-import { type Authenticate, admit } from "./stages/admit.ts";
-import { type SingleUseClaims, settleClaim, singleUseClaims } from "./stages/claim.ts";
-import { type CommitCounters, count } from "./stages/count.ts";
-import { filterResponse, screenCaller, screenRequest } from "./stages/filter.ts";
-import { forward } from "./stages/forward.ts";
-import { checkRequestShape, type LoadRuntime, locate } from "./stages/locate.ts";
-import {
-  requestLogItem,
-  requestLogModule,
-  requestSecretValues,
-  writeLogAndSettlement,
-} from "./stages/log.ts";
-import type { TransformDeps } from "./stages/transform.ts";
 
+export {
+  DEFAULT_TIMEOUT_SECONDS,
+  MAX_RESPONSE_BYTES,
+  MAX_TIMEOUT_SECONDS,
+} from "#lib/data-plane/stages/forward.ts";
+export { PROXY_METHODS } from "#lib/data-plane/stages/locate.ts";
+export { hasDotSegment } from "#lib/net/path-segments.ts";
 export type { DataPlaneRequest, DataPlaneResponse } from "./context.ts";
-export { DEFAULT_TIMEOUT_SECONDS, MAX_RESPONSE_BYTES, MAX_TIMEOUT_SECONDS } from "./stages/forward.ts";
-export { hasDotSegment, PROXY_METHODS } from "./stages/locate.ts";
 
 /** Attempts decided with the configuration-version check before deciding without it. */
 const VERSIONED_ATTEMPTS = 3;
@@ -91,12 +96,12 @@ export interface PipelineDeps {
 // ---- transforms (issue 10): the stage is loaded only when the proxy has transforms ----------
 
 // Modules loaded on demand, each resolved once per instance (lib/lazy.ts).
-const transformStage = loadOnce(() => import("./stages/transform.ts"));
-const customTokenModule = loadOnce(() => import("../vault/custom-token.ts"));
+const transformStage = loadOnce(() => import("#lib/data-plane/stages/transform.ts"));
+const customTokenModule = loadOnce(() => import("#lib/vault/custom-token.ts"));
 const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
 const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
 const settlementModule = loadOnce(() => import("./meter-settlement.ts"));
-const decodeStage = loadOnce(() => import("./stages/decode.ts"));
+const decodeStage = loadOnce(() => import("#lib/data-plane/stages/decode.ts"));
 
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(

@@ -4,10 +4,11 @@
  * path overrides chosen per request by the longest covering prefix. Loaded on demand (its own
  * chunk of the bundle) by runtime-config.ts, only for a proxy that has such an item: most have none.
  */
-import { proxyFiltersItemOf, proxyOverridesItemOf } from "../db/entities/proxy-policy.ts";
-import { removeFields, selectPathOverride } from "../domain/filters/apply.ts";
-import { compileIpFilter } from "../net/ip-filter.ts";
-import type { CompiledPolicies } from "./stages/filter.ts";
+
+import type { CompiledPolicies } from "#lib/data-plane/stages/filter.ts";
+import { proxyFiltersItemOf, proxyOverridesItemOf } from "#lib/db/entities/proxy-policy.ts";
+import { removeFields, selectPathOverride } from "#lib/domain/filters/apply.ts";
+import { compileIpFilter } from "#lib/net/ip-filter.ts";
 
 export function compilePolicies(
   storedFilters: Record<string, unknown> | undefined,

@@ -18,11 +18,11 @@
  * below is the store of the data plane, tested against the emulator.
  */
 
-import { dynamo } from "../aws/clients.ts";
-import { now } from "../clock.ts";
-import { GetCommand, UpdateCommand, unmarshallItem } from "../db/document-client.ts";
-import type { Key } from "../db/keys.ts";
-import { isConditionalCheckFailure, tableName } from "../db/store.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { GetCommand, UpdateCommand, unmarshallItem } from "#lib/aws/document-client.ts";
+import { now } from "#lib/clock.ts";
+import type { Key } from "#lib/db/keys.ts";
+import { isConditionalCheckFailure, tableName } from "#lib/db/store.ts";
 
 export interface QuotaWindow {
   /** Epoch ms of the window's start (inclusive). */

@@ -9,24 +9,27 @@
  * (lib/vault/secret-redaction.ts), and bodies and header maps are capped AFTER redaction so the
  * item stays far below DynamoDB's 400 KB item limit whatever the request carried (see
  * docs/request-logs.md). A stored body of 1 KiB or more is then gzip-compressed into a binary
- * attribute when that makes it smaller (lib/data-plane/body-compression.ts).
+ * attribute when that makes it smaller (lib/shared/body-compression.ts).
  */
-import { keys } from "../db/keys.ts";
+import { keys } from "#lib/db/keys.ts";
+import { compressStoredBody } from "#lib/shared/body-compression.ts";
+import {
+  REQUEST_LOG_BODY_CAP_BYTES,
+  VALIDATION_FIELDS,
+  type ValidationData,
+} from "#lib/shared/request-log-fields.ts";
 import {
   NO_REDACTION,
   REDACTED,
   redactedPrefix,
   type SecretRedactor,
   secretRedactor,
-} from "../vault/secret-redaction.ts";
-import { compressStoredBody } from "./body-compression.ts";
+} from "#lib/vault/secret-redaction.ts";
 
 // The caller's answer redacted on request: in this chunk, which the data plane loads anyway to log.
 export { redactAnswer } from "./answer-redaction.ts";
 /** The marker that replaces the value of a sensitive header or query parameter, and any secret. */
 export { REDACTED };
-/** Each stored body (request, response) is at most this many bytes of stored text. */
-export const REQUEST_LOG_BODY_CAP_BYTES = 32 * 1024;
 /** Each stored header map (and the query parameter map) is at most this many bytes (names + values). */
 export const REQUEST_LOG_HEADERS_CAP_BYTES = 8 * 1024;
 /** At most this many entries in one header or query map. */
@@ -40,48 +43,13 @@ export const REQUEST_LOG_MAX_RETENTION_DAYS = 3650;
 /** A proxy id taken from an (unauthenticated) URL path is cut to this length before it becomes a key. */
 export const MAX_PROXY_ID_LENGTH = 128;
 
-/** The 20 booleans of validationData (spec 2.11), in the spec's order. */
-export const VALIDATION_FIELDS = [
-  "proxyExists",
-  "proxyActive",
-  "proxyAuthenticated",
-  "proxyCredentialExists",
-  "proxyCredentialActive",
-  "proxyCredentialRelationship",
-  "proxyCredentialScopeValid",
-  "proxyScopeValid",
-  "targetExists",
-  "targetRelationship",
-  "targetScopeValid",
-  "targetCredentialExists",
-  "targetCredentialActive",
-  "targetCredentialRelationship",
-  "targetCredentialScopeValid",
-  "requestValid",
-  "requestSent",
-  "responseReceived",
-  "systemError",
-  "requestConfigError",
-] as const;
-export type ValidationField = (typeof VALIDATION_FIELDS)[number];
-export type ValidationData = Record<ValidationField, boolean>;
-
-/** Fields only the detail projection shows (the list leaves them out). */
-export const REQUEST_LOG_DETAIL_FIELDS = [
-  "requestHeaders",
-  "requestHeadersTruncated",
-  "requestBody",
-  "requestBodyEncoding",
-  "requestBodyTruncated",
-  "requestBodyBytes",
-  "responseHeaders",
-  "responseHeadersTruncated",
-  "responseBody",
-  "responseBodyEncoding",
-  "responseBodyTruncated",
-  "responseBodyBytes",
-  "apiParamsTruncated",
-] as const;
+export {
+  REQUEST_LOG_BODY_CAP_BYTES,
+  REQUEST_LOG_DETAIL_FIELDS,
+  VALIDATION_FIELDS,
+  type ValidationData,
+  type ValidationField,
+} from "#lib/shared/request-log-fields.ts";
 
 export type BodyEncoding = "utf8" | "base64";
 
@@ -143,7 +111,12 @@ export interface RequestLogInput {
 
 // ---- request ids: request-id.ts (loaded at a cold start without the redaction code) ----
 
-export { highestRequestIdAt, lowestRequestIdAt, newRequestId, requestIdTime } from "./request-id.ts";
+export {
+  highestRequestIdAt,
+  lowestRequestIdAt,
+  newRequestId,
+  requestIdTime,
+} from "#lib/shared/request-id.ts";
 
 // ---- retention ----
 

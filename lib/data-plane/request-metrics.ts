@@ -10,7 +10,7 @@
  *   (Milliseconds: sent to the target until its answer, when the target was called);
  * - `RequestsByCode` (Count) with the dimensions `Service` and `Code` (the `service-proxy-code`).
  */
-import { METRIC_NAMESPACE } from "../log.ts";
+import { METRIC_NAMESPACE } from "#lib/log.ts";
 import type { Answer, RequestContext } from "./context.ts";
 
 export const DATA_PLANE_SERVICE = "data-plane";

@@ -16,27 +16,27 @@
  * `revalidate` reads the client runtime item (one GetItem) and reloads what changed.
  */
 
+import { type CompiledPolicies, NO_POLICIES } from "#lib/data-plane/stages/filter.ts";
 import {
   type ClientRuntimeItem,
   DEFAULT_CLIENT_RUNTIME,
   findClientRuntime,
   findProxyLocator,
-} from "../db/entities/client-runtime.ts";
-import { type CredentialItem, credentialItemOf, credentialKeys } from "../db/entities/credential.ts";
-import { listMetersOfProxy, type MeterItem } from "../db/entities/meter.ts";
-import { type ProxyItem, proxyItemOf, proxyKeys } from "../db/entities/proxy.ts";
-import { listRulesOfParent } from "../db/entities/rule.ts";
-import { type TargetItem, targetItemOf, targetKeys } from "../db/entities/target.ts";
-import { keys } from "../db/keys.ts";
-import { getInRegion } from "../db/regional.ts";
-import { batchGet } from "../db/store.ts";
-import { loadRuleEngine } from "../domain/rules/regex.ts";
-import { type CompiledRules, compileRules, type EvaluableRule } from "../domain/rules/rule-evaluator.ts";
-import { decryptSecretCached } from "../vault/envelope.ts";
+} from "#lib/db/entities/client-runtime.ts";
+import { type CredentialItem, credentialItemOf, credentialKeys } from "#lib/db/entities/credential.ts";
+import { listMetersOfProxy, type MeterItem } from "#lib/db/entities/meter.ts";
+import { type ProxyItem, proxyItemOf, proxyKeys } from "#lib/db/entities/proxy.ts";
+import { listRulesOfParent } from "#lib/db/entities/rule.ts";
+import { type TargetItem, targetItemOf, targetKeys } from "#lib/db/entities/target.ts";
+import { keys } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { batchGet } from "#lib/db/store.ts";
+import { loadRuleEngine } from "#lib/domain/rules/regex.ts";
+import { type CompiledRules, compileRules, type EvaluableRule } from "#lib/domain/rules/rule-evaluator.ts";
+import { decryptSecretCached } from "#lib/vault/envelope.ts";
 import type { JwksDocument } from "./jwks-cache.ts";
 import { rememberCredentialHome } from "./jwks-homes.ts";
 import { type CompiledMeter, compileMeters } from "./meter-plan.ts";
-import { type CompiledPolicies, NO_POLICIES } from "./stages/filter.ts";
 import type { RuntimeTransforms } from "./transform-plan.ts";
 
 export interface LoadedCredential {

@@ -70,8 +70,8 @@ import {
   suspendedMessage,
   suspensionAt,
   suspensionPolicy,
-} from "../domain/transforms/suspension.ts";
-import { log, metricFields } from "../log.ts";
+} from "#lib/domain/transforms/suspension.ts";
+import { log, metricFields } from "#lib/log.ts";
 
 export const DEFAULT_MEMORY_LIMIT_MB = 16;
 export const DEFAULT_DEADLINE_MS = 50;

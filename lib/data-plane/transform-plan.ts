@@ -7,7 +7,7 @@
  * has any; the sandbox (QuickJS, its own chunk) is imported only when an active transform is
  * compiled.
  */
-import { listTransformsWithCode, type TransformItem } from "../db/entities/transform.ts";
+import { listTransformsWithCode, type TransformItem } from "#lib/db/entities/transform.ts";
 import {
   type BoundVariables,
   bindVariables,
@@ -15,16 +15,16 @@ import {
   compilePredicates,
   type PreparedPredicateRequest,
   predicatesOutcome,
-} from "../domain/predicates/evaluate.ts";
-import { loadRuleEngine } from "../domain/rules/regex.ts";
-import type { TransformKind } from "../domain/transforms/constants.ts";
+} from "#lib/domain/predicates/evaluate.ts";
+import { loadRuleEngine } from "#lib/domain/rules/regex.ts";
 import {
   allHold,
   selectionOrder,
   selectTransform,
   statusHolds,
   transformApplies,
-} from "../domain/transforms/select.ts";
+} from "#lib/domain/transforms/select.ts";
+import type { TransformKind } from "#lib/shared/transform-constants.ts";
 import type { CompiledTransform } from "./sandbox.ts";
 
 export interface LoadedTransform {

@@ -155,7 +155,7 @@ export const keys = {
   proxyTelemetry: (proxyId: string, interval: string, bucket: string) =>
     key(`TELEMETRY#PROXY#${proxyId}#${interval}`, bucket),
   /**
-   * Accumulated value of one meter in one calendar window (lib/domain/meters/windows.ts): sKey
+   * Accumulated value of one meter in one calendar window (lib/shared/meter-windows.ts): sKey
    * `<window>#<windowStartMs>`. A per-caller meter (`limitBy`) has one partition per caller:
    * `METERUSE#<meterId>#<callerHash>` (callerHash in windows.ts).
    */

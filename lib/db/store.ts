@@ -5,8 +5,7 @@
  */
 
 import * as z from "zod/mini";
-import { dynamo } from "../aws/clients.ts";
-import { getConfig } from "../config.ts";
+import { dynamo } from "#lib/aws/clients.ts";
 import {
   BatchGetCommand,
   BatchWriteCommand,
@@ -15,7 +14,8 @@ import {
   type QueryCommandInput,
   TransactWriteCommand,
   type TransactWriteCommandInput,
-} from "./document-client.ts";
+} from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
 import type { Key } from "./keys.ts";
 
 export type Item = Record<string, NativeAttributeValue>;
@@ -291,32 +291,4 @@ export async function commitSteps<T = never>(
       await sleep(options.backoff?.(attempt) ?? 25 * 2 ** attempt);
     }
   }
-}
-
-/**
- * What a failed condition means to the writer: an error to throw, `"retry"` when the writer lost
- * an optimistic race (a counter or version it read has moved: it re-reads and tries again), or
- * undefined when the store's cancellation is rethrown as it is.
- */
-export type Refusal = (failed: readonly string[]) => Error | "retry" | undefined;
-
-/**
- * Write named steps in one TransactWriteItems. True when written; false when it lost a race with
- * another transaction, or `refusal` said "retry" (the caller retries). A failed condition is
- * answered by `refusal` (its error is thrown); any other cancellation or error is rethrown.
- */
-export async function writeSteps(
-  region: string,
-  steps: readonly TransactionStep[],
-  refusal: Refusal,
-): Promise<boolean> {
-  const lost = await commitSteps(steps, {
-    region,
-    cancelled: ({ failed, conflict }) => {
-      const refused = failed.length > 0 ? refusal(failed) : undefined;
-      if (refused === "retry") return "lost" as const;
-      return refused ?? (conflict ? ("lost" as const) : undefined);
-    },
-  });
-  return lost === undefined;
 }

@@ -9,22 +9,23 @@
  * same transaction as the rule, conditioned on the values it read (optimistic; retried).
  */
 import { randomUUID } from "node:crypto";
+import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "#lib/db/commit.ts";
 import {
   findRule,
   findRuleCounter,
   listRulesOfParent,
   type RuleItem,
   ruleKeys,
-} from "../db/entities/rule.ts";
-import { keys } from "../db/keys.ts";
-import { lostRace, MAX_RULES_PER_PARENT, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
-import { nowIso, type TransactionStep, tableName } from "../db/store.ts";
+} from "#lib/db/entities/rule.ts";
+import { keys } from "#lib/db/keys.ts";
+import { MAX_RULES_PER_PARENT } from "#lib/db/regional.ts";
+import { nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { compileRules } from "#lib/domain/rules/rule-evaluator.ts";
+import { type CreateRuleInput, MAX_RULE_PATTERN_COST, normaliseRule } from "#lib/domain/rules/rule-schema.ts";
+import { badRequest, conflict, type DomainError, notFound } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
 import { requireCredential } from "./credentials.ts";
-import { badRequest, conflict, type DomainError, notFound } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
-import { compileRules } from "./rules/rule-evaluator.ts";
-import { type CreateRuleInput, MAX_RULE_PATTERN_COST, normaliseRule } from "./rules/rule-schema.ts";
 import { requireTarget } from "./targets.ts";
 
 export type RuleParentKind = "credential" | "proxy" | "target";

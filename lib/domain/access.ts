@@ -8,12 +8,10 @@
  * highest MSP role acts as (MSP_ACTS_AS), on the resource kinds the client's configuration shares
  * with the MSP (`sharing`, spec 2.14); docs/msp-api.md.
  */
-import { findClientConfig } from "../db/entities/client-config.ts";
-import { findMember } from "../db/entities/member.ts";
-import { findMsp, findMspClientLink, findMspMember } from "../db/entities/msp.ts";
-import { CLIENT_NOT_FOUND } from "./clients.ts";
-import { DomainError } from "./errors.ts";
-import { MSP_NOT_FOUND } from "./msps.ts";
+import { findClientConfig } from "#lib/db/entities/client-config.ts";
+import { findMember } from "#lib/db/entities/member.ts";
+import { findMsp, findMspClientLink, findMspMember } from "#lib/db/entities/msp.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 import {
   type ClientRole,
   hasMspRole,
@@ -22,7 +20,9 @@ import {
   MSP_ACTS_AS,
   type MspRole,
   normaliseMspRoles,
-} from "./roles.ts";
+} from "#lib/shared/roles.ts";
+import { CLIENT_NOT_FOUND } from "./clients.ts";
+import { MSP_NOT_FOUND } from "./msps.ts";
 
 export interface ClientAccess {
   clientId: string;

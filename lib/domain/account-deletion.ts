@@ -14,19 +14,19 @@
  * half-way, running it again finishes the job; the client item is still there to say so.
  */
 
-import { getConfig } from "../config.ts";
-import { UpdateCommand } from "../db/document-client.ts";
-import { syncClientRuntime } from "../db/entities/client-runtime.ts";
-import { listDueDeletions, queueForDeletion } from "../db/entities/deletion-queue.ts";
-import type { MemberItem } from "../db/entities/member.ts";
-import type { UserItem } from "../db/entities/user.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
+import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
+import { listDueDeletions, queueForDeletion } from "#lib/db/entities/deletion-queue.ts";
+import type { MemberItem } from "#lib/db/entities/member.ts";
+import type { UserItem } from "#lib/db/entities/user.ts";
 import {
   clientOwnedRegionalPartitions,
   keys,
   meterOwnedRegionalPartitions,
   proxyOwnedRegionalPartitions,
   REGIONAL_SK,
-} from "../db/keys.ts";
+} from "#lib/db/keys.ts";
 import {
   batchDelete,
   commitSteps,
@@ -37,11 +37,11 @@ import {
   nowIso,
   queryPartition,
   tableName,
-} from "../db/store.ts";
-import { describeError, log } from "../log.ts";
+} from "#lib/db/store.ts";
+import { describeError, log } from "#lib/log.ts";
+import { conflict, notFound } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getMemberItem, loadClient, memberRef } from "./clients.ts";
-import { conflict, notFound } from "./errors.ts";
 import { checkClientDeletion } from "./member-rules.ts";
 import { membershipRemovalSteps } from "./members.ts";
 import { requireUser, userClientIds } from "./users.ts";

@@ -3,9 +3,9 @@
  * `Bearer`), looked up by hash. API Gateway caches the decision per token for the configured TTL,
  * so the policy allows every route of the stage and the context carries what handlers need.
  */
-import type { UserItem } from "../db/entities/user.ts";
-import { keys } from "../db/keys.ts";
-import { batchGet } from "../db/store.ts";
+import type { UserItem } from "#lib/db/entities/user.ts";
+import { keys } from "#lib/db/keys.ts";
+import { batchGet } from "#lib/db/store.ts";
 import { coreApiRateLimit } from "./plans.ts";
 import { resolveToken } from "./tokens.ts";
 import { getUser, userClientIds } from "./users.ts";

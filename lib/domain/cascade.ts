@@ -10,10 +10,11 @@
  * and repeating the DELETE finishes the job.
  */
 
-import { listProxiesOfClientInRegion, type ProxyItem } from "../db/entities/proxy.ts";
-import { keys, meterOwnedRegionalPartitions, REGIONAL_SK } from "../db/keys.ts";
-import { commitRegional, commitRegionalInChunks, deleteStep, MAX_RULES_PER_PARENT } from "../db/regional.ts";
-import { deletePartition, keyOf, nowIso, queryPartition, tableName } from "../db/store.ts";
+import { commitRegional, commitRegionalInChunks, deleteStep } from "#lib/db/commit.ts";
+import { listProxiesOfClientInRegion, type ProxyItem } from "#lib/db/entities/proxy.ts";
+import { keys, meterOwnedRegionalPartitions, REGIONAL_SK } from "#lib/db/keys.ts";
+import { MAX_RULES_PER_PARENT } from "#lib/db/regional.ts";
+import { deletePartition, keyOf, nowIso, queryPartition, tableName } from "#lib/db/store.ts";
 
 /**
  * Mark a resource as being deleted, with the client's configuration version: a marked proxy (or a

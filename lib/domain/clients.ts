@@ -4,12 +4,13 @@
  * members, and its pending invites.
  */
 import { randomUUID } from "node:crypto";
-import { getConfig } from "../config.ts";
-import { UpdateCommand } from "../db/document-client.ts";
-import { type ClientItem, clientKeys, findClient } from "../db/entities/client.ts";
-import { syncClientRuntime } from "../db/entities/client-runtime.ts";
-import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "../db/entities/member.ts";
-import { keys } from "../db/keys.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
+import { type ClientItem, clientKeys, findClient } from "#lib/db/entities/client.ts";
+import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
+import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "#lib/db/entities/member.ts";
+import { keys } from "#lib/db/keys.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
 import {
   commitSteps,
   homeDb,
@@ -17,13 +18,12 @@ import {
   nowIso,
   type TransactionStep,
   tableName,
-} from "../db/store.ts";
-import { type PageRequest, paginate } from "../http/pagination.ts";
+} from "#lib/db/store.ts";
+import { badRequest, notFound } from "#lib/shared/errors.ts";
+import type { ClientRole } from "#lib/shared/roles.ts";
 import type { ClientAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
-import { badRequest, notFound } from "./errors.ts";
 import { deleteCustomer, provisionCustomer } from "./payments.ts";
-import type { ClientRole } from "./roles.ts";
 import { requireUser, userClientIds } from "./users.ts";
 
 export const CLIENT_NOT_FOUND = "Client not found";

@@ -15,23 +15,25 @@ import {
   OutboundConnectError,
   OutboundTimeoutError,
   sendOutbound,
-} from "../net/outbound.ts";
-import { redactQueryPairs, setQueryPairs } from "../net/query-pairs.ts";
-import { RelativePath } from "../net/url-rules.ts";
+} from "#lib/net/outbound.ts";
+import { redactQueryPairs, setQueryPairs } from "#lib/net/query-pairs.ts";
+import { RelativePath } from "#lib/net/url-rules.ts";
+import { badRequest, forbidden, upstreamFailed, upstreamTimedOut } from "#lib/shared/errors.ts";
+import { can, minimumRoleFor } from "#lib/shared/roles.ts";
 import {
   applyTargetCredential,
   credentialQueryParamNames,
   type OutgoingRequest,
-} from "../vault/apply-credential.ts";
-import { CustomTokenError, fetchCustomToken } from "../vault/custom-token.ts";
-import { decryptSecret } from "../vault/envelope.ts";
-import { fetchClientCredentialsToken, OAuthError } from "../vault/oauth2.ts";
+} from "#lib/vault/apply-credential.ts";
+import { CustomTokenError, fetchCustomToken } from "#lib/vault/custom-token.ts";
+import { decryptSecret } from "#lib/vault/envelope.ts";
+import { fetchClientCredentialsToken, OAuthError } from "#lib/vault/oauth2.ts";
 import {
   redactedPrefix,
   type SecretRedactor,
   secretRedactor,
   secretValues,
-} from "../vault/secret-redaction.ts";
+} from "#lib/vault/secret-redaction.ts";
 import {
   type AuthType,
   type CustomTokenSecret,
@@ -39,11 +41,9 @@ import {
   type OAuth2Secret,
   QueryParamRecord,
   type TargetSecret,
-} from "../vault/secret-schemas.ts";
+} from "#lib/vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { requireCredential } from "./credentials.ts";
-import { badRequest, forbidden, upstreamFailed, upstreamTimedOut } from "./errors.ts";
-import { can, minimumRoleFor } from "./roles.ts";
 import { requireTarget } from "./targets.ts";
 
 /** Auth types the live test applies (spec 4.5); oauth2 uses its consent flow, customToken the token test. */

@@ -4,7 +4,8 @@
  * the credential's region; no response ever carries it and only metadata can change afterwards.
  */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "../db/document-client.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
+import { commitRegional } from "#lib/db/commit.ts";
 import {
   type CredentialItem,
   credentialItemOf,
@@ -12,22 +13,22 @@ import {
   findCredentialInAnyRegion,
   listCredentialsOfClient,
   listCredentialsOfClientInRegion,
-} from "../db/entities/credential.ts";
-import { byCreatedDesc, commitRegional, MAX_RESOURCES_PER_REGION } from "../db/regional.ts";
-import { type Item, nowIso, nowSeconds, tableName } from "../db/store.ts";
-import type { CreateCredentialInput } from "../http/resource-schemas.ts";
-import { credentialHeaderNames } from "../vault/apply-credential.ts";
-import { encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+} from "#lib/db/entities/credential.ts";
+import { byCreatedDesc, MAX_RESOURCES_PER_REGION } from "#lib/db/regional.ts";
+import { type Item, nowIso, nowSeconds, tableName } from "#lib/db/store.ts";
+import type { CreateCredentialInput } from "#lib/http/resource-schemas.ts";
+import { badRequest, notFound } from "#lib/shared/errors.ts";
+import { credentialHeaderNames } from "#lib/vault/apply-credential.ts";
+import { encryptSecret, type SecretEnvelope } from "#lib/vault/envelope.ts";
 import {
   type AuthType,
   type CredentialSecret,
   isAuthType,
   type OAuth2Secret,
   parseCredentialSecret,
-} from "../vault/secret-schemas.ts";
+} from "#lib/vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesCredential } from "./cascade.ts";
-import { badRequest, notFound } from "./errors.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
 import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
 import { updateRegionalItem } from "./regional.ts";

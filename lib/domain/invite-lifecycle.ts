@@ -13,10 +13,10 @@
  * roles, caps, messages, the member item written on accept and the steps that join the parent.
  */
 import { randomUUID } from "node:crypto";
-import { getConfig } from "../config.ts";
-import { DeleteCommand } from "../db/document-client.ts";
-import { type InviteKind, inviteReads } from "../db/entities/invite.ts";
-import { findUser, type UserItem } from "../db/entities/user.ts";
+import { DeleteCommand } from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
+import { type InviteKind, inviteReads } from "#lib/db/entities/invite.ts";
+import { findUser, type UserItem } from "#lib/db/entities/user.ts";
 import {
   commitSteps,
   homeDb,
@@ -25,10 +25,10 @@ import {
   nowSeconds,
   type TransactionStep,
   tableName,
-} from "../db/store.ts";
-import { sendEmail } from "../email.ts";
-import { describeError, log } from "../log.ts";
-import { badRequest, conflict, notFound, upstreamFailed } from "./errors.ts";
+} from "#lib/db/store.ts";
+import { sendEmail } from "#lib/email.ts";
+import { describeError, log } from "#lib/log.ts";
+import { badRequest, conflict, notFound, upstreamFailed } from "#lib/shared/errors.ts";
 import { createNotification } from "./notifications.ts";
 import { findUserIdByEmail, requireUser } from "./users.ts";
 

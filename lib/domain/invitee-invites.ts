@@ -3,8 +3,8 @@
  * shows, accepts and rejects the client invites (lib/domain/invites.ts) and the MSP invites
  * (lib/domain/msp-team.ts) addressed to the caller's e-mail address, alike.
  */
-import { type PageRequest, paginate } from "../http/pagination.ts";
-import { describeError, log } from "../log.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
+import { describeError, log } from "#lib/log.ts";
 import {
   acceptInvite,
   getInviteeInvite,

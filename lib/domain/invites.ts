@@ -11,12 +11,14 @@
  * Access is checked before these functions run (lib/api/dispatch.ts): the client's side takes the
  * caller's ClientAccess (admin role), the invitee's side the caller's own user id (self).
  */
-import { clientInviteKind, type InviteItem } from "../db/entities/invite.ts";
-import { findUser } from "../db/entities/user.ts";
-import { keys } from "../db/keys.ts";
-import { nowSeconds, tableName } from "../db/store.ts";
-import { type PageRequest, paginate } from "../http/pagination.ts";
-import { describeError, log } from "../log.ts";
+import { clientInviteKind, type InviteItem } from "#lib/db/entities/invite.ts";
+import { findUser } from "#lib/db/entities/user.ts";
+import { keys } from "#lib/db/keys.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
+import { nowSeconds, tableName } from "#lib/db/store.ts";
+import { describeError, log } from "#lib/log.ts";
+import { badRequest, conflict, forbidden, notFound, upstreamFailed } from "#lib/shared/errors.ts";
+import { type ClientRole, normaliseRoles } from "#lib/shared/roles.ts";
 import type { ClientAccess } from "./access.ts";
 import {
   addClientToUserStep,
@@ -25,10 +27,8 @@ import {
   getMemberItem,
   MAX_CLIENTS_PER_USER,
 } from "./clients.ts";
-import { badRequest, conflict, forbidden, notFound, upstreamFailed } from "./errors.ts";
 import { INVITE_NOT_FOUND, inviteLifecycle } from "./invite-lifecycle.ts";
 import { createNotification } from "./notifications.ts";
-import { type ClientRole, normaliseRoles } from "./roles.ts";
 import { requireUser } from "./users.ts";
 
 export { INVITE_EXISTS, INVITE_NOT_FOUND } from "./invite-lifecycle.ts";

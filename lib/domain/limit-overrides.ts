@@ -9,12 +9,12 @@
  * counted against the new figure.
  */
 import { z } from "zod";
-import { GetCommand, UpdateCommand } from "../db/document-client.ts";
-import { clientKeys } from "../db/entities/client.ts";
-import { syncClientRuntime } from "../db/entities/client-runtime.ts";
-import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "../db/store.ts";
+import { GetCommand, UpdateCommand } from "#lib/aws/document-client.ts";
+import { clientKeys } from "#lib/db/entities/client.ts";
+import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
+import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
+import { notFound } from "#lib/shared/errors.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
-import { notFound } from "./errors.ts";
 import { PLATFORM_MAX_REQUESTS_PER_MINUTE, rateLimitForPlan } from "./plans.ts";
 
 export const UpdateLimitOverridesBody = z

@@ -3,8 +3,14 @@
  * a transaction conditioned on the counts these decisions were made from, so two admins demoting
  * each other at the same moment cannot both succeed.
  */
-import { badRequest, forbidden } from "./errors.ts";
-import { ACTION_MINIMUM_ROLE, type ClientRole, hasRole, isAdministrator, normaliseRoles } from "./roles.ts";
+import { badRequest, forbidden } from "#lib/shared/errors.ts";
+import {
+  ACTION_MINIMUM_ROLE,
+  type ClientRole,
+  hasRole,
+  isAdministrator,
+  normaliseRoles,
+} from "#lib/shared/roles.ts";
 
 export const LAST_ADMIN_RETAINED = "User retains the admin role as the last remaining admin";
 export const OWNER_RETAINED = "The owner role cannot be removed through the API; the user keeps it";

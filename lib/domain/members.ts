@@ -5,16 +5,16 @@
  * decides again.
  */
 
-import { type ClientItem, clientKeys } from "../db/entities/client.ts";
-import { findMember, type MemberItem, memberKeys } from "../db/entities/member.ts";
-import { keys } from "../db/keys.ts";
-import { batchGet, commitSteps, type Item, nowIso, type TransactionStep, tableName } from "../db/store.ts";
-import { type PageRequest, paginate } from "../http/pagination.ts";
+import { type ClientItem, clientKeys } from "#lib/db/entities/client.ts";
+import { findMember, type MemberItem, memberKeys } from "#lib/db/entities/member.ts";
+import { keys } from "#lib/db/keys.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
+import { batchGet, commitSteps, type Item, nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { conflict, forbidden, notFound } from "#lib/shared/errors.ts";
+import { hasRole } from "#lib/shared/roles.ts";
 import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getClientItem, listMemberItems, type MemberRef, memberRef } from "./clients.ts";
-import { conflict, forbidden, notFound } from "./errors.ts";
 import { MEMBER_MANAGER_ROLE, planMemberRemoval, planRoleChange, type RoleCounts } from "./member-rules.ts";
-import { hasRole } from "./roles.ts";
 
 export const MEMBER_NOT_FOUND = "Member not found";
 const MAX_ATTEMPTS = 4;

@@ -11,20 +11,20 @@
  * The pure part (sources of a record, occurrence of a source under a meter's policy) is separate
  * from the processor, which reads each meter once per batch (lib/db/entities/meter.ts, findMeter)
  * and writes through addOccurrences. The threshold rules are the meters' own
- * (lib/domain/meters/windows.ts: effectiveThreshold, crossedThreshold).
+ * (lib/shared/meter-windows.ts: effectiveThreshold, crossedThreshold).
  */
 import { z } from "zod";
-import { findMeter, type MeterItem } from "../db/entities/meter.ts";
+import { findMeter, type MeterItem } from "#lib/db/entities/meter.ts";
 import {
   addOccurrences,
   type OccurrenceAdd,
   type RecordContribution,
-} from "../db/entities/meter-occurrence.ts";
-import { REGION_STREAM_FILTERS } from "../infra/region-stream.ts";
-import { describeError, log } from "../log.ts";
-import type { DecodedStreamRecord, StreamProcessor } from "../streams/stream-batch.ts";
+} from "#lib/db/entities/meter-occurrence.ts";
+import { REGION_STREAM_FILTERS } from "#lib/infra/region-stream.ts";
+import { describeError, log } from "#lib/log.ts";
+import { crossedThreshold, effectiveThreshold } from "#lib/shared/meter-windows.ts";
+import type { DecodedStreamRecord, StreamProcessor } from "#lib/streams/stream-batch.ts";
 import { METER_WINDOWS, type MeterWindow, type NotifyTrigger, periodAt } from "./meter-periods.ts";
-import { crossedThreshold, effectiveThreshold } from "./meters/windows.ts";
 
 /** What an occurrence depends on in a stored meter: its alert policy and its limits (clamping). */
 export type MeterAlertPolicy = Pick<MeterItem, "alerts" | "limits">;

@@ -11,14 +11,14 @@
  * - the period is recorded delivered (home table) only when all of it was; until then each run
  *   retries it (catch-up over the last DIGEST_LOOKBACK_PERIODS periods of the cadence).
  */
-import { getConfig } from "../config.ts";
-import { listMembersOfClient } from "../db/entities/member.ts";
+import { getConfig } from "#lib/config.ts";
+import { listMembersOfClient } from "#lib/db/entities/member.ts";
 import {
   listDigestRuns,
   listOccurrencesOfPeriod,
   type MeterOccurrenceItem,
   putDigestRun,
-} from "../db/entities/meter-occurrence.ts";
+} from "#lib/db/entities/meter-occurrence.ts";
 import {
   claimNotificationEmail,
   type NotificationItem,
@@ -27,11 +27,12 @@ import {
   putNotificationIfAbsent,
   recordNotificationEmailSent,
   releaseNotificationEmailClaim,
-} from "../db/entities/notification.ts";
-import { findUser } from "../db/entities/user.ts";
-import { nowIso } from "../db/store.ts";
-import { sendEmail } from "../email.ts";
-import { describeError, log } from "../log.ts";
+} from "#lib/db/entities/notification.ts";
+import { findUser } from "#lib/db/entities/user.ts";
+import { nowIso } from "#lib/db/store.ts";
+import { sendEmail } from "#lib/email.ts";
+import { describeError, log } from "#lib/log.ts";
+import { isAdministrator } from "#lib/shared/roles.ts";
 import {
   ALERT_CADENCES,
   type AlertCadence,
@@ -43,7 +44,6 @@ import {
   previousPeriod,
 } from "./meter-periods.ts";
 import { derivedNotificationId, NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
-import { isAdministrator } from "./roles.ts";
 
 /** The notification type of a digest (spec 6.3 leaves it open). */
 export const USAGE_NOTIFICATION_TYPE = "usage";

@@ -1,10 +1,11 @@
 /**
  * The cadences of meter alert digests (spec 6.3): a cadence is one of the meters' calendar
- * windows (lib/domain/meters/windows.ts, `windowAt`, the one window arithmetic of the gateway), and
+ * windows (lib/shared/meter-windows.ts, `windowAt`, the one window arithmetic of the gateway), and
  * a digest period is the window of that kind holding an event. Pure: no I/O, no clock.
  */
+
+import { METER_WINDOWS, type MeterWindow, type TimeWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import { ALERT_CADENCES, type AlertCadence, NOTIFY_TRIGGERS, type NotifyTrigger } from "./meter-schema.ts";
-import { METER_WINDOWS, type MeterWindow, type TimeWindow, windowAt } from "./meters/windows.ts";
 
 export {
   ALERT_CADENCES,

@@ -21,6 +21,12 @@
  */
 import { z } from "zod";
 import {
+  BodyPredicate,
+  HeaderPredicate,
+  PredicateFields,
+  type StoredPredicates,
+} from "#lib/domain/predicates/schema.ts";
+import {
   ALERT_CADENCES,
   EXTRACTION_LOCATIONS,
   METER_EFFECTS,
@@ -31,14 +37,8 @@ import {
   type MeterType,
   NOTIFY_TRIGGERS,
   type NotifyTrigger,
-} from "./meters/constants.ts";
-import { METER_WINDOWS, type MeterWindow } from "./meters/windows.ts";
-import {
-  BodyPredicate,
-  HeaderPredicate,
-  PredicateFields,
-  type StoredPredicates,
-} from "./predicates/schema.ts";
+} from "#lib/shared/meter-constants.ts";
+import { METER_WINDOWS, type MeterWindow } from "#lib/shared/meter-windows.ts";
 
 export {
   ALERT_CADENCES,
@@ -53,7 +53,7 @@ export {
   type MeterType,
   NOTIFY_TRIGGERS,
   type NotifyTrigger,
-} from "./meters/constants.ts";
+} from "#lib/shared/meter-constants.ts";
 export { METER_WINDOWS, type MeterWindow };
 
 export const MAX_METER_NOTES_LENGTH = 1000;

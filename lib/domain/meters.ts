@@ -13,6 +13,7 @@
  *   (`METERUSE#<meterId>#<callerHash>`) cannot be found without a Scan and expire by their TTL.
  */
 import { randomUUID } from "node:crypto";
+import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "#lib/db/commit.ts";
 import {
   checkProxyStep,
   countMeterStep,
@@ -25,13 +26,12 @@ import {
   putMeterStep,
   replaceMeterStep,
   uncountMeterStep,
-} from "../db/entities/meter.ts";
-import { meterOwnedRegionalPartitions } from "../db/keys.ts";
-import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
-import { cancelledSteps, deletePartition, nowIso } from "../db/store.ts";
-import { log } from "../log.ts";
+} from "#lib/db/entities/meter.ts";
+import { meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
+import { cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
+import { log } from "#lib/log.ts";
+import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
-import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import {
   type CreateMeterInput,
   MAX_METERS_PER_PROXY,

@@ -5,17 +5,17 @@
  * (lib/api/dispatch.ts); they take the MspAccess it established. docs/msp-api.md.
  */
 import { randomUUID } from "node:crypto";
-import { getConfig } from "../config.ts";
-import { UpdateCommand } from "../db/document-client.ts";
-import { type ClientItem, clientItemOf, clientKeys, findClient } from "../db/entities/client.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
+import { type ClientItem, clientItemOf, clientKeys, findClient } from "#lib/db/entities/client.ts";
 import {
   type ClientConfigItem,
   type ClientSharing,
   clientConfigItemOf,
   clientConfigKeys,
   findClientConfig,
-} from "../db/entities/client-config.ts";
-import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "../db/entities/member.ts";
+} from "#lib/db/entities/client-config.ts";
+import { findMember, listMembersOfClient, type MemberItem, memberKeys } from "#lib/db/entities/member.ts";
 import {
   findMspClientLink,
   findMspMember,
@@ -24,9 +24,10 @@ import {
   MAX_MSP_LIST_ITEMS,
   type MspClientItem,
   mspKeys,
-} from "../db/entities/msp.ts";
-import { findUser, type UserItem } from "../db/entities/user.ts";
-import { keys } from "../db/keys.ts";
+} from "#lib/db/entities/msp.ts";
+import { findUser, type UserItem } from "#lib/db/entities/user.ts";
+import { keys } from "#lib/db/keys.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
 import {
   batchGet,
   commitSteps,
@@ -35,12 +36,12 @@ import {
   nowIso,
   type TransactionStep,
   tableName,
-} from "../db/store.ts";
-import { type PageRequest, paginate } from "../http/pagination.ts";
+} from "#lib/db/store.ts";
+import { badRequest, conflict, forbidden, notFound, validationFailed } from "#lib/shared/errors.ts";
+import { type ClientRole, normaliseRoles } from "#lib/shared/roles.ts";
 import type { MspAccess } from "./access.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { addClientToUserStep, CLIENT_NOT_FOUND, MAX_CLIENTS_PER_USER, memberRef } from "./clients.ts";
-import { badRequest, conflict, forbidden, notFound, validationFailed } from "./errors.ts";
 import { MEMBER_NOT_FOUND, membershipRemovalSteps } from "./members.ts";
 import { syncManagedRuntime } from "./msp-enforcement.ts";
 import { ROLES_REQUIRED } from "./msp-member-rules.ts";
@@ -49,7 +50,6 @@ import { toApiMspMember } from "./msp-team.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { deleteCustomer, hasDefaultPaymentMethod, provisionCustomer } from "./payments.ts";
 import { PLATFORM_MAX_REQUESTS_PER_DAY, PLATFORM_MAX_REQUESTS_PER_MINUTE } from "./plans.ts";
-import { type ClientRole, normaliseRoles } from "./roles.ts";
 
 export const NO_INDEPENDENT_OWNER = "Cannot detach client, no independent owner";
 export const BILLED_TO_MSP = "Cannot detach client, billing is charged to the MSP";

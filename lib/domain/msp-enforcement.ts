@@ -11,12 +11,16 @@
  *   status or the link changes; each copy bumps `configVersion`, so it applies on the next request.
  */
 
-import { type ClientConfigItem, clientConfigItemOf, findClientConfig } from "../db/entities/client-config.ts";
-import { type ClientRuntimeSettings, syncClientRuntime } from "../db/entities/client-runtime.ts";
-import { findMspWithConfig, listClientLinksOfMsp } from "../db/entities/msp.ts";
-import { keys } from "../db/keys.ts";
-import { batchGet } from "../db/store.ts";
-import { validationFailed } from "./errors.ts";
+import {
+  type ClientConfigItem,
+  clientConfigItemOf,
+  findClientConfig,
+} from "#lib/db/entities/client-config.ts";
+import { type ClientRuntimeSettings, syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
+import { findMspWithConfig, listClientLinksOfMsp } from "#lib/db/entities/msp.ts";
+import { keys } from "#lib/db/keys.ts";
+import { batchGet } from "#lib/db/store.ts";
+import { validationFailed } from "#lib/shared/errors.ts";
 import { requireConfiguredRegion } from "./regional.ts";
 
 // ---------------------------------------------------------------- regionAccess

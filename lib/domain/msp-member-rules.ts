@@ -4,8 +4,8 @@
  * last holder of msp_admin keep it. The store applies a plan in a transaction conditioned on the
  * MSP's `memberVersion` the decision was made from.
  */
-import { badRequest, forbidden } from "./errors.ts";
-import { type MspRole, normaliseMspRoles } from "./roles.ts";
+import { badRequest, forbidden } from "#lib/shared/errors.ts";
+import { type MspRole, normaliseMspRoles } from "#lib/shared/roles.ts";
 
 export const ROLES_REQUIRED = "Roles required";
 export const LAST_MSP_OWNER = "Cannot remove last msp_owner";

@@ -20,16 +20,16 @@ import {
   type MspMemberItem,
   mspInviteKind,
   mspKeys,
-} from "../db/entities/msp.ts";
-import { findUser, type UserItem, userKeys } from "../db/entities/user.ts";
-import { commitSteps, nowIso, nowSeconds, type TransactionStep, tableName } from "../db/store.ts";
-import { type PageRequest, paginate } from "../http/pagination.ts";
+} from "#lib/db/entities/msp.ts";
+import { findUser, type UserItem, userKeys } from "#lib/db/entities/user.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
+import { commitSteps, nowIso, nowSeconds, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { conflict, notFound } from "#lib/shared/errors.ts";
+import type { ClientRole, MspRole } from "#lib/shared/roles.ts";
 import type { MspAccess } from "./access.ts";
-import { conflict, notFound } from "./errors.ts";
 import { INVITE_CHANGED, inviteLifecycle } from "./invite-lifecycle.ts";
 import { planMspMemberRemoval, planMspRoleChange, requireGrantableRoles } from "./msp-member-rules.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
-import type { ClientRole, MspRole } from "./roles.ts";
 
 export const MEMBER_NOT_FOUND_IN_MSP = "Member not found in MSP";
 export const ALREADY_MSP_MEMBER = "User is already a member of this MSP";

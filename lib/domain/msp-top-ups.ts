@@ -14,15 +14,15 @@ import {
   findTopUp,
   type TopUpItem,
   topUpItemOf,
-} from "../db/entities/budget.ts";
-import { type ClientConfigItem, findClientConfig } from "../db/entities/client-config.ts";
-import { findMspWithConfig } from "../db/entities/msp.ts";
-import { keys } from "../db/keys.ts";
-import { nowIso } from "../db/store.ts";
-import { describeError, log } from "../log.ts";
+} from "#lib/db/entities/budget.ts";
+import { type ClientConfigItem, findClientConfig } from "#lib/db/entities/client-config.ts";
+import { findMspWithConfig } from "#lib/db/entities/msp.ts";
+import { keys } from "#lib/db/keys.ts";
+import { nowIso } from "#lib/db/store.ts";
+import { describeError, log } from "#lib/log.ts";
+import { conflict, notFound, paymentFailed, validationFailed } from "#lib/shared/errors.ts";
 import type { MspAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
-import { conflict, notFound, paymentFailed, validationFailed } from "./errors.ts";
 import {
   automaticTopUpCents,
   automaticTopUpDue,

@@ -4,17 +4,18 @@
  * answered) that the telemetry consumer stores per client and month (docs/telemetry.md); amounts
  * are priced by lib/domain/msp-pricing.ts.
  */
-import { getConfig } from "../config.ts";
-import { type BudgetDraw, drawDownBudgets } from "../db/entities/budget.ts";
-import { clientItemOf } from "../db/entities/client.ts";
-import { type ClientConfigItem, clientConfigItemOf } from "../db/entities/client-config.ts";
-import { findMspWithConfig, listClientLinksOfMsp } from "../db/entities/msp.ts";
-import { listTelemetryBuckets } from "../db/entities/telemetry.ts";
-import { keys } from "../db/keys.ts";
-import { batchGet } from "../db/store.ts";
-import { log } from "../log.ts";
+import { getConfig } from "#lib/config.ts";
+import { type BudgetDraw, drawDownBudgets } from "#lib/db/entities/budget.ts";
+import { clientItemOf } from "#lib/db/entities/client.ts";
+import { type ClientConfigItem, clientConfigItemOf } from "#lib/db/entities/client-config.ts";
+import { findMspWithConfig, listClientLinksOfMsp } from "#lib/db/entities/msp.ts";
+import { listTelemetryBuckets } from "#lib/db/entities/telemetry.ts";
+import { keys } from "#lib/db/keys.ts";
+import { batchGet } from "#lib/db/store.ts";
+import { log } from "#lib/log.ts";
+import { notFound } from "#lib/shared/errors.ts";
+import type { BucketDelta } from "#lib/shared/telemetry/aggregate.ts";
 import type { MspAccess } from "./access.ts";
-import { notFound } from "./errors.ts";
 import {
   apiSecondsAmountNanos,
   apiSecondsOf,
@@ -24,7 +25,6 @@ import {
   priceUsage,
 } from "./msp-pricing.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
-import type { BucketDelta } from "./telemetry/aggregate.ts";
 
 /** Telemetry Queries run at once while a report is built (clients × regions). */
 const READ_CONCURRENCY = 16;

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { UpdateCommand } from "../db/document-client.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import {
   findMspWithConfig,
   listMembersOfMsp,
@@ -16,8 +16,8 @@ import {
   type MspMemberItem,
   mspConfigItemOf,
   mspKeys,
-} from "../db/entities/msp.ts";
-import { userKeys } from "../db/entities/user.ts";
+} from "#lib/db/entities/msp.ts";
+import { userKeys } from "#lib/db/entities/user.ts";
 import {
   commitSteps,
   homeDb,
@@ -25,12 +25,12 @@ import {
   nowIso,
   type TransactionStep,
   tableName,
-} from "../db/store.ts";
+} from "#lib/db/store.ts";
+import { notFound } from "#lib/shared/errors.ts";
+import type { MspRole } from "#lib/shared/roles.ts";
 import type { MspAccess } from "./access.ts";
-import { notFound } from "./errors.ts";
 import { syncClientsPaidByMsp } from "./msp-enforcement.ts";
 import { deleteCustomer, provisionMspCustomer } from "./payments.ts";
-import type { MspRole } from "./roles.ts";
 
 export const MSP_NOT_FOUND = "MSP not found";
 export const MSP_OWNER_NOT_FOUND = "Owner user not found";

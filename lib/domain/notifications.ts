@@ -20,13 +20,13 @@ import {
   putNotification,
   putReadReceipt,
   readIdsOfUser,
-} from "../db/entities/notification.ts";
-import { nowIso, nowSeconds } from "../db/store.ts";
-import { type PageRequest, paginate } from "../http/pagination.ts";
+} from "#lib/db/entities/notification.ts";
+import { type PageRequest, paginate } from "#lib/db/pagination.ts";
+import { nowIso, nowSeconds } from "#lib/db/store.ts";
+import { notFound } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
-import { notFound } from "./errors.ts";
 
-export type { NotificationScope } from "../db/entities/notification.ts";
+export type { NotificationScope } from "#lib/db/entities/notification.ts";
 
 export const NOTIFICATION_NOT_FOUND = "Notification not found";
 /** Notifications expire after 180 days (TTL), which also bounds every inbox. */

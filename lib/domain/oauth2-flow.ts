@@ -11,20 +11,28 @@
  * permanent. The data plane refreshes the access token with the refresh token when it expires.
  */
 import { randomBytes } from "node:crypto";
-import { DeleteCommand, UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { commitRegional, getInRegion } from "../db/regional.ts";
-import { homeDb, type Item, isConditionalCheckFailure, nowIso, nowSeconds, tableName } from "../db/store.ts";
-import { log } from "../log.ts";
-import { decryptSecret, encryptSecret, type SecretEnvelope } from "../vault/envelope.ts";
+import { DeleteCommand, UpdateCommand } from "#lib/aws/document-client.ts";
+import { commitRegional } from "#lib/db/commit.ts";
+import { keys } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import {
+  homeDb,
+  type Item,
+  isConditionalCheckFailure,
+  nowIso,
+  nowSeconds,
+  tableName,
+} from "#lib/db/store.ts";
+import { log } from "#lib/log.ts";
+import { badRequest, upstreamFailed } from "#lib/shared/errors.ts";
+import { decryptSecret, encryptSecret, type SecretEnvelope } from "#lib/vault/envelope.ts";
 import {
   buildAuthorizationUrl,
   createPkcePair,
   exchangeAuthorizationCode,
   OAuthError,
-} from "../vault/oauth2.ts";
-import type { OAuth2Secret } from "../vault/secret-schemas.ts";
-import { badRequest, upstreamFailed } from "./errors.ts";
+} from "#lib/vault/oauth2.ts";
+import type { OAuth2Secret } from "#lib/vault/secret-schemas.ts";
 
 export const OAUTH_STATE_TTL_SECONDS = 15 * 60;
 export const OAUTH_CALLBACK_PATH = "/webhooks/oauth2";

@@ -5,10 +5,10 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type Stripe from "stripe";
-import { sdkCallBounds } from "../aws/clients.ts";
-import { getConfig } from "../config.ts";
-import { describeError, log } from "../log.ts";
-import { upstreamFailed } from "./errors.ts";
+import { sdkCallBounds } from "#lib/aws/clients.ts";
+import { getConfig } from "#lib/config.ts";
+import { describeError, log } from "#lib/log.ts";
+import { upstreamFailed } from "#lib/shared/errors.ts";
 
 export type CustomerProvisioning =
   | { paymentProvider: "stripe"; paymentProvisioning: "provisioned"; paymentCustomerId: string }

@@ -6,7 +6,8 @@
  * two proxies cannot claim one alias.
  */
 import { randomUUID } from "node:crypto";
-import { getConfig } from "../config.ts";
+import { getConfig } from "#lib/config.ts";
+import { commitRegional } from "#lib/db/commit.ts";
 import {
   findProxyInAnyRegion,
   listProxiesOfClient,
@@ -14,15 +15,15 @@ import {
   PROXY_TIMEOUT_SECONDS,
   type ProxyItem,
   proxyKeys,
-} from "../db/entities/proxy.ts";
-import { keys } from "../db/keys.ts";
-import { byCreatedDesc, commitRegional, findInRegions, MAX_RESOURCES_PER_REGION } from "../db/regional.ts";
-import { nowIso, type TransactionStep, tableName } from "../db/store.ts";
-import type { CreateProxyInput, UpdateProxyInput } from "../http/resource-schemas.ts";
-import { AUTH_TYPE_USAGE } from "../vault/secret-schemas.ts";
+} from "#lib/db/entities/proxy.ts";
+import { keys } from "#lib/db/keys.ts";
+import { byCreatedDesc, findInRegions, MAX_RESOURCES_PER_REGION } from "#lib/db/regional.ts";
+import { nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
+import type { CreateProxyInput, UpdateProxyInput } from "#lib/http/resource-schemas.ts";
+import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
+import { AUTH_TYPE_USAGE } from "#lib/vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteProxyCascade } from "./cascade.ts";
-import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
 
 export const PROXY_NOT_FOUND = "Proxy not found";

@@ -6,7 +6,9 @@
  * `configVersion` in the proxy's region in the same transaction, so the next request is served
  * with it.
  */
-import { checkProxyStep, METER_STEPS } from "../db/entities/meter.ts";
+
+import { commitRegional, lostRace, RACE_ATTEMPTS, tryCommitRegional } from "#lib/db/commit.ts";
+import { checkProxyStep, METER_STEPS } from "#lib/db/entities/meter.ts";
 import {
   deletePolicyStep,
   findProxyFilters,
@@ -17,12 +19,11 @@ import {
   type ProxyOverridesItem,
   proxyPolicyKeys,
   putPolicyStep,
-} from "../db/entities/proxy-policy.ts";
-import { commitRegional, lostRace, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
-import { nowIso, type TransactionStep } from "../db/store.ts";
+} from "#lib/db/entities/proxy-policy.ts";
+import { nowIso, type TransactionStep } from "#lib/db/store.ts";
+import type { UpdateFiltersInput, UpdateOverridesInput } from "#lib/domain/filters/schema.ts";
+import { conflict, notFound } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
-import { conflict, notFound } from "./errors.ts";
-import type { UpdateFiltersInput, UpdateOverridesInput } from "./filters/schema.ts";
 import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
 
 const ATTEMPTS = RACE_ATTEMPTS;

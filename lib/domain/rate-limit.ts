@@ -4,13 +4,19 @@
  * its condition. The window counter expires through TTL shortly after its window ends.
  */
 
-import { dynamo } from "../aws/clients.ts";
-import { now as clockNow } from "../clock.ts";
-import { getConfig } from "../config.ts";
-import { UpdateCommand } from "../db/document-client.ts";
-import { keys } from "../db/keys.ts";
-import { isConditionalCheckFailure } from "../db/store.ts";
-import { fixedWindowAt, MINUTE_MS, retryAfterSeconds, type TimeWindow, windowAt } from "./meters/windows.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { now as clockNow } from "#lib/clock.ts";
+import { getConfig } from "#lib/config.ts";
+import { keys } from "#lib/db/keys.ts";
+import { isConditionalCheckFailure } from "#lib/db/store.ts";
+import {
+  fixedWindowAt,
+  MINUTE_MS,
+  retryAfterSeconds,
+  type TimeWindow,
+  windowAt,
+} from "#lib/shared/meter-windows.ts";
 
 export const RATE_WINDOW_MS = MINUTE_MS;
 

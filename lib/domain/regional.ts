@@ -3,10 +3,11 @@
  * configuration change are in lib/db/regional.ts.
  */
 
-import { getConfig } from "../config.ts";
-import { commitRegional, getInRegion } from "../db/regional.ts";
-import { type Item, nowIso, setExpression, tableName } from "../db/store.ts";
-import { notFound, validationFailed } from "./errors.ts";
+import { getConfig } from "#lib/config.ts";
+import { commitRegional } from "#lib/db/commit.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { type Item, nowIso, setExpression, tableName } from "#lib/db/store.ts";
+import { notFound, validationFailed } from "#lib/shared/errors.ts";
 
 /** 400 naming `field` unless `region` is one of the configured regions. */
 export function requireConfiguredRegion(region: string, field: string): string {

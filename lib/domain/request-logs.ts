@@ -5,15 +5,15 @@
  * highest UUIDv7 of their millisecond) instead of a filter over the whole partition.
  */
 
-import { REQUEST_LOG_DETAIL_FIELDS } from "../data-plane/request-log.ts";
 import {
   findRequestLog,
   listRequestLogsOfProxy,
   type RequestLogItem,
   type RequestLogListItem,
-} from "../db/entities/request-log.ts";
+} from "#lib/db/entities/request-log.ts";
+import { notFound, validationFailed } from "#lib/shared/errors.ts";
+import { REQUEST_LOG_DETAIL_FIELDS } from "#lib/shared/request-log-fields.ts";
 import type { ClientAccess } from "./access.ts";
-import { notFound, validationFailed } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
 
 export const REQUEST_NOT_FOUND = "Request not found";

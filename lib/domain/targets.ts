@@ -1,6 +1,7 @@
 /** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "../db/document-client.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
+import { commitRegional } from "#lib/db/commit.ts";
 import {
   findTargetInAnyRegion,
   listTargetsOfClient,
@@ -8,13 +9,13 @@ import {
   type TargetItem,
   targetItemOf,
   targetKeys,
-} from "../db/entities/target.ts";
-import { byCreatedDesc, commitRegional, MAX_RESOURCES_PER_REGION } from "../db/regional.ts";
-import { nowIso, tableName } from "../db/store.ts";
-import type { CreateTargetInput, UpdateTargetInput } from "../http/resource-schemas.ts";
+} from "#lib/db/entities/target.ts";
+import { byCreatedDesc, MAX_RESOURCES_PER_REGION } from "#lib/db/regional.ts";
+import { nowIso, tableName } from "#lib/db/store.ts";
+import type { CreateTargetInput, UpdateTargetInput } from "#lib/http/resource-schemas.ts";
+import { badRequest, notFound } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesTarget } from "./cascade.ts";
-import { badRequest, notFound } from "./errors.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
 import { updateRegionalItem } from "./regional.ts";
 

@@ -8,14 +8,14 @@
  * 1..1000 (default 100). The answer holds the most recent `limit` buckets of the range, in time
  * order (oldest first). Buckets without requests are not listed.
  */
-import { getConfig } from "../config.ts";
-import { listTelemetryBuckets, MAX_TELEMETRY_BUCKETS } from "../db/entities/telemetry.ts";
+import { getConfig } from "#lib/config.ts";
+import { listTelemetryBuckets, MAX_TELEMETRY_BUCKETS } from "#lib/db/entities/telemetry.ts";
+import { mergeBuckets, type TelemetryRecord } from "#lib/domain/telemetry/read.ts";
+import { validationFailed } from "#lib/shared/errors.ts";
+import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "#lib/shared/telemetry/buckets.ts";
 import type { ClientAccess } from "./access.ts";
-import { validationFailed } from "./errors.ts";
 import { requireProxy } from "./proxies.ts";
 import { parseIsoTimestamp } from "./request-logs.ts";
-import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "./telemetry/buckets.ts";
-import { mergeBuckets, type TelemetryRecord } from "./telemetry/read.ts";
 
 export const DEFAULT_TELEMETRY_LIMIT = 100;
 export { MAX_TELEMETRY_BUCKETS as MAX_TELEMETRY_LIMIT };

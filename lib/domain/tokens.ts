@@ -4,10 +4,10 @@
  * form for display (`userTokens`), which deliberately hardens the spec: it never returns raw tokens.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { findTokenByHash, type StoredTokenRef, type TokenItem, tokenKeys } from "../db/entities/token.ts";
-import { findUser, userKeys } from "../db/entities/user.ts";
-import { commitSteps, nowIso, type TransactionStep, tableName } from "../db/store.ts";
-import { badRequest, notFound } from "./errors.ts";
+import { findTokenByHash, type StoredTokenRef, type TokenItem, tokenKeys } from "#lib/db/entities/token.ts";
+import { findUser, userKeys } from "#lib/db/entities/user.ts";
+import { commitSteps, nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { badRequest, notFound } from "#lib/shared/errors.ts";
 
 export type { StoredTokenRef };
 

@@ -13,11 +13,11 @@ import {
   type NotificationItem,
   notificationKeys,
   putNotificationIfAbsent,
-} from "../db/entities/notification.ts";
-import { nowIso } from "../db/store.ts";
-import { REGION_STREAM_FILTERS } from "../infra/region-stream.ts";
-import { describeError, log } from "../log.ts";
-import type { DecodedStreamRecord, StreamProcessor } from "../streams/stream-batch.ts";
+} from "#lib/db/entities/notification.ts";
+import { nowIso } from "#lib/db/store.ts";
+import { REGION_STREAM_FILTERS } from "#lib/infra/region-stream.ts";
+import { describeError, log } from "#lib/log.ts";
+import type { DecodedStreamRecord, StreamProcessor } from "#lib/streams/stream-batch.ts";
 import { derivedNotificationId, NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
 
 export const TRANSFORM_SUSPENDED_TYPE = "transform-suspended";

@@ -13,7 +13,8 @@
  *   proxy's region after it commits.
  */
 import { randomUUID } from "node:crypto";
-import { checkProxyStep } from "../db/entities/meter.ts";
+import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "#lib/db/commit.ts";
+import { checkProxyStep } from "#lib/db/entities/meter.ts";
 import {
   type CodeBundle,
   countTransformStep,
@@ -30,14 +31,9 @@ import {
   type TransformItem,
   transformKeys,
   uncountTransformStep,
-} from "../db/entities/transform.ts";
-import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "../db/regional.ts";
-import { cancelledSteps, nowIso, type TransactionStep } from "../db/store.ts";
-import { log } from "../log.ts";
-import type { ClientAccess } from "./access.ts";
-import { badRequest, conflict, notFound, validationFailed } from "./errors.ts";
-import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
-import { prepareTransformCode, TRANSFORM_CODE_MESSAGE } from "./transforms/code.ts";
+} from "#lib/db/entities/transform.ts";
+import { cancelledSteps, nowIso, type TransactionStep } from "#lib/db/store.ts";
+import { prepareTransformCode, TRANSFORM_CODE_MESSAGE } from "#lib/domain/transforms/code.ts";
 import {
   type CreateTransformInput,
   MAX_TRANSFORMS_PER_PROXY,
@@ -47,7 +43,11 @@ import {
   transformConfigOf,
   transformConfigProblems,
   type UpdateTransformInput,
-} from "./transforms/schema.ts";
+} from "#lib/domain/transforms/schema.ts";
+import { log } from "#lib/log.ts";
+import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
+import type { ClientAccess } from "./access.ts";
+import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
 
 export const TRANSFORM_NOT_FOUND = "Transform not found";
 export const tooManyTransforms = (kind: TransformKind) =>

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { UpdateCommand } from "../db/document-client.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import {
   findUser,
   findUserIdByEmail,
@@ -13,7 +13,7 @@ import {
   type UserItem,
   userItemOf,
   userKeys,
-} from "../db/entities/user.ts";
+} from "#lib/db/entities/user.ts";
 import {
   commitSteps,
   homeDb,
@@ -21,8 +21,8 @@ import {
   nowIso,
   type TransactionStep,
   tableName,
-} from "../db/store.ts";
-import { conflict, notFound } from "./errors.ts";
+} from "#lib/db/store.ts";
+import { conflict, notFound } from "#lib/shared/errors.ts";
 import { listTokens } from "./tokens.ts";
 
 export { findUserIdByEmail };

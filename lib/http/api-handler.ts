@@ -5,9 +5,9 @@
  */
 import type middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
-import { isServiceUnavailable } from "../aws/clients.ts";
-import { SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
-import { describeError, log, logReady, setCorrelationId } from "../log.ts";
+import { isServiceUnavailable } from "#lib/aws/clients.ts";
+import { SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/api-manifest.ts";
+import { describeError, log, logReady, setCorrelationId } from "#lib/log.ts";
 import { DomainError, HttpError, httpErrorOf, validationFailed } from "./errors.ts";
 import { parseJsonInput, queryIssues } from "./input-checks.ts";
 

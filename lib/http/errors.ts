@@ -1,13 +1,13 @@
 /**
  * The HTTP edge of errors. The domain throws DomainErrors that say what went wrong
- * (lib/domain/errors.ts); here each kind becomes a status. HttpError remains for what only HTTP
+ * (lib/shared/errors.ts); here each kind becomes a status. HttpError remains for what only HTTP
  * has (405 with Allow, the API's own 429 with rate headers, 401 from the authorizer context).
  *
  * Exposure rule (as middy's http-error-handler): 4xx messages are for the caller; a 5xx body is
  * a generic message with the request id, except `upstream` / `upstreamTimeout` answers, which
  * report what a service the caller named did (the credential test's 502 and 504).
  */
-import type { DomainError, ErrorKind } from "../domain/errors.ts";
+import type { DomainError, ErrorKind } from "#lib/shared/errors.ts";
 
 export {
   badRequest,
@@ -18,7 +18,7 @@ export {
   serviceUnavailable,
   VALIDATION_MESSAGE,
   validationFailed,
-} from "../domain/errors.ts";
+} from "#lib/shared/errors.ts";
 
 export class HttpError extends Error {
   readonly status: number;

@@ -4,8 +4,8 @@
  * domain; an unknown role is a 400 naming the field.
  */
 import { z } from "zod";
-import { BILLING_TO, TOP_UP_METHODS } from "../db/entities/client-config.ts";
-import { CLIENT_ROLES, MSP_ROLES } from "../domain/roles.ts";
+import { BILLING_TO, TOP_UP_METHODS } from "#lib/db/entities/client-config.ts";
+import { CLIENT_ROLES, MSP_ROLES } from "#lib/shared/roles.ts";
 import { ClientName } from "./schemas.ts";
 import { text } from "./validation.ts";
 

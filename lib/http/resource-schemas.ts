@@ -7,11 +7,11 @@
  * lib/domain/rules/rule-schema.ts.
  */
 import { z } from "zod";
-import { CredentialItem } from "../db/entities/credential.ts";
-import { PROXY_TIMEOUT_SECONDS, ProxyItem } from "../db/entities/proxy.ts";
-import { TargetItem } from "../db/entities/target.ts";
-import { BaseUrl, RelativePath } from "../net/url-rules.ts";
-import { HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
+import { CredentialItem } from "#lib/db/entities/credential.ts";
+import { PROXY_TIMEOUT_SECONDS, ProxyItem } from "#lib/db/entities/proxy.ts";
+import { TargetItem } from "#lib/db/entities/target.ts";
+import { BaseUrl, RelativePath } from "#lib/net/url-rules.ts";
+import { HeaderRecord, QueryParamRecord } from "#lib/vault/secret-schemas.ts";
 import { storedDocumentIssues } from "./input-checks.ts";
 import { text } from "./validation.ts";
 

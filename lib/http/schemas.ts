@@ -1,6 +1,6 @@
 /** Request bodies and queries of the account routes (types are inferred from these, never repeated). */
 import { z } from "zod";
-import { CLIENT_ROLES } from "../domain/roles.ts";
+import { CLIENT_ROLES } from "#lib/shared/roles.ts";
 import { queryBoolean, text } from "./validation.ts";
 
 export const ClientName = text(128);

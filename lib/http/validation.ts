@@ -1,7 +1,7 @@
 import { z } from "zod";
 
-/** The domain's parse (lib/domain/parse-input.ts), the one declaration of the 400 naming the failing fields. */
-export { parseInput } from "../domain/parse-input.ts";
+/** The domain's parse (lib/shared/parse-input.ts), the one declaration of the 400 naming the failing fields. */
+export { parseInput } from "#lib/shared/parse-input.ts";
 
 /** A trimmed, non-empty, bounded string. */
 export const text = (max: number) =>

@@ -5,8 +5,8 @@
  * the answer is 401 with `WWW-Authenticate: Bearer resource_metadata="<origin>/.well-known/oauth-protected-resource"`
  * (RFC 9728), which is how an MCP client finds the authorization server.
  */
-import { type AuthorizerContext, authenticate } from "../domain/authorizer.ts";
-import { verifyAccessToken } from "../oauth/access-tokens.ts";
+import { type AuthorizerContext, authenticate } from "#lib/domain/authorizer.ts";
+import { verifyAccessToken } from "#lib/oauth/access-tokens.ts";
 
 /** The authenticated caller: the same context the Core API's authorizer gives its handlers. */
 export type Caller = AuthorizerContext;

@@ -4,11 +4,11 @@
  * names a client checks the caller's access the way the dispatcher does (requireClientAccess).
  */
 import { z } from "zod";
-import { requireClientAccess } from "../domain/access.ts";
-import { validationFailed } from "../domain/errors.ts";
-import { jsonInputIssues } from "../http/input-checks.ts";
-import { parseInput } from "../http/validation.ts";
-import { AUTH_TYPES, HeaderRecord, QueryParamRecord } from "../vault/secret-schemas.ts";
+import { requireClientAccess } from "#lib/domain/access.ts";
+import { jsonInputIssues } from "#lib/http/input-checks.ts";
+import { parseInput } from "#lib/http/validation.ts";
+import { validationFailed } from "#lib/shared/errors.ts";
+import { AUTH_TYPES, HeaderRecord, QueryParamRecord } from "#lib/vault/secret-schemas.ts";
 import { authTypeGuide, authTypesDiscovery, regionsDiscovery, setupGuide } from "./guides.ts";
 import { executeProxyReadRequest } from "./proxy-request.ts";
 import {

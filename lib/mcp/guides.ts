@@ -5,9 +5,9 @@
  * operations (lib/mcp/tools.ts). Nothing here restates a rule the vault or the registry holds.
  */
 import { z } from "zod";
-import { getConfig } from "../config.ts";
-import { CreateProxyBody } from "../http/resource-schemas.ts";
-import { AUTH_TYPE_USAGE, AUTH_TYPES, type AuthType, SECRET_SCHEMAS } from "../vault/secret-schemas.ts";
+import { getConfig } from "#lib/config.ts";
+import { CreateProxyBody } from "#lib/http/resource-schemas.ts";
+import { AUTH_TYPE_USAGE, AUTH_TYPES, type AuthType, SECRET_SCHEMAS } from "#lib/vault/secret-schemas.ts";
 import { toolNameOf } from "./tools.ts";
 
 const jsonSchema = (schema: z.ZodType) => {

@@ -15,11 +15,11 @@
  *    messages are sent without McpError's `MCP error <code>: ` prefix (lib/mcp/rpc.ts).
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isServiceUnavailable } from "../aws/clients.ts";
-import { consumeRequest } from "../domain/rate-limit.ts";
-import { SERVICE_UNAVAILABLE_MESSAGE } from "../infra/api-manifest.ts";
-import { describeError, log } from "../log.ts";
-import { handleOAuthRequest } from "../oauth/http.ts";
+import { isServiceUnavailable } from "#lib/aws/clients.ts";
+import { consumeRequest } from "#lib/domain/rate-limit.ts";
+import { SERVICE_UNAVAILABLE_MESSAGE } from "#lib/infra/api-manifest.ts";
+import { describeError, log } from "#lib/log.ts";
+import { handleOAuthRequest } from "#lib/oauth/http.ts";
 import { authenticateMcp, unauthorizedResponse } from "./auth.ts";
 import { batchRefusal, isBatchBody, wireMessage } from "./rpc.ts";
 import { createMcpServer } from "./server.ts";

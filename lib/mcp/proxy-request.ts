@@ -15,23 +15,23 @@
  * only: the request asks it to redact its answer (`service-proxy-redact`), with the same redactor
  * over every secret the request used, fetched token included.
  */
-import { getConfig } from "../config.ts";
-import { REDACT_HEADER } from "../data-plane/context.ts";
-import type { ClientAccess } from "../domain/access.ts";
-import { loadCredentialSecret, shownAnswer } from "../domain/credential-test.ts";
+import { getConfig } from "#lib/config.ts";
+import { REDACT_HEADER } from "#lib/data-plane/context.ts";
+import type { ClientAccess } from "#lib/domain/access.ts";
+import { loadCredentialSecret, shownAnswer } from "#lib/domain/credential-test.ts";
+import { requireProxy } from "#lib/domain/proxies.ts";
+import { OutboundConnectError, OutboundTimeoutError, sendOutbound } from "#lib/net/outbound.ts";
+import { setQueryPairs } from "#lib/net/query-pairs.ts";
 import {
   badRequest,
   serviceUnavailable,
   upstreamFailed,
   upstreamTimedOut,
   validationFailed,
-} from "../domain/errors.ts";
-import { requireProxy } from "../domain/proxies.ts";
-import { OutboundConnectError, OutboundTimeoutError, sendOutbound } from "../net/outbound.ts";
-import { setQueryPairs } from "../net/query-pairs.ts";
-import { applyTargetCredential, type OutgoingRequest } from "../vault/apply-credential.ts";
-import { secretRedactor, secretValues } from "../vault/secret-redaction.ts";
-import type { TargetSecret } from "../vault/secret-schemas.ts";
+} from "#lib/shared/errors.ts";
+import { applyTargetCredential, type OutgoingRequest } from "#lib/vault/apply-credential.ts";
+import { secretRedactor, secretValues } from "#lib/vault/secret-redaction.ts";
+import type { TargetSecret } from "#lib/vault/secret-schemas.ts";
 
 /** Body bytes shown (as the credential test). */
 export const PROXY_READ_BODY_LIMIT = 64 * 1024;

@@ -9,8 +9,8 @@
  */
 import { type McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ErrorCode, McpError, type ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
-import { DomainError } from "../domain/errors.ts";
-import { AUTH_TYPES } from "../vault/secret-schemas.ts";
+import { DomainError } from "#lib/shared/errors.ts";
+import { AUTH_TYPES } from "#lib/vault/secret-schemas.ts";
 import { createProxySchema, secretSchemaOf } from "./guides.ts";
 import { OPERATION_TOOLS, type ToolContext, type ToolDefinition, toolNameOf } from "./tools.ts";
 

@@ -17,9 +17,9 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
-import { DomainError } from "../domain/errors.ts";
-import { HttpError, STATUS_OF_KIND } from "../http/errors.ts";
-import { describeError, log } from "../log.ts";
+import { HttpError, STATUS_OF_KIND } from "#lib/http/errors.ts";
+import { describeError, log } from "#lib/log.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 import { registerResources } from "./resources.ts";
 import type { ToolContext, ToolDefinition } from "./tools.ts";
 import { selectTools, type ToolSelection } from "./toolsets.ts";

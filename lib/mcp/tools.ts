@@ -11,11 +11,11 @@
  * member invites and password resets are handled in the web UI only). docs/mcp.md lists them.
  */
 import { z } from "zod";
-import { pathParamNames, runOperation } from "../api/dispatch.ts";
-import type { Effect, Operation, Principal } from "../api/operation.ts";
-import { OPERATIONS } from "../api/registry.ts";
-import { DomainError, validationFailed } from "../domain/errors.ts";
-import { decodePathParameter, jsonInputIssues } from "../http/input-checks.ts";
+import { pathParamNames, runOperation } from "#lib/api/dispatch.ts";
+import type { Effect, Operation, Principal } from "#lib/api/operation.ts";
+import { OPERATIONS } from "#lib/api/registry.ts";
+import { decodePathParameter, jsonInputIssues } from "#lib/http/input-checks.ts";
+import { DomainError, validationFailed } from "#lib/shared/errors.ts";
 
 /** A JSON Schema whose root is an object (what MCP requires of input and output schemas). */
 export type ObjectJsonSchema = {

@@ -24,7 +24,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { loadOnce } from "../lazy.ts";
+import { loadOnce } from "#lib/lazy.ts";
 import { isBlockedAddress, parseHostLiteral } from "./address-policy.ts";
 
 /** The codings the gateway decodes: what it asks a target for (`Accept-Encoding`) and takes from a caller. */

@@ -8,9 +8,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { errors, jwtVerify } from "jose";
-import { findGrantWithUser } from "../db/entities/oauth-grant.ts";
-import { nowSeconds } from "../db/store.ts";
-import { type AuthorizerContext, callerOf } from "../domain/authorizer.ts";
+import { findGrantWithUser } from "#lib/db/entities/oauth-grant.ts";
+import { nowSeconds } from "#lib/db/store.ts";
+import { type AuthorizerContext, callerOf } from "#lib/domain/authorizer.ts";
 import { issuerOfResource } from "./metadata.ts";
 import { JWT_ALGORITHM, signingPublicKey, signJwt } from "./signing.ts";
 

@@ -13,14 +13,14 @@ import {
   oauthClientKeys,
   putOAuthClient,
   releasePendingClientPlace,
-} from "../db/entities/oauth-client.ts";
+} from "#lib/db/entities/oauth-client.ts";
 import {
   AUTHORIZATION_CODE_TTL_SECONDS,
   findAuthorizationCode,
   oauthCodeKeys,
   putAuthorizationCode,
   redeemAuthorizationCode,
-} from "../db/entities/oauth-code.ts";
+} from "#lib/db/entities/oauth-code.ts";
 import {
   findOAuthGrant,
   type OAuthGrantItem,
@@ -29,11 +29,11 @@ import {
   revokeOAuthGrant,
   rotateRefreshToken,
   wasRotatedRefreshToken,
-} from "../db/entities/oauth-grant.ts";
-import { findUser } from "../db/entities/user.ts";
-import { nowIso, nowSeconds } from "../db/store.ts";
-import { consumeRequest } from "../domain/rate-limit.ts";
-import { resolveToken } from "../domain/tokens.ts";
+} from "#lib/db/entities/oauth-grant.ts";
+import { findUser } from "#lib/db/entities/user.ts";
+import { nowIso, nowSeconds } from "#lib/db/store.ts";
+import { consumeRequest } from "#lib/domain/rate-limit.ts";
+import { resolveToken } from "#lib/domain/tokens.ts";
 import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from "./access-tokens.ts";
 import { type ClientRegistration, registrationResponse } from "./client-metadata.ts";
 import { oauthError } from "./errors.ts";

@@ -4,8 +4,8 @@
  * and the MCP resource derive from the request's own origin. Handlers parse, call
  * lib/oauth/authorization-server.ts, and shape the answer.
  */
-import { isServiceUnavailable } from "../aws/clients.ts";
-import { describeError, log } from "../log.ts";
+import { isServiceUnavailable } from "#lib/aws/clients.ts";
+import { describeError, log } from "#lib/log.ts";
 import {
   approveAuthorization,
   checkAuthorizationParams,

@@ -5,8 +5,8 @@
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { GetPublicKeyCommand, SignCommand } from "@aws-sdk/client-kms";
-import { kms } from "../aws/clients.ts";
-import { getConfig } from "../config.ts";
+import { kms } from "#lib/aws/clients.ts";
+import { getConfig } from "#lib/config.ts";
 
 export const JWT_ALGORITHM = "ES256";
 const KMS_SIGNING_ALGORITHM = "ECDSA_SHA_256";

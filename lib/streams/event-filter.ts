@@ -7,7 +7,7 @@
  * The local poller applies it to what it reads before calling the consumer, as Lambda does before
  * invoking it; the consumer applies each processor's own patterns to route records.
  */
-import type { FilterPattern, FilterValue } from "../infra/region-stream.ts";
+import type { FilterPattern, FilterValue } from "#lib/infra/region-stream.ts";
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);

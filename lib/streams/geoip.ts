@@ -14,9 +14,9 @@ import { createRequire } from "node:module";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Reader, type Response } from "mmdb-lib";
-import type { CountryLookup } from "../domain/telemetry/country.ts";
-import { GEOIP_DATABASE_FILE } from "../infra/region-stream.ts";
-import { describeError, log } from "../log.ts";
+import { GEOIP_DATABASE_FILE } from "#lib/infra/region-stream.ts";
+import { describeError, log } from "#lib/log.ts";
+import type { CountryLookup } from "#lib/shared/telemetry/country.ts";
 
 let reader: Reader<Response> | null | undefined;
 

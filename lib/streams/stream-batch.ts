@@ -8,9 +8,9 @@
  */
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
-import { type NativeAttributeValue, unmarshallItem } from "../db/document-client.ts";
-import type { FilterPattern } from "../infra/region-stream.ts";
-import { describeError, log, logReady } from "../log.ts";
+import { type NativeAttributeValue, unmarshallItem } from "#lib/aws/document-client.ts";
+import type { FilterPattern } from "#lib/infra/region-stream.ts";
+import { describeError, log, logReady } from "#lib/log.ts";
 import { matchesAnyPattern } from "./event-filter.ts";
 
 export type Image = Record<string, NativeAttributeValue>;

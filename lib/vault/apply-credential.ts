@@ -12,8 +12,8 @@
  * encoding (the spec passes query parameters through unchanged).
  */
 
-import { isSettableHeader } from "../net/header-rules.ts";
-import { setQueryPairs } from "../net/query-pairs.ts";
+import { isSettableHeader } from "#lib/net/header-rules.ts";
+import { setQueryPairs } from "#lib/net/query-pairs.ts";
 import type {
   ApiKeySecret,
   AuthType,

@@ -7,8 +7,8 @@
  * Errors carry a `reason` and never contain the token, the response body or the URL's path/query.
  */
 import { createHash } from "node:crypto";
-import { now as clockNow } from "../clock.ts";
-import { OutboundBlockedError, OutboundTimeoutError, sendOutbound } from "../net/outbound.ts";
+import { now as clockNow } from "#lib/clock.ts";
+import { OutboundBlockedError, OutboundTimeoutError, sendOutbound } from "#lib/net/outbound.ts";
 import type { CustomTokenSecret } from "./secret-schemas.ts";
 
 export const TOKEN_REQUEST_TIMEOUT_MS = 10_000;

@@ -14,8 +14,8 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import * as z from "zod/mini";
-import { kms } from "../aws/clients.ts";
-import { getConfig } from "../config.ts";
+import { kms } from "#lib/aws/clients.ts";
+import { getConfig } from "#lib/config.ts";
 
 export const ENVELOPE_VERSION = 1;
 export const ENVELOPE_ALGORITHM = "AES-256-GCM";
@@ -70,7 +70,7 @@ const EnvelopeSchema = z.object({
 });
 
 /** The KMS commands, loaded with the client on first use (lib/aws/clients.ts kms). */
-const kmsCommands = () => import("../aws/kms-client.ts");
+const kmsCommands = () => import("#lib/aws/kms-client.ts");
 
 const encryptionContext = ({ clientId, credentialId }: SecretContext) => ({ clientId, credentialId });
 

@@ -15,7 +15,7 @@ import {
   type OutboundResponse,
   OutboundTimeoutError,
   sendOutbound,
-} from "../net/outbound.ts";
+} from "#lib/net/outbound.ts";
 import { secretRedactor } from "./secret-redaction.ts";
 
 export type OAuthTokenAuthMethod = "client_secret_basic" | "client_secret_post" | "none";

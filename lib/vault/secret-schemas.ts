@@ -7,9 +7,7 @@
  * is what gets encrypted and stored. docs/credentials.md is the user-facing description.
  */
 import { z } from "zod";
-import { validationFailed } from "../domain/errors.ts";
-import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../net/header-rules.ts";
-
+import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "#lib/net/header-rules.ts";
 import {
   AUTH_TYPE_USAGE,
   AUTH_TYPES,
@@ -20,7 +18,8 @@ import {
   isUsableAs,
   type ProxyAuthType,
   type TargetAuthType,
-} from "./auth-types.ts";
+} from "#lib/shared/auth-types.ts";
+import { validationFailed } from "#lib/shared/errors.ts";
 import { HMAC_MIN_KEY_BYTES, isHmacAlgorithm, JWT_ALGORITHMS } from "./jwt-algorithms.ts";
 
 export {
@@ -33,7 +32,7 @@ export {
   isUsableAs,
   type ProxyAuthType,
   type TargetAuthType,
-} from "./auth-types.ts";
+} from "#lib/shared/auth-types.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks

@@ -7,8 +7,8 @@ import {
   FUNCTION_GROUPS,
   MCP_FUNCTION,
   SCHEDULED_FUNCTIONS,
-} from "../../lib/infra/api-manifest.ts";
-import { REGION_STREAM_FUNCTION, TELEMETRY_STREAM_FUNCTION } from "../../lib/infra/region-stream.ts";
+} from "#lib/infra/api-manifest.ts";
+import { REGION_STREAM_FUNCTION, TELEMETRY_STREAM_FUNCTION } from "#lib/infra/region-stream.ts";
 import { buildTestApp, CDK_CONTEXT, PROJECT_ROOT, STUB_FUNCTIONS_DIR } from "./helpers.ts";
 
 const FUNCTION_NAMES = [

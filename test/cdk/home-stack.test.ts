@@ -1,9 +1,6 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
-import type { GatewayFunction } from "../../cdk/constructs/gateway-function.ts";
-import { TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from "../../cdk/constructs/gateway-function.ts";
-import { MCP_CORS_ALLOWED_HEADERS, MCP_MEMORY_MB, MCP_TIMEOUT } from "../../cdk/stacks/home-stack.ts";
 import {
   AUTHORIZER_FUNCTION,
   FUNCTION_GROUPS,
@@ -12,7 +9,10 @@ import {
   MCP_FUNCTION,
   SCHEDULED_FUNCTIONS,
   UNAUTHORIZED_MESSAGE,
-} from "../../lib/infra/api-manifest.ts";
+} from "#lib/infra/api-manifest.ts";
+import type { GatewayFunction } from "../../cdk/constructs/gateway-function.ts";
+import { TABLE_READ_ACTIONS, TABLE_WRITE_ACTIONS } from "../../cdk/constructs/gateway-function.ts";
+import { MCP_CORS_ALLOWED_HEADERS, MCP_MEMORY_MB, MCP_TIMEOUT } from "../../cdk/stacks/home-stack.ts";
 import {
   ACCOUNT,
   type ApiBody,

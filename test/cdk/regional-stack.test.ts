@@ -1,13 +1,13 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "../../lib/data-plane/request-metrics.ts";
+import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "#lib/data-plane/request-metrics.ts";
 import {
   REGION_STREAM_FILTERS,
   REGION_STREAM_SETTINGS,
   regionStreamFilterPatterns,
   TELEMETRY_STREAM_FILTERS,
   TELEMETRY_STREAM_SETTINGS,
-} from "../../lib/infra/region-stream.ts";
+} from "#lib/infra/region-stream.ts";
 import {
   createTableInput,
   GLOBAL_SECONDARY_INDEXES,
@@ -15,8 +15,8 @@ import {
   SORT_KEY,
   STREAM_VIEW_TYPE,
   TTL_ATTRIBUTE,
-} from "../../lib/infra/table-definition.ts";
-import { ALARMED_METRICS, METRIC_NAMESPACE } from "../../lib/log.ts";
+} from "#lib/infra/table-definition.ts";
+import { ALARMED_METRICS, METRIC_NAMESPACE } from "#lib/log.ts";
 import { buildTestApp, CDK_CONTEXT, logicalId, statementsOf, Template } from "./helpers.ts";
 
 const built = buildTestApp();

@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { purgeDueAccounts } from "#lib/domain/account-deletion.ts";
 import { seedingConfig } from "../support/config-atomicity.ts";

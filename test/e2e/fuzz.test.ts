@@ -16,8 +16,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import type { RouteDefinition } from "#lib/infra/api-manifest.ts";
@@ -187,7 +187,7 @@ const RAW_BODIES: (string | Buffer)[] = [
 
 /**
  * Field values, as raw JSON text (so that 1e400 and lone surrogates survive). Prototype-named keys
- * (`constructor`, `__proto__`) reach maps that are stored: lib/db/document-client.ts keeps them.
+ * (`constructor`, `__proto__`) reach maps that are stored: lib/aws/document-client.ts keeps them.
  */
 const FIELD_VALUES: { json: string; prototypeKey?: boolean }[] = [
   { json: "null" },

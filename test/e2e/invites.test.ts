@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { UpdateCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { sentEmails } from "../support/emulator.ts";
 import {

@@ -13,7 +13,7 @@ import { handler as digestHandler } from "#functions/meter-digest.ts";
 import { occurrenceKeys } from "#lib/db/entities/meter-occurrence.ts";
 import { keys } from "#lib/db/keys.ts";
 import type { NotifyTrigger } from "#lib/domain/meter-periods.ts";
-import { type CalendarWindow, windowAt } from "#lib/domain/meters/windows.ts";
+import { type CalendarWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import { TestClock } from "#test/support/clock.ts";
 import { sentEmails } from "#test/support/emulator.ts";
 import {

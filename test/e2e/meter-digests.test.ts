@@ -10,14 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler as digestHandler } from "#functions/meter-digest.ts";
 import { handler as streamHandler } from "#functions/region-stream.ts";
 import { dynamo } from "#lib/aws/clients.ts";
+import { DeleteCommand, PutCommand, TransactWriteCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { DeleteCommand, PutCommand, TransactWriteCommand } from "#lib/db/document-client.ts";
 import type { MeterItem } from "#lib/db/entities/meter.ts";
 import { occurrenceKeys } from "#lib/db/entities/meter-occurrence.ts";
 import { keys } from "#lib/db/keys.ts";
 import { queryPartition } from "#lib/db/store.ts";
 import { ALERT_CADENCES, type AlertCadence, type NotifyTrigger } from "#lib/domain/meter-periods.ts";
-import { windowAt } from "#lib/domain/meters/windows.ts";
+import { windowAt } from "#lib/shared/meter-windows.ts";
 import { sentEmails } from "#test/support/emulator.ts";
 import {
   createClientFor,

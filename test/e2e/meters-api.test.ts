@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
 import { meterKeys } from "#lib/db/entities/meter.ts";
 import { keys } from "#lib/db/keys.ts";
 import { MAX_METERS_PER_PROXY } from "#lib/domain/meter-schema.ts";

@@ -8,11 +8,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { valueMeans } from "#lib/data-plane/meter-plan.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
-import { windowAt } from "#lib/domain/meters/windows.ts";
+import { windowAt } from "#lib/shared/meter-windows.ts";
 import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,

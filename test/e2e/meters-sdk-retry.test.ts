@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { clientRequestToken } from "#lib/data-plane/counters.ts";
 import { keys } from "#lib/db/keys.ts";
-import { windowAt } from "#lib/domain/meters/windows.ts";
+import { windowAt } from "#lib/shared/meter-windows.ts";
 import {
   keysOf,
   type LossyFront,

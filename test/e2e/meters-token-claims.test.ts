@@ -10,8 +10,8 @@ import type { AddressInfo } from "node:net";
 import { type CryptoKey, exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
-import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
+import { callerHash, windowAt } from "#lib/shared/meter-windows.ts";
 import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,

@@ -6,9 +6,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId, type RequestLogInput } from "#lib/data-plane/request-log.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
 import {
   createClientFor,
   joinClient,

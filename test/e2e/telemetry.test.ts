@@ -15,10 +15,10 @@ import { TelemetryRecordSchema } from "#lib/api/operations/telemetry.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
 import { listTelemetryBuckets } from "#lib/db/entities/telemetry.ts";
 import { keys as tableKeys } from "#lib/db/keys.ts";
-import { mergeCounts, type TelemetryCounts } from "#lib/domain/telemetry/aggregate.ts";
-import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "#lib/domain/telemetry/buckets.ts";
-import { exactPercentile, HISTOGRAM_RELATIVE_ERROR } from "#lib/domain/telemetry/histogram.ts";
 import { PERCENTILES, telemetryRecordOf } from "#lib/domain/telemetry/read.ts";
+import { mergeCounts, type TelemetryCounts } from "#lib/shared/telemetry/aggregate.ts";
+import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "#lib/shared/telemetry/buckets.ts";
+import { exactPercentile, HISTOGRAM_RELATIVE_ERROR } from "#lib/shared/telemetry/histogram.ts";
 import {
   callDataPlane,
   createClientFor,

@@ -10,7 +10,7 @@ import { transformKeys } from "#lib/db/entities/transform.ts";
 import { keys } from "#lib/db/keys.ts";
 import { queryPartition } from "#lib/db/store.ts";
 import { MAX_TRANSFORM_CODE_BYTES } from "#lib/domain/transforms/code.ts";
-import { MAX_TRANSFORMS_PER_PROXY } from "#lib/domain/transforms/constants.ts";
+import { MAX_TRANSFORMS_PER_PROXY } from "#lib/shared/transform-constants.ts";
 import {
   createClientFor,
   created,

@@ -13,9 +13,8 @@ import {
   commitCounters,
   counterKeys,
 } from "#lib/data-plane/counters.ts";
-import { configVersionStep } from "#lib/db/regional.ts";
-import { writeSteps } from "#lib/db/store.ts";
-import { windowAt } from "#lib/domain/meters/windows.ts";
+import { configVersionStep, writeSteps } from "#lib/db/commit.ts";
+import { windowAt } from "#lib/shared/meter-windows.ts";
 import { provisionTable } from "#local/provision.ts";
 import { routeThrough, startLossyFront, type TransactionAttempt } from "../support/lossy-front.ts";
 import { storedItem } from "../support/stack.ts";

@@ -1,5 +1,5 @@
 /**
- * The project's document client (lib/db/document-client.ts) against the emulator: maps whose keys
+ * The project's document client (lib/aws/document-client.ts) against the emulator: maps whose keys
  * are chosen by users (header names, query parameters, body data) are stored and read back exactly,
  * whatever the key: `constructor`, `__proto__`, `toString`, `hasOwnProperty`. lib-dynamodb's
  * marshaller refused the first and silently corrupted the second.
@@ -7,7 +7,6 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
-import { getConfig } from "#lib/config.ts";
 import {
   BatchGetCommand,
   BatchWriteCommand,
@@ -18,7 +17,8 @@ import {
   TransactWriteCommand,
   UnstorableValueError,
   UpdateCommand,
-} from "#lib/db/document-client.ts";
+} from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
 import { provisionTable } from "#local/provision.ts";
 
 const REGION = "us-east-1";

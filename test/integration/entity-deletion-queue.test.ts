@@ -4,8 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
 import {
   deletionQueueEntryOf,
   deletionQueueKeys,

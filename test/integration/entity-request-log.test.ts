@@ -5,9 +5,9 @@
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { GetCommand, PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId, type RequestLogInput } from "#lib/data-plane/request-log.ts";
-import { GetCommand, PutCommand } from "#lib/db/document-client.ts";
 import {
   findRequestLog,
   listRequestLogsOfProxy,

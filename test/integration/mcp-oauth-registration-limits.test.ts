@@ -10,8 +10,8 @@
 import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { UpdateCommand } from "#lib/db/document-client.ts";
 import { countPendingClients } from "#lib/db/entities/oauth-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, nowSeconds, tableName } from "#lib/db/store.ts";

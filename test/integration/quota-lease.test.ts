@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import {
   type BlockSizeInput,
@@ -15,7 +16,6 @@ import {
   QuotaLease,
   type QuotaWindow,
 } from "#lib/data-plane/quota-lease.ts";
-import { GetCommand } from "#lib/db/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { rateWindowAt } from "#lib/domain/rate-limit.ts";
 import { provisionTable } from "#local/provision.ts";

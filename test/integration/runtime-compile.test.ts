@@ -7,9 +7,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it, vi } from "vitest";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { clearRuntimeCache, compileRuntime, loadProxyRuntime } from "#lib/data-plane/runtime-config.ts";
-import { PutCommand } from "#lib/db/document-client.ts";
 import type { MeterItem } from "#lib/db/entities/meter.ts";
 import type { ProxyItem } from "#lib/db/entities/proxy.ts";
 import type { RuleItem } from "#lib/db/entities/rule.ts";

@@ -11,9 +11,9 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
 import { handler } from "#functions/telemetry-stream.ts";
 import { dynamo } from "#lib/aws/clients.ts";
+import { DeleteCommand, PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
-import { DeleteCommand, PutCommand } from "#lib/db/document-client.ts";
 import {
   listTelemetryBuckets,
   MAX_TRANSACTION_ACTIONS,
@@ -22,9 +22,9 @@ import {
   type TelemetryRecordInput,
 } from "#lib/db/entities/telemetry.ts";
 import { keys } from "#lib/db/keys.ts";
-import { observationOf } from "#lib/domain/telemetry/aggregate.ts";
-import { bucketKey, type TelemetryInterval } from "#lib/domain/telemetry/buckets.ts";
 import { mergeBuckets } from "#lib/domain/telemetry/read.ts";
+import { observationOf } from "#lib/shared/telemetry/aggregate.ts";
+import { bucketKey, type TelemetryInterval } from "#lib/shared/telemetry/buckets.ts";
 import { provisionTable } from "#local/provision.ts";
 import { insertRecord, sequenceFrom } from "../support/stream-records.ts";
 

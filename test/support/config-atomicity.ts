@@ -20,8 +20,8 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { dynamo } from "#lib/aws/clients.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { GetCommand } from "#lib/db/document-client.ts";
 import { keys, REGIONAL_SK } from "#lib/db/keys.ts";
 import { tableName } from "#lib/db/store.ts";
 

@@ -1,7 +1,7 @@
 /** The error a function throws, as the HTTP edge answers it (asserted on outside any catch). */
 import { expect } from "vitest";
-import { DomainError } from "#lib/domain/errors.ts";
 import { HttpError, httpErrorOf } from "#lib/http/errors.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 
 export function errorOf(fn: () => unknown): HttpError {
   let caught: unknown;

@@ -5,12 +5,12 @@
 
 import { expect } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { GetCommand } from "#lib/db/document-client.ts";
 import type { Key } from "#lib/db/keys.ts";
-import type { ClientRole } from "#lib/domain/roles.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
+import type { ClientRole } from "#lib/shared/roles.ts";
 import { type LocalStack, type LocalStackOptions, startLocalStack } from "#local/runner.ts";
 import { watchConfigWrites } from "./config-atomicity.ts";
 

@@ -3,8 +3,8 @@
  * creation time in seconds, a sequence number), for tests that hand a consumer its batch directly.
  */
 import type { DynamoDBRecord } from "aws-lambda";
+import { marshallItem } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { marshallItem } from "#lib/db/document-client.ts";
 
 /**
  * Numbers the records of one test file: each file starts its own range, so consumers' idempotency

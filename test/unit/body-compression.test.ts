@@ -1,18 +1,11 @@
 /**
- * The compression of logged bodies (lib/data-plane/body-compression.ts) and its use by the request
+ * The compression of logged bodies (lib/shared/body-compression.ts) and its use by the request
  * log builder: the threshold, incompressible text kept as it is, the round trip, redaction and the
  * cap before compression, and a bounded, clear failure for a corrupt or hostile stored body.
  */
 import { randomBytes } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import {
-  BODY_COMPRESSION_MIN_BYTES,
-  compressStoredBody,
-  gzipIfSmaller,
-  storedBodyText,
-  UnreadableBodyError,
-} from "#lib/data-plane/body-compression.ts";
 import {
   buildRequestLogItem,
   newRequestId,
@@ -22,6 +15,13 @@ import {
   storedBody,
 } from "#lib/data-plane/request-log.ts";
 import { requestLogItemOf } from "#lib/db/entities/request-log.ts";
+import {
+  BODY_COMPRESSION_MIN_BYTES,
+  compressStoredBody,
+  gzipIfSmaller,
+  storedBodyText,
+  UnreadableBodyError,
+} from "#lib/shared/body-compression.ts";
 import { secretRedactor } from "#lib/vault/secret-redaction.ts";
 
 const CAP = REQUEST_LOG_BODY_CAP_BYTES;

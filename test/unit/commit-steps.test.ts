@@ -6,16 +6,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { GetCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { GetCommand } from "#lib/db/document-client.ts";
-import {
-  commitSteps,
-  homeDb,
-  homeRegion,
-  type TransactionStep,
-  tableName,
-  writeSteps,
-} from "#lib/db/store.ts";
+import { writeSteps } from "#lib/db/commit.ts";
+import { commitSteps, homeDb, homeRegion, type TransactionStep, tableName } from "#lib/db/store.ts";
 import { provisionTable } from "#local/provision.ts";
 
 const key = () => ({ pKey: `TEST#${randomUUID()}`, sKey: "COMMIT" });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { targetItemOf, targetKeys } from "../../lib/db/entities/target.ts";
-import { keys } from "../../lib/db/keys.ts";
+import { targetItemOf, targetKeys } from "#lib/db/entities/target.ts";
+import { keys } from "#lib/db/keys.ts";
 
 describe("the target entity", () => {
   const stored = {

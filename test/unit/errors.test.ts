@@ -1,5 +1,6 @@
 /** Typed domain errors, their HTTP statuses at the edge, and the expose rule. */
 import { describe, expect, it } from "vitest";
+import { HttpError, httpErrorOf, methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
 import {
   badRequest,
   conflict,
@@ -11,8 +12,7 @@ import {
   upstreamFailed,
   upstreamTimedOut,
   validationFailed,
-} from "#lib/domain/errors.ts";
-import { HttpError, httpErrorOf, methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
+} from "#lib/shared/errors.ts";
 
 const http = (error: DomainError | HttpError) => (error instanceof DomainError ? httpErrorOf(error) : error);
 

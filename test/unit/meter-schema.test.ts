@@ -1,7 +1,6 @@
 /** Meter validation (spec 2.9, 4.9; docs/meters.md "API") as pure functions: every 400 names its field. */
 import { describe, expect, it } from "vitest";
 import { meterItemOf, meterKeys } from "#lib/db/entities/meter.ts";
-import { DomainError } from "#lib/domain/errors.ts";
 import {
   CreateMeterBody,
   MAX_METERS_PER_PROXY,
@@ -13,6 +12,7 @@ import {
   UpdateMeterBody,
 } from "#lib/domain/meter-schema.ts";
 import { parseInput } from "#lib/http/validation.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 
 const base = { meterType: "request_count", meterActive: true } as const;
 

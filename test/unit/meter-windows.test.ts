@@ -1,4 +1,4 @@
-/** Calendar windows, counter keys and thresholds of meters (lib/domain/meters/windows.ts). */
+/** Calendar windows, counter keys and thresholds of meters (lib/shared/meter-windows.ts). */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
@@ -14,7 +14,7 @@ import {
   windowAt,
   windowLimit,
   windowSeconds,
-} from "#lib/domain/meters/windows.ts";
+} from "#lib/shared/meter-windows.ts";
 
 const at = (iso: string) => Date.parse(iso);
 

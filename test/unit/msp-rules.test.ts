@@ -9,7 +9,7 @@ import {
   requireGrantableRoles,
 } from "#lib/domain/msp-member-rules.ts";
 import { extendedExpiry } from "#lib/domain/msp-team.ts";
-import { hasMspRole, highestMspRole, normaliseMspRoles } from "#lib/domain/roles.ts";
+import { hasMspRole, highestMspRole, normaliseMspRoles } from "#lib/shared/roles.ts";
 import { errorOf } from "../support/errors.ts";
 
 const owner = { roles: ["msp_owner"], systemAdmin: false };

@@ -1,7 +1,7 @@
 /** Generic pagination (spec 8): page default 1, limit default 20, maximum 100. */
 import { describe, expect, it } from "vitest";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, paginate, parsePageRequest } from "#lib/db/pagination.ts";
 import { VALIDATION_MESSAGE } from "#lib/http/errors.ts";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, paginate, parsePageRequest } from "#lib/http/pagination.ts";
 import { errorOf } from "../support/errors.ts";
 
 describe("parsePageRequest", () => {

@@ -9,7 +9,7 @@ import {
   serviceLimitItem,
   sfString,
 } from "#lib/domain/meters/rate-limit-headers.ts";
-import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
+import { callerHash, windowAt } from "#lib/shared/meter-windows.ts";
 
 const NOW = Date.parse("2025-03-09T17:42:23Z");
 

@@ -8,7 +8,7 @@ import {
   isAdministrator,
   minimumRoleFor,
   normaliseRoles,
-} from "#lib/domain/roles.ts";
+} from "#lib/shared/roles.ts";
 
 const ACTIONS: readonly ClientAction[] = ["view", "use", "manage", "invite", "billing", "delete"];
 

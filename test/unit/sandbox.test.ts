@@ -3,7 +3,6 @@
  * hostile case of issue 10, each followed by a normal call of another transform.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { logReady } from "#lib/log.ts";
 import {
   ARGS_LIMIT_CHARS,
   type CompiledTransform,
@@ -19,7 +18,8 @@ import {
   sandboxTestHooks,
   type TransformResult,
   warmSandbox,
-} from "../../lib/data-plane/sandbox.ts";
+} from "#lib/data-plane/sandbox.ts";
+import { logReady } from "#lib/log.ts";
 
 const REQUEST_TRANSFORM = `
 export default function (context, request) {

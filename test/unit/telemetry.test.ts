@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { buildRequestLogItem, newRequestId, type RequestLogInput } from "#lib/data-plane/request-log.ts";
+import { histogramsOf, mergeBuckets, telemetryRecordOf } from "#lib/domain/telemetry/read.ts";
 import {
   aggregate,
   bucketRefsOf,
@@ -17,9 +18,9 @@ import {
   mergeCounts,
   observationOf,
   type TelemetryObservation,
-} from "#lib/domain/telemetry/aggregate.ts";
-import { bucketAt, bucketKey, bucketKeyRange, bucketStartOf } from "#lib/domain/telemetry/buckets.ts";
-import { countryOf, countrySettingsOf, UNKNOWN_COUNTRY } from "#lib/domain/telemetry/country.ts";
+} from "#lib/shared/telemetry/aggregate.ts";
+import { bucketAt, bucketKey, bucketKeyRange, bucketStartOf } from "#lib/shared/telemetry/buckets.ts";
+import { countryOf, countrySettingsOf, UNKNOWN_COUNTRY } from "#lib/shared/telemetry/country.ts";
 import {
   exactPercentile,
   HISTOGRAM_GAMMA,
@@ -28,8 +29,7 @@ import {
   histogramPercentile,
   histogramValue,
   mergeHistograms,
-} from "#lib/domain/telemetry/histogram.ts";
-import { histogramsOf, mergeBuckets, telemetryRecordOf } from "#lib/domain/telemetry/read.ts";
+} from "#lib/shared/telemetry/histogram.ts";
 import { geoipCountry } from "#lib/streams/geoip.ts";
 
 const AT = Date.UTC(2026, 2, 7, 9, 5, 30, 250); // 2026-03-07 09:05:30.250 UTC

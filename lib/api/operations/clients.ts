@@ -1,12 +1,12 @@
 /** Clients (spec 4.1): the organisations that own credentials, targets and proxies. */
 import { z } from "zod";
-import { deleteClient } from "../../domain/account-deletion.ts";
-import { createClient, getClient, listClientsForUser, renameClient } from "../../domain/clients.ts";
-import { CLIENT_ROLES } from "../../domain/roles.ts";
-import { requireUser, toApiUser } from "../../domain/users.ts";
-import { PaginationQuery } from "../../http/pagination.ts";
-import { CreateClientBody, DeleteBody, DeleteQuery, UpdateClientBody } from "../../http/schemas.ts";
-import { access, operation, paged, pathParams, wrapped } from "../operation.ts";
+import { access, operation, paged, pathParams, wrapped } from "#lib/api/operation.ts";
+import { PaginationQuery } from "#lib/db/pagination.ts";
+import { deleteClient } from "#lib/domain/account-deletion.ts";
+import { createClient, getClient, listClientsForUser, renameClient } from "#lib/domain/clients.ts";
+import { requireUser, toApiUser } from "#lib/domain/users.ts";
+import { CreateClientBody, DeleteBody, DeleteQuery, UpdateClientBody } from "#lib/http/schemas.ts";
+import { CLIENT_ROLES } from "#lib/shared/roles.ts";
 import { immediately, UserSchema } from "./users.ts";
 
 /** A client as the API shows it (spec 2.1, plus its deletion state). */

@@ -5,19 +5,19 @@
  * docs/credentials.md).
  */
 import { z } from "zod";
-import { CredentialItem } from "../../db/entities/credential.ts";
-import { CredentialTestBody, testCredential, testCredentialToken } from "../../domain/credential-test.ts";
+import { access, MessageResponse, operation, paged, pathParams, wrapped } from "#lib/api/operation.ts";
+import { CredentialItem } from "#lib/db/entities/credential.ts";
+import { PaginationQuery, paginate } from "#lib/db/pagination.ts";
+import { CredentialTestBody, testCredential, testCredentialToken } from "#lib/domain/credential-test.ts";
 import {
   createCredential,
   deleteCredential,
   getCredential,
   listCredentials,
   updateCredential,
-} from "../../domain/credentials.ts";
-import { PaginationQuery, paginate } from "../../http/pagination.ts";
-import { CreateCredentialBody, UpdateCredentialBody } from "../../http/resource-schemas.ts";
-import { queryBoolean } from "../../http/validation.ts";
-import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
+} from "#lib/domain/credentials.ts";
+import { CreateCredentialBody, UpdateCredentialBody } from "#lib/http/resource-schemas.ts";
+import { queryBoolean } from "#lib/http/validation.ts";
 
 // Picked, not omitted: a field added to the stored credential (a secret's envelope, say) stays
 // out of every answer until it is named here.

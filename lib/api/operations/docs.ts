@@ -10,13 +10,13 @@ import { createRequire } from "node:module";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { REFERENCE_PAGE_BUNDLE } from "../../infra/api-manifest.ts";
-import { API_TITLE, type OpenApiDocument, openApiDocument } from "../openapi.ts";
-import { access, type Operation, operation } from "../operation.ts";
+import { API_TITLE, type OpenApiDocument, openApiDocument } from "#lib/api/openapi.ts";
+import { access, type Operation, operation } from "#lib/api/operation.ts";
+import { REFERENCE_PAGE_BUNDLE } from "#lib/infra/api-manifest.ts";
 
 /** The registry's operations, loaded on first use (the registry itself lists these operations). */
 async function registryOperations(): Promise<readonly Operation[]> {
-  return (await import("../registry.ts")).OPERATIONS;
+  return (await import("#lib/api/registry.ts")).OPERATIONS;
 }
 
 let documentCache: OpenApiDocument | undefined;

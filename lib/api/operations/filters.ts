@@ -5,19 +5,20 @@
  * per-client overrides of the plan limits.
  */
 import { z } from "zod";
+import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
   MAX_FILTER_HEADERS,
   MAX_IP_RANGES,
   MAX_PATH_OVERRIDES,
   MAX_REMOVED_FIELDS,
-} from "../../domain/filters/constants.ts";
-import { UpdateFiltersBody, UpdateOverridesBody } from "../../domain/filters/schema.ts";
+} from "#lib/domain/filters/constants.ts";
+import { UpdateFiltersBody, UpdateOverridesBody } from "#lib/domain/filters/schema.ts";
 import {
   getLimitOverrides,
   setLimitOverrides,
   UpdateLimitOverridesBody,
-} from "../../domain/limit-overrides.ts";
-import { PLATFORM_MAX_REQUESTS_PER_MINUTE } from "../../domain/plans.ts";
+} from "#lib/domain/limit-overrides.ts";
+import { PLATFORM_MAX_REQUESTS_PER_MINUTE } from "#lib/domain/plans.ts";
 import {
   clearFilters,
   clearOverrides,
@@ -25,8 +26,7 @@ import {
   getOverrides,
   updateFilters,
   updateOverrides,
-} from "../../domain/proxy-policies.ts";
-import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
+} from "#lib/domain/proxy-policies.ts";
 
 const UpdatedAt = z.string().nullable().describe("When they were last changed (null: never set)");
 

@@ -4,22 +4,6 @@
  */
 import { z } from "zod";
 import {
-  acceptAnyInvite,
-  getAnyInviteeInvite,
-  listAllInviteeInvites,
-  rejectAnyInvite,
-} from "../../domain/invitee-invites.ts";
-import {
-  cancelClientInvite,
-  createInvite,
-  getClientInvite,
-  listClientInvites,
-  updateClientInvite,
-} from "../../domain/invites.ts";
-import { CLIENT_ROLES, MSP_ROLES } from "../../domain/roles.ts";
-import { PaginationQuery } from "../../http/pagination.ts";
-import { AnswerInviteBody, CreateInviteBody, UpdateInviteBody } from "../../http/schemas.ts";
-import {
   access,
   MessageResponse,
   operation,
@@ -27,7 +11,23 @@ import {
   pathParams,
   unsupportedOperation,
   wrapped,
-} from "../operation.ts";
+} from "#lib/api/operation.ts";
+import { PaginationQuery } from "#lib/db/pagination.ts";
+import {
+  acceptAnyInvite,
+  getAnyInviteeInvite,
+  listAllInviteeInvites,
+  rejectAnyInvite,
+} from "#lib/domain/invitee-invites.ts";
+import {
+  cancelClientInvite,
+  createInvite,
+  getClientInvite,
+  listClientInvites,
+  updateClientInvite,
+} from "#lib/domain/invites.ts";
+import { AnswerInviteBody, CreateInviteBody, UpdateInviteBody } from "#lib/http/schemas.ts";
+import { CLIENT_ROLES, MSP_ROLES } from "#lib/shared/roles.ts";
 
 /** A pending invite as the API shows it (spec 2.3, plus its expiry as a date, who sent it and when). */
 export const InviteSchema = z.object({

@@ -1,16 +1,5 @@
 /** Members and memberships (spec 4.2): who belongs to a client, seen from the client and from the user. */
 import { z } from "zod";
-import { getClientForMember, listClientsForUser } from "../../domain/clients.ts";
-import {
-  getMember,
-  leaveClient,
-  listMembers,
-  removeMember,
-  updateMemberRoles,
-} from "../../domain/members.ts";
-import { CLIENT_ROLES } from "../../domain/roles.ts";
-import { PaginationQuery } from "../../http/pagination.ts";
-import { UpdateMemberBody } from "../../http/schemas.ts";
 import {
   access,
   MessageResponse,
@@ -19,7 +8,12 @@ import {
   pathParams,
   unsupportedOperation,
   wrapped,
-} from "../operation.ts";
+} from "#lib/api/operation.ts";
+import { PaginationQuery } from "#lib/db/pagination.ts";
+import { getClientForMember, listClientsForUser } from "#lib/domain/clients.ts";
+import { getMember, leaveClient, listMembers, removeMember, updateMemberRoles } from "#lib/domain/members.ts";
+import { UpdateMemberBody } from "#lib/http/schemas.ts";
+import { CLIENT_ROLES } from "#lib/shared/roles.ts";
 import { ClientSchema } from "./clients.ts";
 
 /** A member as the API shows it (spec 2.2): the membership's roles and the user's contact fields. */

@@ -1,14 +1,14 @@
 /** Meters on a proxy (spec 2.9, 4.9): count requests or response values per window, with limits and alerts. */
 import { z } from "zod";
-import { MeterItem } from "../../db/entities/meter.ts";
+import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
+import { MeterItem } from "#lib/db/entities/meter.ts";
 import {
   CreateMeterBody,
   LIMIT_BY_WARNING,
   MAX_METERS_PER_PROXY,
   UpdateMeterBody,
-} from "../../domain/meter-schema.ts";
-import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "../../domain/meters.ts";
-import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
+} from "#lib/domain/meter-schema.ts";
+import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "#lib/domain/meters.ts";
 
 const {
   entity: _entity,

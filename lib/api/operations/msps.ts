@@ -5,7 +5,17 @@
  * client's link to the MSP when the path names one.
  */
 import { z } from "zod";
-import { MSP_BILLING_STATUSES, MSP_BILLING_TYPES } from "../../db/entities/msp.ts";
+import {
+  access,
+  MessageResponse,
+  operation,
+  PaginationSchema,
+  paged,
+  pathParams,
+  wrapped,
+} from "#lib/api/operation.ts";
+import { MSP_BILLING_STATUSES, MSP_BILLING_TYPES } from "#lib/db/entities/msp.ts";
+import { PaginationQuery } from "#lib/db/pagination.ts";
 import {
   createManagedClient,
   detachManagedClient,
@@ -18,7 +28,7 @@ import {
   setManagedClientMemberRoles,
   updateManagedClient,
   updateManagedClientConfiguration,
-} from "../../domain/msp-clients.ts";
+} from "#lib/domain/msp-clients.ts";
 import {
   cancelMspInvite,
   createMspInvite,
@@ -28,11 +38,10 @@ import {
   removeMspTeamMember,
   updateMspInvite,
   updateMspTeamMember,
-} from "../../domain/msp-team.ts";
-import { manualTopUp } from "../../domain/msp-top-ups.ts";
-import { mspUsageReport, usageCsv } from "../../domain/msp-usage.ts";
-import { getMspConfiguration, updateMspConfiguration } from "../../domain/msps.ts";
-import { CLIENT_ROLES, MSP_ROLES } from "../../domain/roles.ts";
+} from "#lib/domain/msp-team.ts";
+import { manualTopUp } from "#lib/domain/msp-top-ups.ts";
+import { mspUsageReport, usageCsv } from "#lib/domain/msp-usage.ts";
+import { getMspConfiguration, updateMspConfiguration } from "#lib/domain/msps.ts";
 import {
   CreateMspClientBody,
   CreateMspInviteBody,
@@ -44,17 +53,8 @@ import {
   UpdateClientConfigurationBody,
   UpdateMspClientBody,
   UpdateMspConfigurationBody,
-} from "../../http/msp-schemas.ts";
-import { PaginationQuery } from "../../http/pagination.ts";
-import {
-  access,
-  MessageResponse,
-  operation,
-  PaginationSchema,
-  paged,
-  pathParams,
-  wrapped,
-} from "../operation.ts";
+} from "#lib/http/msp-schemas.ts";
+import { CLIENT_ROLES, MSP_ROLES } from "#lib/shared/roles.ts";
 
 const ManagedClientSummary = z.object({
   clientId: z.string(),

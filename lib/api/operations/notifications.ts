@@ -3,8 +3,6 @@
  * never mark anything read; getting one notification marks it read.
  */
 import { z } from "zod";
-import { listNotifications, type NotificationInbox, readNotification } from "../../domain/notifications.ts";
-import { PaginationQuery } from "../../http/pagination.ts";
 import {
   type Access,
   access,
@@ -14,7 +12,9 @@ import {
   paged,
   pathParams,
   wrapped,
-} from "../operation.ts";
+} from "#lib/api/operation.ts";
+import { PaginationQuery } from "#lib/db/pagination.ts";
+import { listNotifications, type NotificationInbox, readNotification } from "#lib/domain/notifications.ts";
 
 /** A notification as the API shows it (spec 2.13). */
 export const NotificationSchema = z.object({

@@ -1,10 +1,10 @@
 /** Proxies (spec 4.7): the regional bindings of a proxy credential, a target and a target credential. */
 import { z } from "zod";
-import { ProxyItem } from "../../db/entities/proxy.ts";
-import { createProxy, deleteProxy, getProxy, listProxies, updateProxy } from "../../domain/proxies.ts";
-import { PaginationQuery, paginate } from "../../http/pagination.ts";
-import { CreateProxyBody, UpdateProxyBody } from "../../http/resource-schemas.ts";
-import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
+import { access, MessageResponse, operation, paged, pathParams, wrapped } from "#lib/api/operation.ts";
+import { ProxyItem } from "#lib/db/entities/proxy.ts";
+import { PaginationQuery, paginate } from "#lib/db/pagination.ts";
+import { createProxy, deleteProxy, getProxy, listProxies, updateProxy } from "#lib/domain/proxies.ts";
+import { CreateProxyBody, UpdateProxyBody } from "#lib/http/resource-schemas.ts";
 
 const {
   entity: _entity,

@@ -4,9 +4,9 @@
  * the same record (spec 2.11; docs/request-logs.md).
  */
 import { z } from "zod";
-import { VALIDATION_FIELDS } from "../../data-plane/request-log.ts";
-import { getRequestLog, listRequestLogs, MAX_REQUEST_LOG_LIMIT } from "../../domain/request-logs.ts";
-import { access, operation, pathParams, wrapped } from "../operation.ts";
+import { access, operation, pathParams, wrapped } from "#lib/api/operation.ts";
+import { VALIDATION_FIELDS } from "#lib/data-plane/request-log.ts";
+import { getRequestLog, listRequestLogs, MAX_REQUEST_LOG_LIMIT } from "#lib/domain/request-logs.ts";
 
 const HeaderMap = z.record(z.string(), z.union([z.string(), z.array(z.string())]));
 

@@ -5,9 +5,6 @@
  * createTargetRule, deleteCredentialRule, ...).
  */
 import { z } from "zod";
-import { createRule, deleteRule, listRules, type RuleParentKind } from "../../domain/access-rules.ts";
-import { CreateRuleBody, RULE_EFFECTS, RULE_PRESENCES } from "../../domain/rules/rule-schema.ts";
-import { PaginationQuery, paginate } from "../../http/pagination.ts";
 import {
   access,
   MessageResponse,
@@ -16,7 +13,10 @@ import {
   paged,
   pathParams,
   wrapped,
-} from "../operation.ts";
+} from "#lib/api/operation.ts";
+import { PaginationQuery, paginate } from "#lib/db/pagination.ts";
+import { createRule, deleteRule, listRules, type RuleParentKind } from "#lib/domain/access-rules.ts";
+import { CreateRuleBody, RULE_EFFECTS, RULE_PRESENCES } from "#lib/domain/rules/rule-schema.ts";
 
 const Presence = z.enum(RULE_PRESENCES);
 const RuleCheckSchema = z.object({

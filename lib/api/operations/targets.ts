@@ -1,10 +1,10 @@
 /** Targets (spec 4.6): the APIs proxies forward to, each bound to one region. */
 import { z } from "zod";
-import { TargetItem } from "../../db/entities/target.ts";
-import { createTarget, deleteTarget, getTarget, listTargets, updateTarget } from "../../domain/targets.ts";
-import { PaginationQuery, paginate } from "../../http/pagination.ts";
-import { CreateTargetBody, UpdateTargetBody } from "../../http/resource-schemas.ts";
-import { access, MessageResponse, operation, paged, pathParams, wrapped } from "../operation.ts";
+import { access, MessageResponse, operation, paged, pathParams, wrapped } from "#lib/api/operation.ts";
+import { TargetItem } from "#lib/db/entities/target.ts";
+import { PaginationQuery, paginate } from "#lib/db/pagination.ts";
+import { createTarget, deleteTarget, getTarget, listTargets, updateTarget } from "#lib/domain/targets.ts";
+import { CreateTargetBody, UpdateTargetBody } from "#lib/http/resource-schemas.ts";
 
 const { entity: _entity, deletingAt: _deletingAt, ...targetFields } = TargetItem.shape;
 

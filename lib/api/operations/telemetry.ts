@@ -4,14 +4,14 @@
  * from the request logs by the stream consumers (docs/telemetry.md). Read-only.
  */
 import { z } from "zod";
-import { TELEMETRY_INTERVALS } from "../../domain/telemetry/buckets.ts";
+import { access, operation, pathParams } from "#lib/api/operation.ts";
 import {
   DEFAULT_TELEMETRY_LIMIT,
   listClientTelemetry,
   listProxyTelemetry,
   MAX_TELEMETRY_LIMIT,
-} from "../../domain/telemetry-reads.ts";
-import { access, operation, pathParams } from "../operation.ts";
+} from "#lib/domain/telemetry-reads.ts";
+import { TELEMETRY_INTERVALS } from "#lib/shared/telemetry/buckets.ts";
 
 const bySource = (what: string) =>
   z

@@ -1,12 +1,13 @@
 /** Request and response transforms on a proxy (spec 2.10, 4.10): user code that reshapes traffic. */
 import { z } from "zod";
+import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
   StoredResponseBody,
   StoredResponseHeader,
   StoredStatus,
   TransformItem,
-} from "../../db/entities/transform.ts";
-import { MAX_TRANSFORM_CODE_BYTES, TRANSFORM_CODE_MESSAGE } from "../../domain/transforms/code.ts";
+} from "#lib/db/entities/transform.ts";
+import { MAX_TRANSFORM_CODE_BYTES, TRANSFORM_CODE_MESSAGE } from "#lib/domain/transforms/code.ts";
 import {
   CreateRequestTransformBody,
   CreateResponseTransformBody,
@@ -14,15 +15,14 @@ import {
   type TransformKind,
   UpdateRequestTransformBody,
   UpdateResponseTransformBody,
-} from "../../domain/transforms/schema.ts";
+} from "#lib/domain/transforms/schema.ts";
 import {
   createTransform,
   deleteTransform,
   getTransform,
   listTransforms,
   updateTransform,
-} from "../../domain/transforms.ts";
-import { access, MessageResponse, operation, pathParams, wrapped } from "../operation.ts";
+} from "#lib/domain/transforms.ts";
 
 const {
   entity: _entity,

@@ -1,9 +1,9 @@
 /** Users (spec 4.4): the caller's own record. */
 import { z } from "zod";
-import { deleteUserAccount } from "../../domain/account-deletion.ts";
-import { requireUser, toApiUser, UserProfileUpdate, updateUserProfile } from "../../domain/users.ts";
-import { DeleteBody, DeleteQuery } from "../../http/schemas.ts";
-import { access, operation, pathParams, wrapped } from "../operation.ts";
+import { access, operation, pathParams, wrapped } from "#lib/api/operation.ts";
+import { deleteUserAccount } from "#lib/domain/account-deletion.ts";
+import { requireUser, toApiUser, UserProfileUpdate, updateUserProfile } from "#lib/domain/users.ts";
+import { DeleteBody, DeleteQuery } from "#lib/http/schemas.ts";
 
 /** A user as the API shows it (spec 2.4): tokens masked, no internals. */
 export const UserSchema = z.object({

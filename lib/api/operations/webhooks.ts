@@ -4,9 +4,9 @@
  * `state` is what authenticates it (lib/domain/oauth2-flow.ts).
  */
 import { z } from "zod";
-import { toApiCredential } from "../../domain/credentials.ts";
-import { completeAuthorization } from "../../domain/oauth2-flow.ts";
-import { access, operation, wrapped } from "../operation.ts";
+import { access, operation, wrapped } from "#lib/api/operation.ts";
+import { toApiCredential } from "#lib/domain/credentials.ts";
+import { completeAuthorization } from "#lib/domain/oauth2-flow.ts";
 import { CredentialSchema } from "./credentials.ts";
 
 /** What the provider sends back (RFC 6749 4.1.2); other parameters it adds are ignored. */

@@ -5,10 +5,8 @@
  * credential present. Records each check passed in `ctx.validation` and the admission in
  * `ctx.admission`. No store call: everything comes from the loaded configuration.
  */
-import { rateLimitForPlan } from "../../domain/plans.ts";
-import { evaluateAccess } from "../../domain/rules/rule-evaluator.ts";
-import type { ProxySecret } from "../../vault/secret-schemas.ts";
-import type { authenticateCaller } from "../caller-auth.ts";
+
+import type { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
 import {
   type Admission,
   type Admitted,
@@ -17,7 +15,10 @@ import {
   type Located,
   notForwarded,
   serviceAnswer,
-} from "../context.ts";
+} from "#lib/data-plane/context.ts";
+import { rateLimitForPlan } from "#lib/domain/plans.ts";
+import { evaluateAccess } from "#lib/domain/rules/rule-evaluator.ts";
+import type { ProxySecret } from "#lib/vault/secret-schemas.ts";
 
 export type Authenticate = typeof authenticateCaller;
 

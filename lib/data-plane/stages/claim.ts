@@ -4,12 +4,12 @@
  * in one place, on every path: a successful answer of the target consumes the credential (it is
  * deleted with the proxies using it), any other outcome releases it for a new attempt.
  */
-import { dynamo } from "../../aws/clients.ts";
-import { UpdateCommand } from "../../db/document-client.ts";
-import { credentialKeys } from "../../db/entities/credential.ts";
-import { isConditionalCheckFailure, tableName } from "../../db/store.ts";
-import { describeError, log } from "../../log.ts";
-import type { RequestContext } from "../context.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import type { RequestContext } from "#lib/data-plane/context.ts";
+import { credentialKeys } from "#lib/db/entities/credential.ts";
+import { isConditionalCheckFailure, tableName } from "#lib/db/store.ts";
+import { describeError, log } from "#lib/log.ts";
 
 export interface SingleUseClaims {
   claim(clientId: string, credentialId: string): Promise<boolean>;
@@ -49,7 +49,7 @@ export function singleUseClaims(region: string): SingleUseClaims {
     },
     async consume(clientId, credentialId) {
       // The cascade code is loaded on demand: only single-use credentials are consumed.
-      const { deleteWithDependants, usesCredential } = await import("../../domain/cascade.ts");
+      const { deleteWithDependants, usesCredential } = await import("#lib/domain/cascade.ts");
       await deleteWithDependants(
         region,
         clientId,

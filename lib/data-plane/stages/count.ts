@@ -7,19 +7,20 @@
  * nothing counted, the target never called. Stale configuration: the pipeline reloads and admits
  * again.
  */
-import { meterPolicyName, type QuotaState, refusalHeaders } from "../../domain/meters/rate-limit-headers.ts";
-import { reservationOf } from "../../domain/meters/reservation.ts";
-import { type CalendarWindow, windowAt } from "../../domain/meters/windows.ts";
-import type { Admitted, Answer, RequestContext } from "../context.ts";
-import { serviceAnswer } from "../context.ts";
+
+import type { Admitted, Answer, RequestContext } from "#lib/data-plane/context.ts";
+import { serviceAnswer } from "#lib/data-plane/context.ts";
 import {
   type CountDecision,
   type CounterStep,
   clientRequestToken,
   type commitCounters,
   counterKeys,
-} from "../counters.ts";
-import { type MeterUse, planMeters, valueMeans } from "../meter-plan.ts";
+} from "#lib/data-plane/counters.ts";
+import { type MeterUse, planMeters, valueMeans } from "#lib/data-plane/meter-plan.ts";
+import { meterPolicyName, type QuotaState, refusalHeaders } from "#lib/domain/meters/rate-limit-headers.ts";
+import { reservationOf } from "#lib/domain/meters/reservation.ts";
+import { type CalendarWindow, windowAt } from "#lib/shared/meter-windows.ts";
 
 export type CommitCounters = typeof commitCounters;
 

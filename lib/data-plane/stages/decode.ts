@@ -9,8 +9,9 @@
  * start loads (a shared import would split the startup chunks): the pipeline turns its refusal
  * into the answer.
  */
-import { ContentCodingError, codingsOf, decodeBody } from "../../net/content-coding.ts";
-import type { DataPlaneRequest } from "../context.ts";
+
+import type { DataPlaneRequest } from "#lib/data-plane/context.ts";
+import { ContentCodingError, codingsOf, decodeBody } from "#lib/net/content-coding.ts";
 
 /** Largest request body once decoded (the 6 MB of a Lambda invocation's payload). */
 export const MAX_DECODED_REQUEST_BYTES = 6 * 1024 * 1024;

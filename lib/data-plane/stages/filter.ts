@@ -13,10 +13,11 @@
  *
  * No store call: everything comes from the compiled configuration (`runtime.policies`).
  */
-import type { PathOverride } from "../../db/entities/proxy-policy.ts";
-import { isJsonContentType } from "../../domain/predicates/dot-path.ts";
-import type { IpDecision } from "../../net/ip-filter.ts";
-import { type Answer, denied, type RequestContext, serviceAnswer } from "../context.ts";
+
+import { type Answer, denied, type RequestContext, serviceAnswer } from "#lib/data-plane/context.ts";
+import type { PathOverride } from "#lib/db/entities/proxy-policy.ts";
+import { isJsonContentType } from "#lib/domain/predicates/dot-path.ts";
+import type { IpDecision } from "#lib/net/ip-filter.ts";
 
 /** A proxy's filters and overrides as the stages use them (compiled by lib/data-plane/policies.ts). */
 export interface CompiledPolicies {

@@ -9,12 +9,11 @@
  * here, just before the call; the pipeline settles the claim.
  */
 
-import { PROXY_TIMEOUT_SECONDS } from "../../db/entities/proxy.ts";
-import {
-  clientAddressHeaders,
-  isClientAddressHeader,
-  RESERVED_HEADER_NAMES,
-} from "../../net/header-rules.ts";
+import { type Admitted, type Answer, denied, notForwarded, serviceAnswer } from "#lib/data-plane/context.ts";
+import type { LoadedCredential, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
+import { forwardedResponseHeaders } from "#lib/data-plane/target-response.ts";
+import { PROXY_TIMEOUT_SECONDS } from "#lib/db/entities/proxy.ts";
+import { clientAddressHeaders, isClientAddressHeader, RESERVED_HEADER_NAMES } from "#lib/net/header-rules.ts";
 import {
   OutboundBlockedError,
   OutboundConnectError,
@@ -22,18 +21,15 @@ import {
   type OutboundResponse,
   OutboundTimeoutError,
   type sendOutbound,
-} from "../../net/outbound.ts";
-import { removeQueryPairs } from "../../net/query-pairs.ts";
+} from "#lib/net/outbound.ts";
+import { removeQueryPairs } from "#lib/net/query-pairs.ts";
 import {
   applyTargetCredential,
   callerCredentialNames,
   mergeProxyAdditions,
   type OutgoingRequest,
-} from "../../vault/apply-credential.ts";
-import type { AuthType, TargetSecret } from "../../vault/secret-schemas.ts";
-import { type Admitted, type Answer, denied, notForwarded, serviceAnswer } from "../context.ts";
-import type { LoadedCredential, ProxyRuntime } from "../runtime-config.ts";
-import { forwardedResponseHeaders } from "../target-response.ts";
+} from "#lib/vault/apply-credential.ts";
+import type { AuthType, TargetSecret } from "#lib/vault/secret-schemas.ts";
 import type { SingleUseClaims } from "./claim.ts";
 import { isStrippedHeader, routeOverride } from "./filter.ts";
 

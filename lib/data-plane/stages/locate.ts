@@ -2,8 +2,16 @@
  * Stage 1, locate: which proxy the request is for, and its configuration (cached in the warm
  * function; read from the region's table on a miss, lib/data-plane/runtime-config.ts).
  */
-import { type Answer, denied, type Located, type RequestContext, serviceAnswer } from "../context.ts";
-import type { LoadedRuntime } from "../runtime-config.ts";
+
+import {
+  type Answer,
+  denied,
+  type Located,
+  type RequestContext,
+  serviceAnswer,
+} from "#lib/data-plane/context.ts";
+import type { LoadedRuntime } from "#lib/data-plane/runtime-config.ts";
+import { hasDotSegment } from "#lib/net/path-segments.ts";
 
 /** Spec 4.13: the methods the data plane forwards. */
 export const PROXY_METHODS: ReadonlySet<string> = new Set([
@@ -17,21 +25,6 @@ export const PROXY_METHODS: ReadonlySet<string> = new Set([
 ]);
 
 const PROXY_ID = /^[A-Za-z0-9-]{1,64}$/;
-
-/**
- * True when the path has a segment the URL parser would resolve: `.` or `..` in any spelling
- * (`%2e`, `%2E.`), or a backslash, which WHATWG URLs treat as `/` for http(s). Joined to the target's
- * base URL such a path would climb out of the base path (`/v1/tenant-a/%2e%2e/tenant-b`) and reach
- * the target as a path the access rules never saw (`/x/..%2fadmin` is fine: `%2f` stays a
- * character). The data plane refuses them.
- */
-export function hasDotSegment(apiPath: string): boolean {
-  if (apiPath.includes("\\")) return true;
-  return apiPath.split("/").some((segment) => {
-    const plain = segment.replace(/%2e/gi, ".");
-    return plain === "." || plain === "..";
-  });
-}
 
 /** What the request can be refused for before any configuration is read. */
 export function checkRequestShape(ctx: RequestContext): Answer | undefined {

@@ -6,19 +6,19 @@
  * PutItem. A record that cannot be written is never a silent loss: the error line counts in a
  * metric that raises an alarm.
  */
-import { dynamo } from "../../aws/clients.ts";
-import { PutCommand, TransactWriteCommand } from "../../db/document-client.ts";
-import { tableName, transactItemsOf } from "../../db/store.ts";
-import { loadOnce } from "../../lazy.ts";
-import { ALARMED_METRICS, describeError, log, metricFields } from "../../log.ts";
-import { credentialHeaderNames, credentialQueryParamNames } from "../../vault/apply-credential.ts";
-import type { AuthType } from "../../vault/secret-schemas.ts";
-import type { Answer, RequestContext } from "../context.ts";
-import { type CounterStep, clientRequestToken, counterTransaction } from "../counters.ts";
-import type { LoadedCredential } from "../runtime-config.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { PutCommand, TransactWriteCommand } from "#lib/aws/document-client.ts";
+import type { Answer, RequestContext } from "#lib/data-plane/context.ts";
+import { type CounterStep, clientRequestToken, counterTransaction } from "#lib/data-plane/counters.ts";
+import type { LoadedCredential } from "#lib/data-plane/runtime-config.ts";
+import { tableName, transactItemsOf } from "#lib/db/store.ts";
+import { loadOnce } from "#lib/lazy.ts";
+import { ALARMED_METRICS, describeError, log, metricFields } from "#lib/log.ts";
+import { credentialHeaderNames, credentialQueryParamNames } from "#lib/vault/apply-credential.ts";
+import type { AuthType } from "#lib/vault/secret-schemas.ts";
 
-export const requestLogModule = loadOnce(() => import("../request-log.ts"));
-const secretRedactionModule = loadOnce(() => import("../../vault/secret-redaction.ts"));
+export const requestLogModule = loadOnce(() => import("#lib/data-plane/request-log.ts"));
+const secretRedactionModule = loadOnce(() => import("#lib/vault/secret-redaction.ts"));
 
 /**
  * The request log item of this request, or undefined when there is no proxy to file it under.

@@ -15,22 +15,30 @@
  *
  * Loaded on demand (import() from the pipeline) only when a proxy has transforms.
  */
-import { isJsonContentType } from "../../domain/predicates/dot-path.ts";
-import { preparePredicateRequest } from "../../domain/predicates/evaluate.ts";
-import { loadOnce } from "../../lazy.ts";
-import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
-import type { OutgoingRequest } from "../../vault/apply-credential.ts";
-import { type Admitted, type Answer, parseQuery, type RequestContext, serviceAnswer } from "../context.ts";
-import { predicateRequestOf } from "../meter-plan.ts";
-import type { CompiledTransform, TransformResult } from "../sandbox.ts";
-import { SERVICE_HEADER_PREFIX } from "../target-response.ts";
+
+import {
+  type Admitted,
+  type Answer,
+  parseQuery,
+  type RequestContext,
+  serviceAnswer,
+} from "#lib/data-plane/context.ts";
+import { predicateRequestOf } from "#lib/data-plane/meter-plan.ts";
+import type { CompiledTransform, TransformResult } from "#lib/data-plane/sandbox.ts";
+import { SERVICE_HEADER_PREFIX } from "#lib/data-plane/target-response.ts";
 import {
   type LoadedTransform,
   selectRequestTransform,
   selectResponseTransform,
   variablesOf,
-} from "../transform-plan.ts";
-import { hasDotSegment, PROXY_METHODS } from "./locate.ts";
+} from "#lib/data-plane/transform-plan.ts";
+import { isJsonContentType } from "#lib/domain/predicates/dot-path.ts";
+import { preparePredicateRequest } from "#lib/domain/predicates/evaluate.ts";
+import { loadOnce } from "#lib/lazy.ts";
+import { HEADER_VALUE, RESERVED_HEADER_NAMES } from "#lib/net/header-rules.ts";
+import { hasDotSegment } from "#lib/net/path-segments.ts";
+import type { OutgoingRequest } from "#lib/vault/apply-credential.ts";
+import { PROXY_METHODS } from "./locate.ts";
 
 /** The request as a transform sees it and returns it. */
 export interface TransformRequest {
@@ -56,7 +64,7 @@ export interface TransformDeps {
   run: (compiled: CompiledTransform, args: unknown[]) => Promise<TransformResult>;
 }
 
-const sandboxModule = loadOnce(() => import("../sandbox.ts"));
+const sandboxModule = loadOnce(() => import("#lib/data-plane/sandbox.ts"));
 
 export const sandboxRunner: TransformDeps = {
   async run(compiled, args) {

@@ -15,8 +15,8 @@
  *   amount to `budget.current`) or `failed`, and `topUpSequence` from n to n + 1.
  */
 import { z } from "zod";
-import { GetCommand, PutCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
+import { GetCommand, PutCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   commitSteps,
   homeDb,
@@ -25,7 +25,7 @@ import {
   parseStored,
   type TransactionStep,
   tableName,
-} from "../store.ts";
+} from "#lib/db/store.ts";
 import { BATCH_MARK_RETENTION_SECONDS } from "./telemetry.ts";
 
 export const BUDGET_PROCESSOR = "budget";

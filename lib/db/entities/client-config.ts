@@ -5,9 +5,9 @@
  * managed-client settings the MSP API changes (lib/domain/msp-clients.ts).
  */
 import { z } from "zod";
-import { GetCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
-import { homeDb, parseStored, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { homeDb, parseStored, tableName } from "#lib/db/store.ts";
 
 export const BILLING_TO = ["client", "msp"] as const;
 export const TOP_UP_METHODS = ["automatic", "manual"] as const;

@@ -8,12 +8,12 @@
  *   regional configuration moves `configVersion` in its own transaction (lib/db/regional.ts).
  */
 import * as z from "zod/mini";
-import { dynamo } from "../../aws/clients.ts";
-import { getConfig } from "../../config.ts";
-import { UpdateCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
-import { getInRegion } from "../regional.ts";
-import { nowIso, parseStored, setExpression, tableName } from "../store.ts";
+import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { getConfig } from "#lib/config.ts";
+import { keys } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { nowIso, parseStored, setExpression, tableName } from "#lib/db/store.ts";
 
 export const ProxyLocatorItem = z.object({ clientId: z.string() });
 export type ProxyLocatorItem = z.infer<typeof ProxyLocatorItem>;

@@ -5,9 +5,9 @@
  * coercion of the role counts is needed.
  */
 import { z } from "zod";
-import { GetCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
-import { homeDb, parseStored, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { homeDb, parseStored, tableName } from "#lib/db/store.ts";
 
 export const ClientItem = z.object({
   pKey: z.string(),

@@ -7,11 +7,11 @@
  * never decrypts it, and a refusal names fields, never values.
  */
 import * as z from "zod/mini";
-import { AUTH_TYPES, CREDENTIAL_TYPES } from "../../vault/auth-types.ts";
-import type { SecretEnvelope } from "../../vault/envelope.ts";
-import { keys, REGIONAL_SK } from "../keys.ts";
-import { findInRegions, listAcrossRegions, listInRegion } from "../regional.ts";
-import { parseStored } from "../store.ts";
+import { keys, REGIONAL_SK } from "#lib/db/keys.ts";
+import { findInRegions, listAcrossRegions, listInRegion } from "#lib/db/regional.ts";
+import { parseStored } from "#lib/db/store.ts";
+import { AUTH_TYPES, CREDENTIAL_TYPES } from "#lib/shared/auth-types.ts";
+import type { SecretEnvelope } from "#lib/vault/envelope.ts";
 
 /** The encrypted secret as stored; its fields are checked when it is decrypted (lib/vault/envelope.ts). */
 const StoredSecretEnvelope: z.ZodMiniType<SecretEnvelope> = z.looseObject({

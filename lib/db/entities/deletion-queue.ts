@@ -6,9 +6,9 @@
  * every attribute), read here as the few fields the purge needs.
  */
 import { z } from "zod";
-import { UpdateCommand } from "../document-client.ts";
-import { type Key, keys } from "../keys.ts";
-import { homeDb, isConditionalCheckFailure, keyOf, parseStored, queryAll, tableName } from "../store.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { type Key, keys } from "#lib/db/keys.ts";
+import { homeDb, isConditionalCheckFailure, keyOf, parseStored, queryAll, tableName } from "#lib/db/store.ts";
 
 export type DeletionKind = "CLIENT" | "USER";
 

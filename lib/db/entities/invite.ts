@@ -4,10 +4,10 @@
  * works on InviteItem, never on an untyped item, so no `String(item.x)` coercion is needed.
  */
 import { z } from "zod";
-import { CLIENT_ROLES } from "../../domain/roles.ts";
-import { GetCommand } from "../document-client.ts";
-import { CLIENT_SK, type Key, keys } from "../keys.ts";
-import { homeDb, isExpired, parseStored, queryAll, queryPartition, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { CLIENT_SK, type Key, keys } from "#lib/db/keys.ts";
+import { homeDb, isExpired, parseStored, queryAll, queryPartition, tableName } from "#lib/db/store.ts";
+import { CLIENT_ROLES } from "#lib/shared/roles.ts";
 
 export const InviteItem = z.object({
   pKey: z.string(),

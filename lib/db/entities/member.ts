@@ -4,10 +4,10 @@
  * (lib/domain/clients.ts, members.ts, access.ts) works on MemberItem, never on an untyped item.
  */
 import { z } from "zod";
-import { CLIENT_ROLES } from "../../domain/roles.ts";
-import { GetCommand } from "../document-client.ts";
-import { CLIENT_SK, keys } from "../keys.ts";
-import { homeDb, parseStored, queryPartition, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { CLIENT_SK, keys } from "#lib/db/keys.ts";
+import { homeDb, parseStored, queryPartition, tableName } from "#lib/db/store.ts";
+import { CLIENT_ROLES } from "#lib/shared/roles.ts";
 
 export const MemberItem = z.object({
   pKey: z.string(),

@@ -10,15 +10,8 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import {
-  ALERT_CADENCES,
-  type AlertCadence,
-  type MeterWindow,
-  NOTIFY_TRIGGERS,
-  type NotifyTrigger,
-} from "../../domain/meter-periods.ts";
-import { PutCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   commitSteps,
   homeDb,
@@ -28,7 +21,14 @@ import {
   queryAll,
   type TransactionStep,
   tableName,
-} from "../store.ts";
+} from "#lib/db/store.ts";
+import {
+  ALERT_CADENCES,
+  type AlertCadence,
+  NOTIFY_TRIGGERS,
+  type NotifyTrigger,
+} from "#lib/shared/meter-constants.ts";
+import type { MeterWindow } from "#lib/shared/meter-windows.ts";
 
 /** Partitions per cadence period: the digest Queries each; the stream consumer spreads its ADDs over them. */
 export const OCCURRENCE_SHARDS = 4;

@@ -13,7 +13,10 @@
  * predicate schema) is imported only as a type: the data plane's cold start reads this module.
  */
 import * as z from "zod/mini";
-import type { MeterConfig } from "../../domain/meter-schema.ts";
+import { keys, REGIONAL_SK } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { parseStored, queryPartition, type TransactionStep, tableName } from "#lib/db/store.ts";
+import type { MeterConfig } from "#lib/domain/meter-schema.ts";
 import {
   EXTRACTION_LOCATIONS,
   MAX_METERS_PER_PROXY,
@@ -21,12 +24,9 @@ import {
   METER_MODES,
   METER_TYPES,
   NOTIFY_TRIGGERS,
-} from "../../domain/meters/constants.ts";
-import { METER_WINDOWS } from "../../domain/meters/windows.ts";
-import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "../../domain/predicates/constants.ts";
-import { keys, REGIONAL_SK } from "../keys.ts";
-import { getInRegion } from "../regional.ts";
-import { parseStored, queryPartition, type TransactionStep, tableName } from "../store.ts";
+} from "#lib/shared/meter-constants.ts";
+import { METER_WINDOWS } from "#lib/shared/meter-windows.ts";
+import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "#lib/shared/predicate-constants.ts";
 
 const Presence = z.enum(PREDICATE_PRESENCES);
 const Pattern = z

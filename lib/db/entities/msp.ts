@@ -5,10 +5,10 @@
  * The domain (lib/domain/msps.ts) works on these types, never on an untyped item.
  */
 import { z } from "zod";
-import { MSP_ROLES } from "../../domain/roles.ts";
-import { GetCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
-import { batchGet, homeDb, parseStored, queryPartition, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { batchGet, homeDb, parseStored, queryPartition, tableName } from "#lib/db/store.ts";
+import { MSP_ROLES } from "#lib/shared/roles.ts";
 import { type InviteKind, inviteReads } from "./invite.ts";
 
 export const MSP_BILLING_TYPES = ["stripe", "marketplace", "invoice"] as const;

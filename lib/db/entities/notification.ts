@@ -6,8 +6,8 @@
  * `String(item.x)` coercion is needed.
  */
 import { z } from "zod";
-import { GetCommand, PutCommand, UpdateCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
+import { GetCommand, PutCommand, UpdateCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   batchGet,
   homeDb,
@@ -18,7 +18,7 @@ import {
   parseStored,
   queryPartition,
   tableName,
-} from "../store.ts";
+} from "#lib/db/store.ts";
 
 /** Which inbox a notification is in. */
 export type NotificationScope =

@@ -8,8 +8,8 @@
  * registration, `keys.rateWindow("OAUTHPENDING", hourStart)`, TTL-bound) are this module's too.
  */
 import * as z from "zod/mini";
-import { GetCommand, PutCommand, UpdateCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
+import { GetCommand, PutCommand, UpdateCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   batchGet,
   homeDb,
@@ -19,7 +19,7 @@ import {
   nowSeconds,
   parseStored,
   tableName,
-} from "../store.ts";
+} from "#lib/db/store.ts";
 
 /** 180 days after the last authorization. */
 export const OAUTH_CLIENT_TTL_SECONDS = 180 * 24 * 3600;

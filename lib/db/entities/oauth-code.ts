@@ -5,8 +5,8 @@
  * code is kept (until its TTL) so that a second use can revoke the grant the first one issued.
  */
 import * as z from "zod/mini";
-import { GetCommand, PutCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
+import { GetCommand, PutCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   commitSteps,
   homeDb,
@@ -15,7 +15,7 @@ import {
   parseStored,
   type TransactionStep,
   tableName,
-} from "../store.ts";
+} from "#lib/db/store.ts";
 import { type OAuthGrantItem, oauthGrantKeys } from "./oauth-grant.ts";
 
 /** An authorization code is good for 60 seconds. */

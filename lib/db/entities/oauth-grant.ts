@@ -9,8 +9,8 @@
  * shows) is merely unknown.
  */
 import * as z from "zod/mini";
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   batchGet,
   homeDb,
@@ -20,7 +20,7 @@ import {
   nowSeconds,
   parseStored,
   tableName,
-} from "../store.ts";
+} from "#lib/db/store.ts";
 import { type UserItem, userItemOf } from "./user.ts";
 
 /** A refresh token lives 30 days after it was issued; using it issues the next one. */

@@ -8,9 +8,9 @@
  * zod/mini: the data plane's cold start reads this module.
  */
 import * as z from "zod/mini";
-import { keys } from "../keys.ts";
-import { getInRegion } from "../regional.ts";
-import { parseStored, type TransactionStep, tableName } from "../store.ts";
+import { keys } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { parseStored, type TransactionStep, tableName } from "#lib/db/store.ts";
 
 export const ProxyFiltersItem = z.object({
   pKey: z.string(),

@@ -4,9 +4,9 @@
  * on an untyped item, so no `String(item.x)` coercion is needed.
  */
 import * as z from "zod/mini";
-import { keys, REGIONAL_SK } from "../keys.ts";
-import { findInRegions, listAcrossRegions, listInRegion } from "../regional.ts";
-import { parseStored } from "../store.ts";
+import { keys, REGIONAL_SK } from "#lib/db/keys.ts";
+import { findInRegions, listAcrossRegions, listInRegion } from "#lib/db/regional.ts";
+import { parseStored } from "#lib/db/store.ts";
 
 /** A proxy's target timeout (spec 8): whole seconds from 1 to 60, 30 when not set. Overrides per path keep to it. */
 export const PROXY_TIMEOUT_SECONDS = { min: 1, max: 60, default: 30 } as const;

@@ -13,18 +13,17 @@
  * a time range is a sort-key range (the lowest and highest UUIDv7 of its end milliseconds).
  */
 import { z } from "zod";
-import { storedBodyText, UnreadableBodyError } from "../../data-plane/body-compression.ts";
+import { keys } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { isExpired, nowSeconds, parseStored, queryAll } from "#lib/db/store.ts";
+import { log } from "#lib/log.ts";
+import { storedBodyText, UnreadableBodyError } from "#lib/shared/body-compression.ts";
+import { highestRequestIdAt, lowestRequestIdAt } from "#lib/shared/request-id.ts";
 import {
-  highestRequestIdAt,
-  lowestRequestIdAt,
   REQUEST_LOG_BODY_CAP_BYTES,
   REQUEST_LOG_DETAIL_FIELDS,
   VALIDATION_FIELDS,
-} from "../../data-plane/request-log.ts";
-import { log } from "../../log.ts";
-import { keys } from "../keys.ts";
-import { getInRegion } from "../regional.ts";
-import { isExpired, nowSeconds, parseStored, queryAll } from "../store.ts";
+} from "#lib/shared/request-log-fields.ts";
 
 const HeaderMap = z.record(z.string(), z.union([z.string(), z.array(z.string())]));
 

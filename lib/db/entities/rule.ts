@@ -8,10 +8,10 @@
  * delete a parent's rules delete it with them.
  */
 import * as z from "zod/mini";
-import { RULE_EFFECTS, RULE_PRESENCES } from "../../domain/rules/rule-constants.ts";
-import { keys, REGIONAL_SK } from "../keys.ts";
-import { getInRegion, MAX_RULES_PER_PARENT } from "../regional.ts";
-import { parseStored, queryPartition } from "../store.ts";
+import { keys, REGIONAL_SK } from "#lib/db/keys.ts";
+import { getInRegion, MAX_RULES_PER_PARENT } from "#lib/db/regional.ts";
+import { parseStored, queryPartition } from "#lib/db/store.ts";
+import { RULE_EFFECTS, RULE_PRESENCES } from "#lib/shared/rule-constants.ts";
 
 const Presence = z.enum(RULE_PRESENCES);
 const RuleCheck = z.object({ name: z.string(), pattern: z.nullable(z.string()), presence: Presence });

@@ -17,6 +17,16 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { keys } from "#lib/db/keys.ts";
+import {
+  commitSteps,
+  nowIso,
+  nowSeconds,
+  parseStored,
+  queryAll,
+  type TransactionStep,
+  tableName,
+} from "#lib/db/store.ts";
 import {
   aggregate,
   type BucketDelta,
@@ -27,18 +37,8 @@ import {
   emptyCounts,
   type TelemetryCounts,
   type TelemetryObservation,
-} from "../../domain/telemetry/aggregate.ts";
-import { TELEMETRY_INTERVALS, type TelemetryInterval } from "../../domain/telemetry/buckets.ts";
-import { keys } from "../keys.ts";
-import {
-  commitSteps,
-  nowIso,
-  nowSeconds,
-  parseStored,
-  queryAll,
-  type TransactionStep,
-  tableName,
-} from "../store.ts";
+} from "#lib/shared/telemetry/aggregate.ts";
+import { TELEMETRY_INTERVALS, type TelemetryInterval } from "#lib/shared/telemetry/buckets.ts";
 
 /** The marker's processor name (sort key of `STREAMBATCH#<digest>`). */
 export const TELEMETRY_PROCESSOR = "telemetry";

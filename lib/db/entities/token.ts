@@ -4,9 +4,9 @@
  * The domain (lib/domain/tokens.ts) works on these types, never on an untyped item.
  */
 import { z } from "zod";
-import { GetCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
-import { homeDb, parseStored, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { homeDb, parseStored, tableName } from "#lib/db/store.ts";
 
 export const TokenItem = z.object({
   pKey: z.string(),

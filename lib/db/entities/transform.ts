@@ -15,7 +15,11 @@
  */
 import { gunzipSync, gzipSync } from "node:zlib";
 import * as z from "zod/mini";
-import { PREDICATE_PRESENCES } from "../../domain/predicates/constants.ts";
+import { keys, REGIONAL_SK } from "#lib/db/keys.ts";
+import { getInRegion } from "#lib/db/regional.ts";
+import { parseStored, queryPartition, type TransactionStep, tableName } from "#lib/db/store.ts";
+import type { TransformConfig } from "#lib/domain/transforms/schema.ts";
+import { PREDICATE_PRESENCES } from "#lib/shared/predicate-constants.ts";
 import {
   MAX_TRANSFORMS_PER_PROXY,
   STATUS_OPERATORS,
@@ -23,11 +27,7 @@ import {
   TRANSFORM_KINDS,
   TRANSFORM_MODES,
   type TransformKind,
-} from "../../domain/transforms/constants.ts";
-import type { TransformConfig } from "../../domain/transforms/schema.ts";
-import { keys, REGIONAL_SK } from "../keys.ts";
-import { getInRegion } from "../regional.ts";
-import { parseStored, queryPartition, type TransactionStep, tableName } from "../store.ts";
+} from "#lib/shared/transform-constants.ts";
 import { StoredPredicateFields } from "./meter.ts";
 
 /**

@@ -4,9 +4,9 @@
  * lib/domain/tokens.ts, lib/domain/authorizer.ts) works on UserItem, never on an untyped item.
  */
 import { z } from "zod";
-import { GetCommand } from "../document-client.ts";
-import { keys } from "../keys.ts";
-import { homeDb, parseStored, tableName } from "../store.ts";
+import { GetCommand } from "#lib/aws/document-client.ts";
+import { keys } from "#lib/db/keys.ts";
+import { homeDb, parseStored, tableName } from "#lib/db/store.ts";
 import { StoredTokenRef } from "./token.ts";
 
 /** A DynamoDB string set as the document client returns it (a Set); absent when empty. */

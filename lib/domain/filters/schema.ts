@@ -5,12 +5,12 @@
  * plane reads the stored items (lib/db/entities/proxy-policy.ts).
  */
 import { z } from "zod";
-import { hasDotSegment } from "../../data-plane/stages/locate.ts";
-import { PROXY_TIMEOUT_SECONDS } from "../../db/entities/proxy.ts";
-import { RESERVED_HEADER_NAMES } from "../../net/header-rules.ts";
-import { parseCidr } from "../../net/ip-filter.ts";
-import { HeaderRecord } from "../../vault/secret-schemas.ts";
-import { DotPath } from "../predicates/schema.ts";
+import { PROXY_TIMEOUT_SECONDS } from "#lib/db/entities/proxy.ts";
+import { DotPath } from "#lib/domain/predicates/schema.ts";
+import { RESERVED_HEADER_NAMES } from "#lib/net/header-rules.ts";
+import { parseCidr } from "#lib/net/ip-filter.ts";
+import { hasDotSegment } from "#lib/net/path-segments.ts";
+import { HeaderRecord } from "#lib/vault/secret-schemas.ts";
 import {
   MAX_FILTER_HEADERS,
   MAX_IP_RANGES,

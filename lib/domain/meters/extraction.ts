@@ -11,7 +11,7 @@
  *   absent: then `defaultValue`, else 0.
  * - A negative value (extracted or default) counts as 0: a response can never give quota back.
  */
-import { parseJsonBody, readDotPath } from "../predicates/dot-path.ts";
+import { parseJsonBody, readDotPath } from "#lib/domain/predicates/dot-path.ts";
 
 /** Largest response body parsed for an extraction (bytes); a larger body counts as absent. */
 export const MAX_EXTRACTION_BODY_BYTES = 8 * 1024 * 1024;

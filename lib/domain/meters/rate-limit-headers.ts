@@ -13,7 +13,7 @@
  * refused windows; the draft (section 6) wants it no earlier than the end of the effective window.
  * Pure; see docs/predicates.md ("Rate-limit headers").
  */
-import { retryAfterSeconds, type TimeWindow, windowSeconds } from "./windows.ts";
+import { retryAfterSeconds, type TimeWindow, windowSeconds } from "#lib/shared/meter-windows.ts";
 
 /** Largest Integer a structured field may carry (RFC 9651 3.3.1). */
 const SF_INTEGER_MAX = 999_999_999_999_999;

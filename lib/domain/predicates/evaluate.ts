@@ -21,7 +21,7 @@ import {
   MAX_MATCHED_VALUE_LENGTH,
   MAX_MATCHED_VALUES,
   checkOutcome as valuesOutcome,
-} from "../request-view.ts";
+} from "#lib/domain/request-view.ts";
 import {
   BudgetedMatcher,
   compileRulePattern,
@@ -29,7 +29,7 @@ import {
   newEvaluationStats,
   patternCost,
   RulePatternError,
-} from "../rules/regex.ts";
+} from "#lib/domain/rules/regex.ts";
 import { boundedText, type ParsedBody, parseJsonBody, readDotPath } from "./dot-path.ts";
 import type { PredicatePresence, StoredPredicates, VariableValue } from "./schema.ts";
 

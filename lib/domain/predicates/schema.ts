@@ -15,16 +15,16 @@
  *   after `/api/{proxyId}` (as decimal digits), the body dot path, or the claim name.
  */
 import { z } from "zod";
-import { MAX_PATTERN_LENGTH, rulePatternProblem } from "../rules/regex.ts";
-import { MAX_CHECK_NAME_LENGTH, RULE_METHODS } from "../rules/rule-schema.ts";
-import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "./constants.ts";
+import { MAX_PATTERN_LENGTH, rulePatternProblem } from "#lib/domain/rules/regex.ts";
+import { MAX_CHECK_NAME_LENGTH, RULE_METHODS } from "#lib/domain/rules/rule-schema.ts";
+import { PREDICATE_PRESENCES, VARIABLE_SOURCES } from "#lib/shared/predicate-constants.ts";
 
 export {
   PREDICATE_PRESENCES,
   type PredicatePresence,
   VARIABLE_SOURCES,
   type VariableSource,
-} from "./constants.ts";
+} from "#lib/shared/predicate-constants.ts";
 
 /** Most checks in one predicate array, and most variables. */
 export const MAX_PREDICATE_CHECKS = 20;

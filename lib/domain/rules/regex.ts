@@ -10,7 +10,7 @@
  * either throws RuleEngineNotLoadedError.
  */
 import type { RE2JS } from "re2js";
-import { type FieldValue, type Matched, matchValues } from "../request-view.ts";
+import { type FieldValue, type Matched, matchValues } from "#lib/domain/request-view.ts";
 
 type Re2Module = typeof import("re2js");
 let re2: Re2Module | undefined;

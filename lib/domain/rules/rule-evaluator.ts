@@ -19,8 +19,12 @@
  * (a `deny` rule holds, an `allow` rule does not), so padding a value can never bypass a rule.
  */
 import type { RE2JS } from "re2js";
-import { type FieldCheck, fieldCheckOutcome, PreparedPredicateRequest } from "../predicates/evaluate.ts";
-import { MAX_MATCHED_VALUE_LENGTH, MAX_MATCHED_VALUES } from "../request-view.ts";
+import {
+  type FieldCheck,
+  fieldCheckOutcome,
+  PreparedPredicateRequest,
+} from "#lib/domain/predicates/evaluate.ts";
+import { MAX_MATCHED_VALUE_LENGTH, MAX_MATCHED_VALUES } from "#lib/domain/request-view.ts";
 import {
   compileRulePattern,
   type EvaluationStats,

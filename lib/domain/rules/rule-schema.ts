@@ -7,7 +7,7 @@
  * is compiled with the rule's flags at validation time, so a stored rule always compiles.
  */
 import { z } from "zod";
-import { parseInput } from "../parse-input.ts";
+import { parseInput } from "#lib/shared/parse-input.ts";
 import { MAX_PATTERN_LENGTH, regexFlagsProblem, rulePatternProblem } from "./regex.ts";
 // Validation compiles patterns synchronously: re2js is installed at start here (not in the data plane).
 import "./regex-eager.ts";
@@ -17,7 +17,7 @@ import {
   RULE_PRESENCES,
   type RuleEffect,
   type RulePresence,
-} from "./rule-constants.ts";
+} from "#lib/shared/rule-constants.ts";
 
 export {
   RULE_EFFECTS,
@@ -26,7 +26,7 @@ export {
   type RuleEffect,
   type RuleMethod,
   type RulePresence,
-} from "./rule-constants.ts";
+} from "#lib/shared/rule-constants.ts";
 export const MIN_RULE_PRIORITY = 0;
 export const MAX_RULE_PRIORITY = 1000;
 /**

@@ -5,8 +5,8 @@
  * countryAverageRTMap, the EWMA, and the p50/p95/p99 response times per source from the merged
  * histograms. Pure.
  */
-import { mergeCounts, TELEMETRY_SOURCES, type TelemetryCounts } from "./aggregate.ts";
-import { type Histogram, histogramPercentile } from "./histogram.ts";
+import { mergeCounts, TELEMETRY_SOURCES, type TelemetryCounts } from "#lib/shared/telemetry/aggregate.ts";
+import { type Histogram, histogramPercentile } from "#lib/shared/telemetry/histogram.ts";
 
 export const PERCENTILES = { p50: 0.5, p95: 0.95, p99: 0.99 } as const;
 export type PercentileName = keyof typeof PERCENTILES;

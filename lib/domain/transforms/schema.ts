@@ -18,8 +18,7 @@ import {
   HeaderPredicate,
   PredicateFields,
   type StoredPredicates,
-} from "../predicates/schema.ts";
-import { codeBytes, MAX_TRANSFORM_CODE_BYTES } from "./code.ts";
+} from "#lib/domain/predicates/schema.ts";
 import {
   MAX_TRANSFORM_NOTES_LENGTH,
   MAX_TRANSFORM_PRIORITY,
@@ -31,9 +30,10 @@ import {
   type TransformEffect,
   type TransformKind,
   type TransformMode,
-} from "./constants.ts";
+} from "#lib/shared/transform-constants.ts";
+import { codeBytes, MAX_TRANSFORM_CODE_BYTES } from "./code.ts";
 
-export * from "./constants.ts";
+export * from "#lib/shared/transform-constants.ts";
 
 const MAX_RESPONSE_CHECKS = 20;
 const oneOf = (values: readonly string[]) => `must be one of ${values.join(", ")}`;

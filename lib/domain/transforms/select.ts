@@ -4,8 +4,8 @@
  * id). Pure: the data plane compiles the predicates (lib/domain/predicates/evaluate.ts) and passes
  * the outcomes in.
  */
-import type { Outcome } from "../predicates/evaluate.ts";
-import type { StatusOperator, TransformEffect, TransformMode } from "./constants.ts";
+import type { Outcome } from "#lib/domain/predicates/evaluate.ts";
+import type { StatusOperator, TransformEffect, TransformMode } from "#lib/shared/transform-constants.ts";
 
 export interface Selectable {
   transformId: string;

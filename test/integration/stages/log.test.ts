@@ -16,8 +16,8 @@ import { newRequestId, REDACTED } from "#lib/data-plane/request-log.ts";
 import { requestLogItem, writeLogAndSettlement } from "#lib/data-plane/stages/log.ts";
 import { keys } from "#lib/db/keys.ts";
 import { MAX_METERS_PER_PROXY } from "#lib/domain/meter-schema.ts";
-import { METER_WINDOWS, windowAt } from "#lib/domain/meters/windows.ts";
 import { ALARMED_METRICS, logReady, METRIC_NAMESPACE } from "#lib/log.ts";
+import { METER_WINDOWS, windowAt } from "#lib/shared/meter-windows.ts";
 import { provisionTable } from "#local/provision.ts";
 import { storedItem } from "../../support/stack.ts";
 import {

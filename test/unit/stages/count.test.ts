@@ -22,7 +22,7 @@ import {
   RATE_STEP,
   refusal,
 } from "#lib/data-plane/stages/count.ts";
-import { callerHash, windowAt } from "#lib/domain/meters/windows.ts";
+import { callerHash, windowAt } from "#lib/shared/meter-windows.ts";
 import {
   CALLER_KEY,
   CLIENT_ID,

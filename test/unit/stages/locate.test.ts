@@ -2,13 +2,8 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { isAnswer, type RequestContext } from "#lib/data-plane/context.ts";
 import type { LoadedRuntime, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
-import {
-  checkRequestShape,
-  hasDotSegment,
-  type LoadRuntime,
-  locate,
-  PROXY_METHODS,
-} from "#lib/data-plane/stages/locate.ts";
+import { checkRequestShape, type LoadRuntime, locate, PROXY_METHODS } from "#lib/data-plane/stages/locate.ts";
+import { hasDotSegment } from "#lib/net/path-segments.ts";
 import { answerOf, context, PROXY_ID, runtime } from "./fixtures.ts";
 
 const bodyOf = (answer: { response: { body: Buffer } }) => JSON.parse(answer.response.body.toString());

@@ -3,7 +3,7 @@
  * responses carry `pagination: {page, limit, total, pages}`.
  */
 import { z } from "zod";
-import { parseInput } from "./validation.ts";
+import { parseInput } from "#lib/shared/parse-input.ts";
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;

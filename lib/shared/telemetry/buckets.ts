@@ -2,9 +2,9 @@
  * Telemetry time buckets (spec 2.12 `sKey`): a UTC minute, hour, day or calendar month, keyed
  * `YYYY-MM-DD-HH-MM`, `YYYY-MM-DD-HH`, `YYYY-MM-DD` or `YYYY-MM`. The keys sort as text in time
  * order, so a date range is a sort-key range. The windows are the gateway's one window arithmetic
- * (lib/domain/meters/windows.ts). Pure: no clock.
+ * (lib/shared/meter-windows.ts). Pure: no clock.
  */
-import { METER_WINDOWS, type TimeWindow, windowAt } from "../meters/windows.ts";
+import { METER_WINDOWS, type TimeWindow, windowAt } from "#lib/shared/meter-windows.ts";
 
 export const TELEMETRY_INTERVALS = METER_WINDOWS;
 export type TelemetryInterval = (typeof TELEMETRY_INTERVALS)[number];

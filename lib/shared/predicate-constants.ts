@@ -3,7 +3,7 @@
  * meter entity (lib/db/entities/meter.ts) reads them on the data plane's cold start. schema.ts
  * re-exports them.
  */
-import { RULE_PRESENCES } from "../rules/rule-constants.ts";
+import { RULE_PRESENCES } from "./rule-constants.ts";
 
 export const PREDICATE_PRESENCES = RULE_PRESENCES;
 export type PredicatePresence = (typeof PREDICATE_PRESENCES)[number];

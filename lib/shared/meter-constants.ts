@@ -3,7 +3,7 @@
  * (lib/db/entities/meter.ts) reads them on the data plane's cold start. lib/domain/meter-schema.ts
  * re-exports them.
  */
-import { METER_WINDOWS, type MeterWindow } from "./windows.ts";
+import { METER_WINDOWS, type MeterWindow } from "./meter-windows.ts";
 
 export const METER_TYPES = ["request_count", "response_value"] as const;
 export const METER_MODES = ["all", "conditional"] as const;

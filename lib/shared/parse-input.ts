@@ -1,6 +1,6 @@
 /**
  * Input parsed with a zod schema, in the domain's terms: a failure is the spec's 400 naming every
- * failing field (validationFailed, lib/domain/errors.ts). The HTTP edge re-exports it
+ * failing field (validationFailed, lib/shared/errors.ts). The HTTP edge re-exports it
  * (lib/http/validation.ts); domain modules that parse (rule-schema.ts) import it from here.
  */
 import type { z } from "zod";

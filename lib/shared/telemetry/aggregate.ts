@@ -12,7 +12,7 @@
  * (targetData.receivedAt - sentAt).
  */
 import { z } from "zod";
-import { type TimeWindow, windowAt } from "../meters/windows.ts";
+import { type TimeWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import { bucketKey, TELEMETRY_INTERVALS, type TelemetryInterval } from "./buckets.ts";
 import { type CountryLookup, type CountrySettings, countryOf } from "./country.ts";
 import { histogramBucket } from "./histogram.ts";
@@ -31,7 +31,7 @@ export const COUNTER_MAPS = [
   "codeTotalRTMap",
   "countryCountMap",
   "countryTotalRTMap",
-  /** `<source>:<bucket>` -> requests (lib/domain/telemetry/histogram.ts). */
+  /** `<source>:<bucket>` -> requests (lib/shared/telemetry/histogram.ts). */
   "histogramMap",
 ] as const;
 export type CounterMapName = (typeof COUNTER_MAPS)[number];
