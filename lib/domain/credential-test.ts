@@ -18,7 +18,13 @@ import {
 } from "#lib/net/outbound.ts";
 import { redactQueryPairs, setQueryPairs } from "#lib/net/query-pairs.ts";
 import { RelativePath } from "#lib/net/url-rules.ts";
-import { badRequest, forbidden, upstreamFailed, upstreamTimedOut } from "#lib/shared/errors.ts";
+import {
+  badRequest,
+  forbidden,
+  upstreamFailed,
+  upstreamTimedOut,
+  validationFailed,
+} from "#lib/shared/errors.ts";
 import { can, minimumRoleFor } from "#lib/shared/roles.ts";
 import {
   applyTargetCredential,
@@ -145,8 +151,11 @@ export async function testCredential(member: ClientAccess, credentialId: string,
   if (body.targetId) {
     const { target } = await requireTarget(clientId, body.targetId);
     url = joinUrl(target.targetBaseURL, body.path ?? target.targetTestPath);
+  } else if (body.url !== undefined) {
+    url = new URL(body.url);
   } else {
-    url = new URL(body.url!);
+    // The body's schema requires exactly one of the two.
+    throw validationFailed([{ field: "targetId", problem: "give exactly one of targetId or url" }]);
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(body.headers ?? {})) headers[name.toLowerCase()] = value;

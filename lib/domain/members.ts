@@ -39,6 +39,12 @@ async function withUsers(members: MemberRef[]) {
   return members.map((m) => toApiMember(m, byId.get(m.userId)));
 }
 
+/** One member with its user's name and e-mail. */
+async function withUser(member: MemberRef) {
+  const [user] = await batchGet([keys.user(member.userId)]);
+  return toApiMember(member, user);
+}
+
 const countsOf = (client: ClientItem): RoleCounts => ({
   adminCount: client.adminCount,
   ownerCount: client.ownerCount,
@@ -82,7 +88,7 @@ export async function listMembers(access: ClientAccess, page: PageRequest) {
 export async function getMember(access: ClientAccess, userId: string) {
   const member = await findMember(access.clientId, userId);
   if (!member) throw notFound(MEMBER_NOT_FOUND);
-  return (await withUsers([memberRef(member)]))[0]!;
+  return withUser(memberRef(member));
 }
 
 /** The actor's roles read afresh, still enough to manage members (a retry decides again). */
@@ -151,7 +157,7 @@ export async function updateMemberRoles(access: ClientAccess, userId: string, ro
       ];
       if (await commitDecided(steps, attempt)) continue;
     }
-    const updated = (await withUsers([{ userId, roles: plan.roles }]))[0]!;
+    const updated = await withUser({ userId, roles: plan.roles });
     const message = plan.notices.length > 0 ? `Member updated. ${plan.notices.join(". ")}` : "Member updated";
     return { member: updated, message, notices: plan.notices };
   }

@@ -67,7 +67,7 @@ export async function listMspTeam(access: MspAccess, page: PageRequest) {
 export async function getMspTeamMember(access: MspAccess, userId: string) {
   const member = await findMspMember(access.mspId, userId);
   if (!member) throw notFound(MEMBER_NOT_FOUND_IN_MSP);
-  return (await withUsers([member]))[0]!;
+  return toApiMspMember(member, await findUser(member.userId));
 }
 
 /** The team and the version it was read at (a strongly consistent read of both). */

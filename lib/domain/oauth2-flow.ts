@@ -46,6 +46,11 @@ export type StoredOAuth2Secret = OAuth2Secret & {
   expiresAt?: number | null;
 };
 
+/** A stored OAuth2 secret of an authorization flow without a field that flow needs (a defect). */
+function refusedSecret(field: string): never {
+  throw new Error(`The OAuth2 secret of an authorization flow has no ${field}`);
+}
+
 export const needsAuthorization = (authType: string, secret: Record<string, unknown>) =>
   authType === "oauth2" && (secret.flow === "authorization_code" || secret.flow === "pkce");
 
@@ -58,7 +63,7 @@ export function prepareAuthorization(secret: OAuth2Secret, baseUrl: string) {
   const redirectUri = `${baseUrl}${OAUTH_CALLBACK_PATH}`;
   const pkce = secret.flow === "pkce" ? createPkcePair() : undefined;
   const authorizationUrl = buildAuthorizationUrl({
-    authorizationUrl: secret.authorizationUrl!,
+    authorizationUrl: secret.authorizationUrl ?? refusedSecret("authorizationUrl"),
     clientId: secret.clientId,
     redirectUri,
     scope: secret.scope,
@@ -154,7 +159,7 @@ export async function completeAuthorization(query: CallbackQuery): Promise<Item>
       clientSecret: secret.clientSecret,
       tokenAuthMethod: secret.clientSecret ? secret.tokenAuthMethod : "none",
       code: query.code,
-      redirectUri: secret.redirectUri!,
+      redirectUri: secret.redirectUri ?? refusedSecret("redirectUri"),
       codeVerifier: secret.pkceVerifier,
     });
   } catch (error) {

@@ -40,17 +40,24 @@ export function parseIsoTimestamp(value: string): number | undefined {
   const match = ISO_8601.exec(value.trim());
   if (!match) return undefined;
   const [, y, mo, d, h = "0", mi = "0", s = "0", fraction = "", zone = "Z"] = match;
-  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as number[];
+  const [year, month, day, hour, minute, second] = [
+    Number(y),
+    Number(mo),
+    Number(d),
+    Number(h),
+    Number(mi),
+    Number(s),
+  ];
   const ms = Number(fraction.padEnd(3, "0").slice(0, 3));
-  const utc = Date.UTC(year!, month! - 1, day!, hour!, minute!, second!, ms);
+  const utc = Date.UTC(year, month - 1, day, hour, minute, second, ms);
   const check = new Date(utc);
   if (
     check.getUTCFullYear() !== year ||
-    check.getUTCMonth() !== month! - 1 ||
+    check.getUTCMonth() !== month - 1 ||
     check.getUTCDate() !== day ||
-    hour! > 23 ||
-    minute! > 59 ||
-    second! > 59
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
   )
     return undefined;
   if (zone.toUpperCase() === "Z") return utc;

@@ -18,7 +18,7 @@ export const MAX_MATCHED_VALUES = 16;
  * One value of a field as checks test it: the value, then its elements when it is a list (a
  * header value with commas: its comma-separated elements, trimmed; a JSON array: its elements).
  */
-export type FieldValue = readonly string[];
+export type FieldValue = readonly [string, ...string[]];
 
 /** The values of one field; `overLong` when they exceed the matched bounds. */
 export interface FieldValues {
@@ -40,7 +40,7 @@ export const headerValue = (value: string): FieldValue =>
 export function fieldValues(values: FieldValue[] | undefined): FieldValues | undefined {
   if (!values?.length) return undefined;
   let length = 0;
-  for (const value of values) length += value[0]!.length;
+  for (const [whole] of values) length += whole.length;
   return { values, overLong: values.length > MAX_MATCHED_VALUES || length > MAX_MATCHED_VALUE_LENGTH };
 }
 
@@ -52,7 +52,7 @@ export function matchValues(values: readonly FieldValue[], test: (text: string) 
   let any = false;
   let every = true;
   for (const [whole, ...elements] of values) {
-    const matched = test(whole!);
+    const matched = test(whole);
     let all = elements.length > 0;
     for (const element of elements) {
       if (test(element)) any = true;

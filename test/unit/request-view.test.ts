@@ -90,7 +90,7 @@ describe("checkOutcome", () => {
   });
 
   it("over the bounds or the budget: undecided", () => {
-    const many = Array.from({ length: MAX_MATCHED_VALUES + 1 }, () => ["a"]);
+    const many = Array.from({ length: MAX_MATCHED_VALUES + 1 }, (): [string] => ["a"]);
     expect(outcome(many, "a", "present", true)).toBeUndefined();
     expect(outcome([["a".repeat(MAX_MATCHED_VALUE_LENGTH + 1)]], "a", "present", true)).toBeUndefined();
     expect(checkOutcome(fieldValues([["a"]]), "present", () => undefined, true)).toBeUndefined();

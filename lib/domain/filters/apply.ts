@@ -16,7 +16,8 @@ export function removeFields(value: unknown, paths: readonly (readonly string[])
   let removed = 0;
   const visit = (current: unknown, segments: readonly string[], at: number): void => {
     if (current === null || typeof current !== "object") return;
-    const segment = segments[at]!;
+    const segment = segments[at];
+    if (segment === undefined) return;
     const last = at === segments.length - 1;
     if (Array.isArray(current)) {
       if (last) return;

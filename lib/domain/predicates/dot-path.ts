@@ -111,7 +111,7 @@ export type ParsedBody = { kind: "json"; value: unknown } | { kind: "missing" } 
 export function isJsonContentType(contentType: string | null | undefined): boolean {
   if (contentType === undefined || contentType === null || contentType.trim() === "") return true;
   return contentType.split(",").some((one) => {
-    const media = one.split(";")[0]!.trim().toLowerCase();
+    const media = (one.split(";")[0] ?? "").trim().toLowerCase();
     return media === "application/json" || /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]*\+json$/.test(media);
   });
 }

@@ -172,7 +172,7 @@ export class PreparedPredicateRequest {
     if (text === undefined) return undefined;
     // A JSON array is a list: tested as a whole and element by element (request-view.ts).
     const elements = Array.isArray(value)
-      ? value.map((item) => boundedText(item, MAX_MATCHED_VALUE_LENGTH)!.text)
+      ? value.flatMap((item) => boundedText(item, MAX_MATCHED_VALUE_LENGTH)?.text ?? [])
       : [];
     return fieldValues([[text, ...elements]]);
   }
