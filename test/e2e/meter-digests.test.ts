@@ -27,6 +27,7 @@ import {
   type TestStack,
   type TestUser,
 } from "#test/support/stack.ts";
+import { seedingConfig } from "../support/config-atomicity.ts";
 
 const REGION = "eu-west-1"; // not the home region: the digest reads every region's table
 const PROXY = `proxy-${randomUUID()}`;
@@ -82,7 +83,7 @@ async function putMeter(meterId: string, alerts: MeterItem["alerts"], limits: Me
     updatedAt: now,
     meterVersion: 1,
   };
-  await db().send(new PutCommand({ TableName: table(), Item: item }));
+  await seedingConfig(() => db().send(new PutCommand({ TableName: table(), Item: item })));
 }
 
 /** A request log record as the data plane writes it (only the fields the digests read matter). */
