@@ -103,6 +103,31 @@ const UPDATE_INVITE = "update invite";
 const RENEW_EMAIL_LOCK = "renew e-mail lock";
 const ADD_MEMBER = "add member";
 
+/** A new invite and the claim of its e-mail lock (free, or held by an expired invite). */
+const newInviteSteps = (
+  invite: StoredInvite,
+  lock: Record<string, unknown>,
+): TransactionStep[] => [
+  {
+    name: WRITE_INVITE,
+    action: {
+      Put: { TableName: tableName(), Item: invite, ConditionExpression: "attribute_not_exists(pKey)" },
+    },
+  },
+  {
+    name: CLAIM_EMAIL_LOCK,
+    action: {
+      Put: {
+        TableName: tableName(),
+        Item: lock,
+        ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
+        ExpressionAttributeNames: { "#ttl": "TTL" },
+        ExpressionAttributeValues: { ":now": nowSeconds() },
+      },
+    },
+  },
+];
+
 export function inviteLifecycle<I extends StoredInvite, R extends string>(config: InviteConfig<I, R>) {
   const { kind, messages } = config;
   const reads = inviteReads(kind);
@@ -232,36 +257,9 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
         { parentId, parentName },
       );
       const lock = { ...kind.keys.emailLock(parentId, email), entity: kind.lockEntity, inviteId, TTL: ttl };
-      await commitSteps(
-        [
-          {
-            name: WRITE_INVITE,
-            action: {
-              Put: {
-                TableName: tableName(),
-                Item: invite,
-                ConditionExpression: "attribute_not_exists(pKey)",
-              },
-            },
-          },
-          {
-            name: CLAIM_EMAIL_LOCK,
-            action: {
-              Put: {
-                TableName: tableName(),
-                Item: lock,
-                ConditionExpression: "attribute_not_exists(pKey) OR #ttl <= :now",
-                ExpressionAttributeNames: { "#ttl": "TTL" },
-                ExpressionAttributeValues: { ":now": nowSeconds() },
-              },
-            },
-          },
-        ],
-        {
-          cancelled: ({ failed }) =>
-            failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined,
-        },
-      );
+      await commitSteps(newInviteSteps(invite, lock), {
+        cancelled: ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
+      });
       try {
         await sendInviteEmail(invite, inviter);
       } catch (error) {
