@@ -29,6 +29,7 @@ import {
   callDataPlane,
   createClientFor,
   created,
+  createProxyParts,
   startTestStack,
   storedItem,
   type TestStack,
@@ -179,54 +180,18 @@ interface Resources {
 
 async function newResources(): Promise<Resources> {
   const key = `k-${randomUUID()}`;
-  const [proxyCredential, targetCredential, target] = await Promise.all([
-    created(
-      owner.api.post(`${api()}/credentials`, {
-        credentialName: "caller",
-        credentialType: "proxy",
-        authType: "apiKey",
-        region: US,
-        secret: { keyName: "x-api-key", keyValue: key },
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api()}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "none",
-        region: US,
-        secret: {},
-      }),
-      "credentials",
-    ),
-    created(
-      owner.api.post(`${api()}/targets`, {
-        targetName: "echo",
-        targetRegion: US,
-        targetBaseURL: targetBase,
-        targetTestPath: "/health",
-      }),
-      "targets",
-    ),
-  ]);
+  const parts = await createProxyParts(owner, clientId, { region: US, key, targetBaseURL: targetBase });
   const proxy = await created(
     owner.api.post(`${api()}/proxies`, {
       proxyName: "p",
       proxyRegion: US,
-      proxyProxyCredentialId: proxyCredential.credentialId,
-      proxyTargetId: target.targetId,
-      proxyTargetCredentialId: targetCredential.credentialId,
+      proxyProxyCredentialId: parts.proxyCredentialId,
+      proxyTargetId: parts.targetId,
+      proxyTargetCredentialId: parts.targetCredentialId,
     }),
     "proxies",
   );
-  return {
-    proxyCredentialId: proxyCredential.credentialId,
-    targetCredentialId: targetCredential.credentialId,
-    targetId: target.targetId,
-    proxyId: proxy.proxyId,
-    key,
-  };
+  return { ...parts, proxyId: proxy.proxyId, key };
 }
 
 type Call = (r: Resources) => Promise<{ status: number; body: Record<string, any> }>;
