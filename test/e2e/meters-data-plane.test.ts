@@ -6,13 +6,14 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { PutCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { keys } from "#lib/db/keys.ts";
 import { windowAt } from "#lib/shared/meter-windows.ts";
+import { TestClock } from "../support/clock.ts";
 import { loggedRecord } from "../support/request-logs.ts";
 import {
   callDataPlane,
@@ -61,7 +62,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
   targetBase = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
-  stack = await startTestStack();
+  stack = await startTestStack({ clock: clock.now });
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Meter Co");
   ({ proxyCredentialId, targetCredentialId, targetId } = await createProxyParts(owner, clientId, {
@@ -104,12 +105,18 @@ async function statuses(proxyId: string, n: number, path = "/x", init: RequestIn
   return out;
 }
 
+/** The stack's clock: each test starts 1 s into a fresh minute, so no burst straddles a window. */
+const clock = new TestClock();
+beforeEach(() => {
+  clock.toNextWindow();
+});
+
 const counterValue = async (
   meterId: string,
   kind: "minute" | "hour" | "day" | "month",
   callerHash?: string,
 ) => {
-  const window = windowAt(kind, Date.now());
+  const window = windowAt(kind, clock.now());
   return (await storedItem(keys.meterWindow(meterId, kind, window.start, callerHash), REGION))?.value;
 };
 
@@ -132,9 +139,9 @@ describe("request_count meters", () => {
     expect(refused.headers.get("service-proxy-code")).toBe("meter-limit-exceeded");
     expect(refused.headers.get("service-proxy-message")).toContain(meterId);
     const retryAfter = Number(refused.headers.get("retry-after"));
-    const hourEnd = windowAt("hour", Date.now()).end;
+    const hourEnd = windowAt("hour", clock.now()).end;
     expect(retryAfter).toBeGreaterThan(0);
-    expect(Math.abs(retryAfter - Math.ceil((hourEnd - Date.now()) / 1000))).toBeLessThanOrEqual(2);
+    expect(Math.abs(retryAfter - Math.ceil((hourEnd - clock.now()) / 1000))).toBeLessThanOrEqual(2);
     expect(refused.headers.get("ratelimit-policy")).toBe(`"${meterId}-hour";q=3;w=3600`);
     expect(refused.headers.get("ratelimit")).toMatch(new RegExp(`^"${meterId}-hour";r=0;t=\\d+$`));
     expect(JSON.parse(refused.text)).toEqual({ code: "meter-limit-exceeded", message: expect.any(String) });
@@ -345,7 +352,7 @@ describe("response_value meters", () => {
       limits: { hour },
     });
   const hourItem = async (meterId: string) =>
-    storedItem(keys.meterWindow(meterId, "hour", windowAt("hour", Date.now()).start), REGION);
+    storedItem(keys.meterWindow(meterId, "hour", windowAt("hour", clock.now()).start), REGION);
   const parallel = async (proxyId: string, n: number, path: string) =>
     (await Promise.all(Array.from({ length: n }, () => call(proxyId, path)))).map((answer) => answer.status);
 
@@ -491,7 +498,7 @@ describe("the request log and the 500 path", () => {
     });
     // A counter item at DynamoDB's 400 KB item limit: the count transaction's update, which adds
     // the counter's attributes, is refused by the store (ValidationException, a 400: not an outage).
-    const window = windowAt("hour", Date.now());
+    const window = windowAt("hour", clock.now());
     await dynamo(REGION).send(
       new PutCommand({
         TableName: getConfig().tableName,
