@@ -112,6 +112,8 @@ export interface RawOperationInput {
 export interface OperationContext {
   requestId: string;
   baseUrl: string;
+  /** The request's headers, names lower-cased (none for an MCP tool call). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface OperationAnswer {
@@ -148,12 +150,23 @@ export async function runOperation(
     body,
     requestId: context.requestId,
     baseUrl: context.baseUrl,
+    headers: context.headers ?? {},
   });
   return {
     status: result.status ?? operation.response.status,
     body: shape(operation, result.body),
     headers: result.headers ?? {},
   };
+}
+
+/** A request's headers with lower-cased names (API Gateway keeps the client's spelling). */
+function lowerCasedHeaders(
+  headers: APIGatewayProxyEvent["headers"] | null | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {}))
+    if (typeof value === "string") out[name.toLowerCase()] = value;
+  return out;
 }
 
 export function createOperationHandler(operations: readonly Operation[]) {
@@ -188,7 +201,11 @@ export function createOperationHandler(operations: readonly Operation[]) {
         operation,
         principal,
         { params, read: () => ({ body: parseBody(event), query: event.queryStringParameters ?? {} }) },
-        { requestId: event.requestContext?.requestId ?? "", baseUrl: publicBaseUrl(event) },
+        {
+          requestId: event.requestContext?.requestId ?? "",
+          baseUrl: publicBaseUrl(event),
+          headers: lowerCasedHeaders(event.headers),
+        },
       );
       const { status, body: shaped } = answer;
       const { contentType } = operation.response;

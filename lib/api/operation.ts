@@ -88,6 +88,8 @@ interface OperationFields<P, Q, B> {
   requestId: string;
   /** The Core API's public base URL (`{base_url}`), for links back to it. */
   baseUrl: string;
+  /** The request's headers, names lower-cased (empty for an MCP tool call). The /auth routes read `cookie`. */
+  headers: Readonly<Record<string, string>>;
 }
 
 export interface OperationResult<R> {

@@ -47,6 +47,7 @@ const GROUP_TITLES: Readonly<Partial<Record<FunctionGroupName, string>>> = {
   requests: "Request logs",
   webhooks: "Webhooks",
   msps: "MSP API",
+  auth: "Accounts (sign-up, sign-in, password reset)",
 };
 
 /** MSP roles, highest first (the MSP API's columns). */

@@ -3,6 +3,7 @@
  * module per resource group). Everything that lists operations is derived from this array.
  */
 
+import { authOperations } from "#lib/api/operations/auth.ts";
 import { clientOperations } from "#lib/api/operations/clients.ts";
 import { credentialOperations } from "#lib/api/operations/credentials.ts";
 import { docsOperations } from "#lib/api/operations/docs.ts";
@@ -41,4 +42,5 @@ export const OPERATIONS: readonly Operation[] = [
   ...mspOperations,
   ...webhookOperations,
   ...docsOperations,
+  ...authOperations,
 ];

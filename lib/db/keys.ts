@@ -44,6 +44,14 @@ export const keys = {
   userEmail: (email: string) => key(`EMAIL#${email.toLowerCase()}`, "USER"),
   /** A user API token, addressed by the SHA-256 of the raw token (the raw token is never stored). */
   userToken: (tokenHash: string) => key(`TOKEN#${tokenHash}`, "TOKEN"),
+  /** A user's sign-in account (password hash, e-mail verified), beside the user item (docs/accounts.md). */
+  userAccount: (userId: string) => key(`USER#${userId}`, "ACCOUNT"),
+  /** A user's one pending e-mail code of a purpose (verification, password reset), replaced by a new one. */
+  accountCode: (userId: string, purpose: "verify" | "reset") => key(`USER#${userId}`, `CODE#${purpose}`),
+  /** A sign-in session of a user, addressed by the SHA-256 of its secret (the cookie holds the secret). */
+  session: (userId: string, secretHash: string) => key(`USER#${userId}`, `SESSION#${secretHash}`),
+  /** The sign-in failures of an address in its current 15-minute window (the lockout). */
+  signInFailures: (email: string) => key(`SIGNIN#${email.toLowerCase()}`, "FAILURES"),
 
   clientPartition: (clientId: string) => `CLIENT#${clientId}`,
   client: (clientId: string) => key(`CLIENT#${clientId}`, CLIENT_SK.client),

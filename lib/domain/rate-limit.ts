@@ -43,11 +43,11 @@ export interface RateDecision {
 export async function consumeRequest(
   principal: string,
   limitPerMinute: number,
-  options: { region?: string; nowMs?: number } = {},
+  options: { region?: string; nowMs?: number; windowMs?: number } = {},
 ): Promise<RateDecision> {
   const config = getConfig();
   const now = options.nowMs ?? clockNow();
-  const window = rateWindowAt(now);
+  const window = rateWindowAt(now, options.windowMs);
   try {
     const result = await dynamo(options.region ?? config.homeRegion).send(
       new UpdateCommand({

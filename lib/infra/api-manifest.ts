@@ -55,6 +55,8 @@ export const FUNCTION_GROUPS = {
   /** The MSP API (issue 12): creates clients (payment customers, every region's runtime item), invites by e-mail. */
   msps: { name: "msps", tables: "all-regions-write", sendsEmail: true, usesPayments: true },
   webhooks: { name: "webhooks", tables: "all-regions-write", usesKms: true, callsOut: true },
+  /** Accounts (docs/accounts.md): sign-up, verification, sessions, password reset; public routes, sends e-mail. */
+  auth: { name: "auth", tables: "home-write", sendsEmail: true },
   /** The OpenAPI document and the API reference page, derived from the registry; no table. */
   docs: { name: "docs", tables: "none", packageFiles: [REFERENCE_PAGE_BUNDLE] },
 } as const satisfies Record<string, FunctionGroup>;

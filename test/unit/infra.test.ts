@@ -90,10 +90,10 @@ describe("CORE_API_ROUTES", () => {
     expect([...seen].filter(([, count]) => count > 1)).toEqual([]);
   });
 
-  it("puts every authenticated path under /api/ (public ones under /webhooks/, or the docs), well-formed", () => {
+  it("puts every authenticated path under /api/ (public ones under /webhooks/ or /auth/, or the docs), well-formed", () => {
     for (const route of CORE_API_ROUTES) {
       expect(route.path, routeKey(route)).toMatch(
-        route.public ? /^(\/webhooks\/|\/docs$|\/openapi\.json$)/ : /^\/api\//,
+        route.public ? /^(\/webhooks\/|\/auth\/|\/docs$|\/openapi\.json$)/ : /^\/api\//,
       );
       expect(route.path, routeKey(route)).not.toMatch(/\/$|\/\//);
       for (const segment of route.path.split("/").slice(1)) {

@@ -1,0 +1,234 @@
+/**
+ * Accounts (issue 21, docs/accounts.md): sign-up, e-mail verification, sign-in sessions and
+ * password reset. Public routes (no `Authorization`); the session travels in an HttpOnly cookie.
+ * Not MCP tools: the spec keeps passwords in the web UI (lib/mcp/tools.ts leaves public routes out).
+ */
+import { z } from "zod";
+import { access, MessageResponse, operation, wrapped } from "#lib/api/operation.ts";
+import {
+  FORGOT_MESSAGE,
+  forgotPassword,
+  INVALID_CODE_MESSAGE,
+  INVALID_CREDENTIALS_MESSAGE,
+  LOCKED_MESSAGE,
+  NOT_VERIFIED_MESSAGE,
+  RESEND_MESSAGE,
+  RESET_MESSAGE,
+  resendVerification,
+  resetPassword,
+  SIGN_UP_MESSAGE,
+  SIGNED_IN_MESSAGE,
+  SIGNED_OUT_MESSAGE,
+  sessionCookieName,
+  sessionFromCookie,
+  signIn,
+  signOut,
+  signUp,
+  VERIFIED_MESSAGE,
+  verifyEmail,
+} from "#lib/domain/accounts.ts";
+import { toApiUser } from "#lib/domain/users.ts";
+import { HttpError } from "#lib/http/errors.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/passwords.ts";
+import { UserSchema } from "./users.ts";
+
+const Email = z.string().trim().toLowerCase().email().max(254);
+/** Length in characters (code points), not UTF-16 units. */
+const Password = z
+  .string()
+  .refine((value) => [...value].length >= PASSWORD_MIN_LENGTH, {
+    message: `must be at least ${PASSWORD_MIN_LENGTH} characters`,
+  })
+  .refine((value) => [...value].length <= PASSWORD_MAX_LENGTH, {
+    message: `must be at most ${PASSWORD_MAX_LENGTH} characters`,
+  });
+const Name = z.string().trim().min(1).max(100);
+const Code = z.string().trim().min(1).max(32);
+
+const SignUpBody = z.object({ email: Email, password: Password, firstName: Name, lastName: Name });
+const EmailBody = z.object({ email: Email });
+const VerifyBody = z.object({ email: Email, code: Code });
+const ResetBody = z.object({ email: Email, code: Code, password: Password });
+/** Any string: a wrong password of the wrong length is a wrong password (401), not a validation error. */
+const SignInBody = z.object({ email: Email, password: z.string().max(1024) });
+
+const Users = wrapped("users", UserSchema);
+const SessionUsers = z.object({ users: z.array(UserSchema) });
+
+const invalidCode = () => new HttpError(400, INVALID_CODE_MESSAGE);
+const unauthorized = (message: string) => new HttpError(401, message);
+
+const isSecure = (baseUrl: string) => baseUrl.startsWith("https://");
+
+/** The session cookie: HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix over https. */
+function sessionCookie(baseUrl: string, value: string, maxAgeSeconds: number): string {
+  const secure = isSecure(baseUrl);
+  return [
+    `${sessionCookieName(secure)}=${value}`,
+    "Path=/",
+    `Max-Age=${maxAgeSeconds}`,
+    "HttpOnly",
+    "SameSite=Lax",
+    ...(secure ? ["Secure"] : []),
+  ].join("; ");
+}
+
+const NO_STORE = { "Cache-Control": "no-store" };
+
+export const authOperations = [
+  operation({
+    id: "signUp",
+    method: "POST",
+    path: "/auth/sign-up",
+    group: "auth",
+    summary: "Sign up",
+    description:
+      "Open an account with an e-mail address and a password (12 to 256 characters). Answers 201 with the same message whether or not the address already has an account; the address receives a 6-digit verification code and a link (or, when it has an account, an e-mail saying so).",
+    access: access.public,
+    effect: "write",
+    body: SignUpBody,
+    response: { status: 201, schema: MessageResponse },
+    handler: async ({ body }) => {
+      await signUp(body);
+      return { body: { message: SIGN_UP_MESSAGE } };
+    },
+  }),
+  operation({
+    id: "verifyEmail",
+    method: "POST",
+    path: "/auth/verify-email",
+    group: "auth",
+    summary: "Verify an e-mail address",
+    description:
+      "Verify the address with the 6-digit code of its verification e-mail. A wrong, used or expired code is a 400; after 5 wrong codes the code is void.",
+    access: access.public,
+    effect: "write",
+    body: VerifyBody,
+    response: { status: 200, schema: MessageResponse },
+    handler: async ({ body }) => {
+      if (!(await verifyEmail(body))) throw invalidCode();
+      return { body: { message: VERIFIED_MESSAGE } };
+    },
+  }),
+  operation({
+    id: "resendVerification",
+    method: "POST",
+    path: "/auth/resend-verification",
+    group: "auth",
+    summary: "Send a new verification code",
+    description:
+      "Send a new verification code to an address whose account waits for verification. The same answer for any address.",
+    access: access.public,
+    effect: "write",
+    body: EmailBody,
+    response: { status: 200, schema: MessageResponse },
+    handler: async ({ body }) => {
+      await resendVerification(body.email);
+      return { body: { message: RESEND_MESSAGE } };
+    },
+  }),
+  operation({
+    id: "signIn",
+    method: "POST",
+    path: "/auth/sign-in",
+    group: "auth",
+    summary: "Sign in",
+    description:
+      "Sign in with e-mail and password: answers the user and sets the session cookie (HttpOnly, SameSite=Lax). 401 for a wrong address or password, 403 for an address not verified yet, 429 with Retry-After once 5 sign-ins of the address failed within 15 minutes, until that window ends.",
+    access: access.public,
+    effect: "write",
+    body: SignInBody,
+    response: { status: 200, schema: Users },
+    errors: [403],
+    handler: async ({ body, baseUrl, headers }) => {
+      const result = await signIn({ ...body, userAgent: headers["user-agent"] });
+      switch (result.kind) {
+        case "locked":
+          throw new HttpError(429, LOCKED_MESSAGE, {
+            body: { retryAfter: result.retryAfterSeconds },
+            headers: { "Retry-After": String(result.retryAfterSeconds) },
+          });
+        case "invalid":
+          throw unauthorized(INVALID_CREDENTIALS_MESSAGE);
+        case "notVerified":
+          throw new HttpError(403, NOT_VERIFIED_MESSAGE);
+        case "signedIn":
+          return {
+            body: { message: SIGNED_IN_MESSAGE, users: [toApiUser(result.user)] },
+            headers: {
+              ...NO_STORE,
+              "Set-Cookie": sessionCookie(baseUrl, result.cookieValue, result.maxAgeSeconds),
+            },
+          };
+      }
+    },
+  }),
+  operation({
+    id: "getSession",
+    method: "GET",
+    path: "/auth/session",
+    group: "auth",
+    summary: "Get the signed-in user",
+    description: "The user of the request's session cookie; 401 without a valid session.",
+    access: access.public,
+    effect: "read",
+    response: { status: 200, schema: SessionUsers },
+    handler: async ({ headers }) => {
+      const signedIn = await sessionFromCookie(headers.cookie);
+      if (!signedIn) throw unauthorized("Not signed in");
+      return { body: { users: [toApiUser(signedIn.user)] }, headers: NO_STORE };
+    },
+  }),
+  operation({
+    id: "signOut",
+    method: "POST",
+    path: "/auth/sign-out",
+    group: "auth",
+    summary: "Sign out",
+    description: "Revoke the request's session on the server and clear its cookie.",
+    access: access.public,
+    effect: "delete",
+    response: { status: 200, schema: MessageResponse },
+    handler: async ({ headers, baseUrl }) => {
+      await signOut(headers.cookie);
+      return {
+        body: { message: SIGNED_OUT_MESSAGE },
+        headers: { ...NO_STORE, "Set-Cookie": sessionCookie(baseUrl, "", 0) },
+      };
+    },
+  }),
+  operation({
+    id: "forgotPassword",
+    method: "POST",
+    path: "/auth/forgot-password",
+    group: "auth",
+    summary: "Ask for a password reset code",
+    description:
+      "Send a 6-digit password reset code and a link to the address, when it has an account. The same answer for any address.",
+    access: access.public,
+    effect: "write",
+    body: EmailBody,
+    response: { status: 200, schema: MessageResponse },
+    handler: async ({ body }) => {
+      await forgotPassword(body.email);
+      return { body: { message: FORGOT_MESSAGE } };
+    },
+  }),
+  operation({
+    id: "resetPassword",
+    method: "POST",
+    path: "/auth/reset-password",
+    group: "auth",
+    summary: "Reset the password",
+    description:
+      "Set a new password with the code of the reset e-mail; every session of the user is revoked. A wrong, used or expired code is a 400.",
+    access: access.public,
+    effect: "write",
+    body: ResetBody,
+    response: { status: 200, schema: MessageResponse },
+    handler: async ({ body }) => {
+      if (!(await resetPassword(body))) throw invalidCode();
+      return { body: { message: RESET_MESSAGE } };
+    },
+  }),
+];

@@ -1,0 +1,409 @@
+/**
+ * Accounts a person opens and signs in to (issue 21, docs/accounts.md): sign-up, e-mail
+ * verification, sign-in with its lockout, sessions, password reset. Identity stays behind this one
+ * module, so that an OIDC provider can be added later as SSO.
+ *
+ * Rules kept here:
+ * - no account enumeration: sign-up, resend and forgot-password answer the same for any address
+ *   (what differs is only the e-mail the address's owner receives);
+ * - codes are 6 random digits, stored as a salted SHA-256, single use, with an expiry
+ *   (verification 24 h, reset 1 h) and void after 5 wrong attempts (counted with conditional writes);
+ * - 5 failed sign-ins of an address within 15 minutes lock it until that window ends;
+ * - sessions are 32 random bytes, stored as their SHA-256, with an idle and an absolute expiry;
+ * - no secret (password, code, session secret) is logged or answered after its creation.
+ */
+import { createHash, randomBytes, randomInt, randomUUID, timingSafeEqual } from "node:crypto";
+import { now as clockNow } from "#lib/clock.ts";
+import { getConfig } from "#lib/config.ts";
+import {
+  type AccountCodeItem,
+  type AccountItem,
+  type CodePurpose,
+  countWrongCode,
+  createUserWithAccount,
+  deleteSession,
+  deleteSessionsOfUser,
+  findAccount,
+  findAccountCode,
+  findSession,
+  putAccountCode,
+  putSession,
+  redeemAccountCode,
+  releaseSignInAttempt,
+  replaceUnverifiedPassword,
+  reserveSignInAttempt,
+  type SessionItem,
+  touchSession,
+} from "#lib/db/entities/account.ts";
+import { findUser, type NewUserItem, type UserItem, userKeys } from "#lib/db/entities/user.ts";
+import { keys } from "#lib/db/keys.ts";
+import { nowIso } from "#lib/db/store.ts";
+import { sendEmail } from "#lib/email.ts";
+import { limitReached } from "#lib/shared/errors.ts";
+import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
+import { consumeRequest } from "./rate-limit.ts";
+import { findUserIdByEmail } from "./users.ts";
+
+export const CODE_DIGITS = 6;
+export const VERIFY_CODE_LIFETIME_SECONDS = 24 * 3600;
+export const RESET_CODE_LIFETIME_SECONDS = 3600;
+export const MAX_CODE_ATTEMPTS = 5;
+export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+export const MAX_SIGN_IN_FAILURES = 5;
+export const SESSION_IDLE_SECONDS = 24 * 3600;
+export const SESSION_ABSOLUTE_SECONDS = 7 * 24 * 3600;
+/** A session's idle expiry is moved on at most this often (one write per minute of use, not per request). */
+const SESSION_TOUCH_SECONDS = 60;
+/** E-mails (verification, reset, "you already have an account") per address and hour. */
+export const EMAILS_PER_ADDRESS_PER_HOUR = 5;
+const HOUR_MS = 3_600_000;
+
+export const SIGN_UP_MESSAGE = "Check your e-mail: we sent a message to this address with what to do next";
+export const VERIFIED_MESSAGE = "Email address verified; you can sign in now";
+export const RESEND_MESSAGE =
+  "If this address has an account waiting for verification, a new code is on its way";
+export const FORGOT_MESSAGE = "If this address has an account, a password reset code is on its way";
+export const RESET_MESSAGE = "Password changed; every session was signed out. Sign in with the new password";
+export const SIGNED_IN_MESSAGE = "Signed in";
+export const SIGNED_OUT_MESSAGE = "Signed out";
+export const INVALID_CODE_MESSAGE = "Invalid or expired code";
+export const INVALID_CREDENTIALS_MESSAGE = "Invalid email or password";
+export const NOT_VERIFIED_MESSAGE = "Email address not verified";
+export const LOCKED_MESSAGE = "Too many failed sign-ins for this address; try again later";
+export const EMAIL_LIMIT_MESSAGE = "Too many e-mails sent to this address; try again later";
+
+/** The cookie that carries a session: `__Host-` prefixed (and Secure) over https. */
+export const sessionCookieName = (secure: boolean) => (secure ? "__Host-session" : "session");
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+const nowSeconds = () => Math.floor(clockNow() / 1000);
+const normalEmail = (email: string) => email.trim().toLowerCase();
+
+/** Count one e-mail to `email` (every address alike, known or not); throws when its hour is full. */
+async function spendEmail(email: string): Promise<void> {
+  const decision = await consumeRequest(`MAILTO#${email}`, EMAILS_PER_ADDRESS_PER_HOUR, {
+    windowMs: HOUR_MS,
+    nowMs: clockNow(),
+  });
+  if (!decision.allowed) throw limitReached(EMAIL_LIMIT_MESSAGE, decision.retryAfterSeconds);
+}
+
+// ---- codes ----
+
+function codeHashOf(code: string, salt: string) {
+  return sha256(`${salt}:${code}`);
+}
+
+async function issueCode(userId: string, purpose: CodePurpose): Promise<string> {
+  const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, "0");
+  const salt = randomBytes(16).toString("hex");
+  const lifetime = purpose === "verify" ? VERIFY_CODE_LIFETIME_SECONDS : RESET_CODE_LIFETIME_SECONDS;
+  const expiresAt = nowSeconds() + lifetime;
+  await putAccountCode({
+    ...keys.accountCode(userId, purpose),
+    entity: "accountCode",
+    userId,
+    purpose,
+    codeHash: codeHashOf(code, salt),
+    codeSalt: salt,
+    attempts: 0,
+    expiresAt,
+    createdAt: nowIso(),
+    TTL: expiresAt + 3600,
+  });
+  return code;
+}
+
+const matches = (stored: AccountCodeItem, code: string) => {
+  const given = Buffer.from(codeHashOf(code, stored.codeSalt), "hex");
+  const expected = Buffer.from(stored.codeHash, "hex");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+};
+
+/**
+ * Use the pending code of `purpose` of the address's user: true when it was the right code, in
+ * time, not void, and this use won it (of racing uses exactly one does). A wrong code is counted.
+ */
+async function useCode(
+  email: string,
+  purpose: CodePurpose,
+  code: string,
+  newPasswordHash?: string,
+): Promise<{ userId: string } | undefined> {
+  const userId = await findUserIdByEmail(email);
+  if (!userId) return undefined;
+  const stored = await findAccountCode(userId, purpose);
+  if (!stored || stored.attempts >= MAX_CODE_ATTEMPTS || stored.expiresAt <= nowSeconds()) return undefined;
+  if (!/^\d{6}$/.test(code) || !matches(stored, code)) {
+    await countWrongCode(stored, MAX_CODE_ATTEMPTS);
+    return undefined;
+  }
+  const won = await redeemAccountCode(stored, {
+    maxAttempts: MAX_CODE_ATTEMPTS,
+    nowSeconds: nowSeconds(),
+    newPasswordHash,
+  });
+  return won ? { userId } : undefined;
+}
+
+// ---- e-mails ----
+
+const signature = (appUrl: string) =>
+  `\n--\nSent by the API gateway at ${appUrl} because this address was entered there. If that was not you, ignore this message.`;
+
+async function sendVerification(email: string, code: string) {
+  const { appUrl } = getConfig();
+  const link = `${appUrl}/verify-email?email=${encodeURIComponent(email)}&code=${code}`;
+  await sendEmail({
+    to: email,
+    subject: "Verify your e-mail address",
+    text: [
+      `Your verification code is ${code}. It expires in 24 hours.`,
+      "",
+      `Or open this link to verify your address: ${link}`,
+      signature(appUrl),
+    ].join("\n"),
+    html: `<p>Your verification code is <strong>${code}</strong>. It expires in 24 hours.</p><p><a href="${escapeHtml(link)}">Verify your address</a></p><p>Sent by the API gateway at ${escapeHtml(appUrl)} because this address was entered there. If that was not you, ignore this message.</p>`,
+  });
+}
+
+async function sendAlreadyRegistered(email: string) {
+  const { appUrl } = getConfig();
+  await sendEmail({
+    to: email,
+    subject: "You already have an account",
+    text: [
+      "Someone (perhaps you) tried to sign up with this address, which already has an account.",
+      "",
+      `Sign in at ${appUrl}, or reset your password at ${appUrl}/forgot-password if you forgot it.`,
+      signature(appUrl),
+    ].join("\n"),
+  });
+}
+
+async function sendReset(email: string, code: string) {
+  const { appUrl } = getConfig();
+  const link = `${appUrl}/reset-password?email=${encodeURIComponent(email)}&code=${code}`;
+  await sendEmail({
+    to: email,
+    subject: "Reset your password",
+    text: [
+      `Your password reset code is ${code}. It expires in 1 hour.`,
+      "",
+      `Or open this link to choose a new password: ${link}`,
+      signature(appUrl),
+    ].join("\n"),
+    html: `<p>Your password reset code is <strong>${code}</strong>. It expires in 1 hour.</p><p><a href="${escapeHtml(link)}">Choose a new password</a></p><p>Sent by the API gateway at ${escapeHtml(appUrl)} because a reset was asked for this address. If that was not you, ignore this message.</p>`,
+  });
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+// ---- flows ----
+
+export interface SignUpInput {
+  email: string;
+  password: string;
+  firstName: string;
+  lastName: string;
+}
+
+/**
+ * Open an account: a full user (user item, e-mail item) with an unverified account, and a
+ * verification code by e-mail. An address that has an account gets an e-mail saying so instead
+ * (one whose e-mail is not verified yet takes the new password and gets a new code). The caller
+ * learns nothing either way.
+ */
+export async function signUp(input: SignUpInput): Promise<void> {
+  const email = normalEmail(input.email);
+  await spendEmail(email);
+  const passwordHash = await hashPassword(input.password);
+  const existing = await findUserIdByEmail(email);
+  if (existing) {
+    const account = await findAccount(existing);
+    if (account && !account.emailVerified && (await replaceUnverifiedPassword(existing, passwordHash))) {
+      await sendVerification(email, await issueCode(existing, "verify"));
+      return;
+    }
+    await sendAlreadyRegistered(email);
+    return;
+  }
+  const userId = randomUUID();
+  const now = nowIso();
+  const user: NewUserItem = {
+    ...userKeys.item(userId),
+    entity: "user",
+    userId,
+    userEmail: email,
+    userUsername: email,
+    userFirstName: input.firstName.trim(),
+    userLastName: input.lastName.trim(),
+    userPhone: "",
+    userBio: "",
+    systemAdmin: false,
+    tokens: {},
+    userCreated: now,
+    userUpdated: now,
+  };
+  const account: AccountItem = {
+    ...keys.userAccount(userId),
+    entity: "account",
+    userId,
+    passwordHash,
+    emailVerified: false,
+    passwordChanged: now,
+    accountCreated: now,
+  };
+  const created = await createUserWithAccount(
+    user,
+    { ...userKeys.email(email), entity: "userEmail", userId },
+    account,
+  );
+  if (created === "emailTaken") {
+    // Another sign-up of the same address won the race: its owner hears about one account.
+    await sendAlreadyRegistered(email);
+    return;
+  }
+  await sendVerification(email, await issueCode(userId, "verify"));
+}
+
+/** Verify an address with its code: true once (the single use), false for a wrong, used, void or expired code. */
+export async function verifyEmail(input: { email: string; code: string }): Promise<boolean> {
+  return (await useCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
+}
+
+/** A new verification code for an address whose account waits for verification; nothing otherwise. */
+export async function resendVerification(emailInput: string): Promise<void> {
+  const email = normalEmail(emailInput);
+  await spendEmail(email);
+  const userId = await findUserIdByEmail(email);
+  const account = userId ? await findAccount(userId) : undefined;
+  if (!userId || !account || account.emailVerified) return;
+  await sendVerification(email, await issueCode(userId, "verify"));
+}
+
+/** A password reset code for an address with a user (an operator-created user sets a first password so). */
+export async function forgotPassword(emailInput: string): Promise<void> {
+  const email = normalEmail(emailInput);
+  await spendEmail(email);
+  const userId = await findUserIdByEmail(email);
+  if (!userId) return;
+  await sendReset(email, await issueCode(userId, "reset"));
+}
+
+/** A new password with a reset code: every session of the user is revoked. False for a wrong, used, void or expired code. */
+export async function resetPassword(input: {
+  email: string;
+  code: string;
+  password: string;
+}): Promise<boolean> {
+  const email = normalEmail(input.email);
+  const passwordHash = await hashPassword(input.password);
+  const used = await useCode(email, "reset", input.code.trim(), passwordHash);
+  if (!used) return false;
+  await deleteSessionsOfUser(used.userId);
+  return true;
+}
+
+export type SignInResult =
+  | { kind: "signedIn"; user: UserItem; cookieValue: string; maxAgeSeconds: number }
+  | { kind: "invalid" }
+  | { kind: "notVerified" }
+  | { kind: "locked"; retryAfterSeconds: number };
+
+/**
+ * Sign in with e-mail and password. Every attempt first takes one of the address's 5 attempts of
+ * its 15-minute window (exactly, a conditional write); the right password gives it back, so only
+ * failures stay counted. When none is left the answer is `locked` until the window ends, whatever
+ * the password. An unknown address costs the same time and counts the same as a wrong password.
+ */
+export async function signIn(input: {
+  email: string;
+  password: string;
+  userAgent?: string;
+}): Promise<SignInResult> {
+  const email = normalEmail(input.email);
+  const now = clockNow();
+  const reservation = await reserveSignInAttempt(email, {
+    nowMs: now,
+    windowMs: SIGN_IN_WINDOW_MS,
+    max: MAX_SIGN_IN_FAILURES,
+  });
+  if (!reservation.reserved)
+    return {
+      kind: "locked",
+      retryAfterSeconds: Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+    };
+  const userId = await findUserIdByEmail(email);
+  const account = userId ? await findAccount(userId) : undefined;
+  const right = account?.passwordHash
+    ? await verifyPassword(input.password, account.passwordHash)
+    : await verifyAgainstNothing(input.password);
+  const user = right && userId ? await findUser(userId) : undefined;
+  if (!right || !account || !user) return { kind: "invalid" };
+  await releaseSignInAttempt(email, reservation.windowEnd);
+  if (!account.emailVerified) return { kind: "notVerified" };
+  const cookieValue = await startSession(user.userId, input.userAgent);
+  return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS };
+}
+
+async function startSession(userId: string, userAgent?: string): Promise<string> {
+  const secret = randomBytes(32).toString("base64url");
+  const secretHash = sha256(secret);
+  const now = nowSeconds();
+  const absoluteExpiresAt = now + SESSION_ABSOLUTE_SECONDS;
+  const session: SessionItem = {
+    ...keys.session(userId, secretHash),
+    entity: "session",
+    userId,
+    secretHash,
+    createdAt: nowIso(),
+    lastSeenAt: nowIso(),
+    idleExpiresAt: now + SESSION_IDLE_SECONDS,
+    absoluteExpiresAt,
+    ...(userAgent ? { userAgent: userAgent.slice(0, 256) } : {}),
+    TTL: absoluteExpiresAt,
+  };
+  await putSession(session);
+  return `${userId}.${secret}`;
+}
+
+/** The session cookie's value in a `Cookie` header (either name), split into the user id and the secret. */
+function sessionCookieOf(cookieHeader: string | undefined): { userId: string; secret: string } | undefined {
+  if (!cookieHeader) return undefined;
+  for (const part of cookieHeader.split(";")) {
+    const at = part.indexOf("=");
+    if (at < 0) continue;
+    const name = part.slice(0, at).trim();
+    if (name !== sessionCookieName(true) && name !== sessionCookieName(false)) continue;
+    const match = /^([0-9a-f-]{36})\.([A-Za-z0-9_-]{43})$/.exec(part.slice(at + 1).trim());
+    if (match?.[1] && match[2]) return { userId: match[1], secret: match[2] };
+  }
+  return undefined;
+}
+
+/**
+ * The signed-in user of a request's `Cookie` header, or undefined: no session cookie, an unknown
+ * or revoked session, or one past its idle or absolute expiry. Use moves the idle expiry on. The
+ * seam for cookie authentication of the Core API.
+ */
+export async function sessionFromCookie(
+  cookieHeader: string | undefined,
+): Promise<{ user: UserItem; session: SessionItem } | undefined> {
+  const cookie = sessionCookieOf(cookieHeader);
+  if (!cookie) return undefined;
+  const session = await findSession(cookie.userId, sha256(cookie.secret));
+  const now = nowSeconds();
+  if (!session || session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) return undefined;
+  const user = await findUser(session.userId);
+  if (!user) return undefined;
+  if (now - Math.floor(Date.parse(session.lastSeenAt) / 1000) >= SESSION_TOUCH_SECONDS)
+    await touchSession(session, nowIso(), Math.min(now + SESSION_IDLE_SECONDS, session.absoluteExpiresAt));
+  return { user, session };
+}
+
+/** Revoke the request's session on the server (nothing when there is none). */
+export async function signOut(cookieHeader: string | undefined): Promise<void> {
+  const cookie = sessionCookieOf(cookieHeader);
+  if (cookie) await deleteSession(cookie.userId, sha256(cookie.secret));
+}
