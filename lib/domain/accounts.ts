@@ -148,6 +148,10 @@ async function useCode(
 
 // ---- e-mails ----
 
+/**
+ * The links carry only URL-safe characters (the address is percent-encoded, the code is digits), so
+ * they go into the HTML part as they are: the same text as in the text part.
+ */
 const signature = (appUrl: string) =>
   `\n--\nSent by the API gateway at ${appUrl} because this address was entered there. If that was not you, ignore this message.`;
 
@@ -163,7 +167,7 @@ async function sendVerification(email: string, code: string) {
       `Or open this link to verify your address: ${link}`,
       signature(appUrl),
     ].join("\n"),
-    html: `<p>Your verification code is <strong>${code}</strong>. It expires in 24 hours.</p><p><a href="${escapeHtml(link)}">Verify your address</a></p><p>Sent by the API gateway at ${escapeHtml(appUrl)} because this address was entered there. If that was not you, ignore this message.</p>`,
+    html: `<p>Your verification code is <strong>${code}</strong>. It expires in 24 hours.</p><p>Verify your address: <a href="${link}">${link}</a></p><p>Sent by the API gateway at ${escapeHtml(appUrl)} because this address was entered there. If that was not you, ignore this message.</p>`,
   });
 }
 
@@ -193,7 +197,7 @@ async function sendReset(email: string, code: string) {
       `Or open this link to choose a new password: ${link}`,
       signature(appUrl),
     ].join("\n"),
-    html: `<p>Your password reset code is <strong>${code}</strong>. It expires in 1 hour.</p><p><a href="${escapeHtml(link)}">Choose a new password</a></p><p>Sent by the API gateway at ${escapeHtml(appUrl)} because a reset was asked for this address. If that was not you, ignore this message.</p>`,
+    html: `<p>Your password reset code is <strong>${code}</strong>. It expires in 1 hour.</p><p>Choose a new password: <a href="${link}">${link}</a></p><p>Sent by the API gateway at ${escapeHtml(appUrl)} because a reset was asked for this address. If that was not you, ignore this message.</p>`,
   });
 }
 
