@@ -273,12 +273,13 @@ describe("HomeStack", () => {
       template.hasResourceProperties("AWS::SES::EmailIdentity", { EmailIdentity: CDK_CONTEXT.emailSender });
     });
 
-    it("lets only the invites and MSP functions, the meter digest and the MCP endpoint send e-mail, from the sender identity only", () => {
-      expect(senders.map(([name]) => name)).toEqual(["invites", "msps", "meterDigest", "mcp"]);
+    it("lets only the invites, MSP and accounts functions, the meter digest and the MCP endpoint send e-mail, from the sender identity only", () => {
+      expect(senders.map(([name]) => name)).toEqual(["invites", "msps", "auth", "meterDigest", "mcp"]);
       const identityId = logicalId(home.emailIdentity);
       for (const fn of [
         home.groupFunctions.invites,
         home.groupFunctions.msps,
+        home.groupFunctions.auth,
         home.scheduledFunctions.meterDigest,
         home.mcp.function,
       ]) {
@@ -376,18 +377,30 @@ describe("HomeStack", () => {
       },
     );
 
-    it("leaves only the documentation and the OAuth2 redirect without authorizer", () => {
+    it("leaves only the documentation, the accounts routes and the OAuth2 redirect without authorizer", () => {
       // The docs group serves the registry's own OpenAPI document and reference page (no account
       // data); the OAuth2 provider redirects the browser to /webhooks/oauth2 without a gateway
-      // token, and the handler accepts only a single-use, expiring state.
+      // token, and the handler accepts only a single-use, expiring state. The accounts routes
+      // (/auth/*: sign-up, sign-in, session, reset) are public by design: a person without a token
+      // opens an account there, and the session routes read their own cookie.
       const unauthenticated = operations
         .filter((operation) => !operation.operation.security?.length)
         .map((operation) => `${operation.method} ${operation.path}`);
       const docs = CORE_API_ROUTES.filter((route) => route.group === "docs").map(
         (route) => `${route.method} ${route.path}`,
       );
+      const accounts = [
+        "POST /auth/sign-up",
+        "POST /auth/verify-email",
+        "POST /auth/resend-verification",
+        "POST /auth/sign-in",
+        "GET /auth/session",
+        "POST /auth/sign-out",
+        "POST /auth/forgot-password",
+        "POST /auth/reset-password",
+      ];
       expect(docs.length).toBeGreaterThan(0);
-      expect(unauthenticated.sort()).toEqual([...docs, "GET /webhooks/oauth2"].sort());
+      expect(unauthenticated.sort()).toEqual([...docs, ...accounts, "GET /webhooks/oauth2"].sort());
     });
 
     it("lets API Gateway invoke each group function from this API's stage v1 only, with one permission", () => {
