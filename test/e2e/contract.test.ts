@@ -30,6 +30,7 @@ import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { setClientPlan } from "../../cli/client-plan.ts";
+import { sentEmails } from "../support/emulator.ts";
 import { Browser, type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import {
@@ -316,6 +317,8 @@ interface Call {
   params?: Record<string, string>;
   query?: Record<string, string>;
   body?: unknown;
+  /** A session cookie to send (the /auth routes); the call is then made without a token. */
+  cookie?: string;
 }
 
 interface Entry {
@@ -709,6 +712,42 @@ const CONTRACT: Record<string, Entry> = {
     },
   },
 
+  // ---- Accounts (issue 21): public, JSON, the session in a cookie
+  "POST /auth/sign-up": {
+    status: 201,
+    call: () => ({
+      body: { email: accountEmail(), password: ACCOUNT_PASSWORD, firstName: "Ada", lastName: "L" },
+    }),
+  },
+  "POST /auth/verify-email": {
+    status: 200,
+    call: async () => {
+      const email = await signedUpAccount();
+      return { body: { email, code: await emailedCode(email, "Verify your e-mail address") } };
+    },
+  },
+  "POST /auth/resend-verification": { status: 200, call: () => ({ body: { email: accountEmail() } }) },
+  "POST /auth/sign-in": {
+    status: 200,
+    call: async () => ({ body: { email: await verifiedAccount(), password: ACCOUNT_PASSWORD } }),
+  },
+  "GET /auth/session": {
+    status: 200,
+    notEnvelope: true,
+    call: async () => ({ cookie: await accountSession() }),
+  },
+  "POST /auth/sign-out": { status: 200, call: async () => ({ cookie: await accountSession() }) },
+  "POST /auth/forgot-password": { status: 200, call: () => ({ body: { email: accountEmail() } }) },
+  "POST /auth/reset-password": {
+    status: 200,
+    call: async () => {
+      const email = await verifiedAccount();
+      await stack.anonymous.post("/auth/forgot-password", { email });
+      const code = await emailedCode(email, "Reset your password");
+      return { body: { email, code, password: "another long passphrase" } };
+    },
+  },
+
   // ---- 4.6 Targets
   "GET /api/clients/{clientId}/targets": {
     status: 200,
@@ -936,6 +975,72 @@ const CONTRACT: Record<string, Entry> = {
   ),
 };
 
+// ---------------------------------------------------------------- accounts (the /auth routes)
+
+const ACCOUNT_PASSWORD = "correct horse battery staple";
+let accounts = 0;
+const accountEmail = () => `contract-account${++accounts}-${Date.now()}@example.test`;
+
+/** The 6-digit code of the newest e-mail of `subject` to `email`, as the emulator recorded it. */
+async function emailedCode(email: string, subject: string): Promise<string> {
+  const messages = (await sentEmails(email)).filter((message) => message.subject === subject);
+  const code = /code is (?:<strong>)?(\d{6})/.exec(messages.at(-1)?.body ?? "")?.[1];
+  if (!code) throw new Error(`no code e-mailed to ${email}`);
+  return code;
+}
+
+async function signedUpAccount(): Promise<string> {
+  const email = accountEmail();
+  const answer = await stack.anonymous.post("/auth/sign-up", {
+    email,
+    password: ACCOUNT_PASSWORD,
+    firstName: "Ada",
+    lastName: "L",
+  });
+  if (answer.status !== 201) throw new Error(`sign-up: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return email;
+}
+
+async function verifiedAccount(): Promise<string> {
+  const email = await signedUpAccount();
+  const code = await emailedCode(email, "Verify your e-mail address");
+  const answer = await stack.anonymous.post("/auth/verify-email", { email, code });
+  if (answer.status !== 200) throw new Error(`verify: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return email;
+}
+
+/** The Cookie header of a new session of a new, verified account. */
+async function accountSession(): Promise<string> {
+  const email = await verifiedAccount();
+  const answer = await stack.anonymous.post("/auth/sign-in", { email, password: ACCOUNT_PASSWORD });
+  const cookie = (answer.headers.get("set-cookie") ?? "").split(";")[0];
+  if (answer.status !== 200 || !cookie)
+    throw new Error(`sign-in: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return cookie;
+}
+
+/** A client that sends `cookie` and no token. */
+function cookieClient(cookie: string): ApiClient {
+  const request: ApiClient["request"] = async (method, path, body) => {
+    const headers: Record<string, string> = { Cookie: cookie };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(`${stack.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : {}, headers: response.headers };
+  };
+  return {
+    request,
+    get: (path) => request("GET", path),
+    post: (path, body) => request("POST", path, body),
+    put: (path, body) => request("PUT", path, body),
+    delete: (path, body) => request("DELETE", path, body),
+  };
+}
+
 // ---------------------------------------------------------------- running an entry
 
 const OPERATION_BY_KEY = new Map(OPERATIONS.map((op) => [operationKey(op.method, op.path), op] as const));
@@ -953,6 +1058,7 @@ function fillPath(path: string, params: Record<string, string>): string {
 }
 
 function callerFor(operation: Operation | undefined, call: Call): ApiClient {
+  if (call.cookie) return cookieClient(call.cookie);
   if (operation?.access.kind === "public") return stack.anonymous;
   if (operation?.access.kind === "systemAdmin") return f.systemAdmin.api;
   const as = call.as ?? f.owner;
