@@ -225,6 +225,8 @@ async function executeUserDeletion(user: UserItem, plan: UserDeletionPlan): Prom
   await deletePartition(keys.userNotificationPartition(userId));
   await deletePartition(keys.systemNotificationReceipt(userId, "").pKey);
   await batchDelete([keys.userEmail(user.userEmail), keys.user(userId)]);
+  // What else the user's partition holds: the sign-in account, pending codes, sessions (docs/accounts.md).
+  await deletePartition(keys.user(userId).pKey);
   log.info("User deleted", { userId });
 }
 

@@ -26,6 +26,7 @@ import {
   findAccount,
   findAccountCode,
   findSession,
+  listSessions,
   putAccountCode,
   putSession,
   redeemAccountCode,
@@ -41,6 +42,7 @@ import { nowIso } from "#lib/db/store.ts";
 import { sendEmail } from "#lib/email.ts";
 import { limitReached } from "#lib/shared/errors.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
+import { createNotification } from "./notifications.ts";
 import { consumeRequest } from "./rate-limit.ts";
 import { findUserIdByEmail } from "./users.ts";
 
@@ -306,6 +308,15 @@ export async function resetPassword(input: {
   const used = await useCode(email, "reset", input.code.trim(), passwordHash);
   if (!used) return false;
   await deleteSessionsOfUser(used.userId);
+  await createNotification(
+    { kind: "user", userId: used.userId },
+    {
+      type: "passwordChanged",
+      title: "Password changed",
+      message:
+        "Your password was reset with a code sent to your e-mail address; every session was signed out.",
+    },
+  );
   return true;
 }
 
@@ -361,6 +372,7 @@ async function startSession(userId: string, userAgent?: string): Promise<string>
     entity: "session",
     userId,
     secretHash,
+    sessionId: randomUUID(),
     createdAt: nowIso(),
     lastSeenAt: nowIso(),
     idleExpiresAt: now + SESSION_IDLE_SECONDS,
@@ -404,6 +416,36 @@ export async function sessionFromCookie(
   if (now - Math.floor(Date.parse(session.lastSeenAt) / 1000) >= SESSION_TOUCH_SECONDS)
     await touchSession(session, nowIso(), Math.min(now + SESSION_IDLE_SECONDS, session.absoluteExpiresAt));
   return { user, session };
+}
+
+/** A session as its user sees it (never its secret or the secret's hash). */
+export function toApiSession(session: SessionItem, current: SessionItem) {
+  return {
+    sessionId: session.sessionId,
+    sessionCreated: session.createdAt,
+    sessionLastSeen: session.lastSeenAt,
+    sessionIdleExpires: new Date(session.idleExpiresAt * 1000).toISOString(),
+    sessionExpires: new Date(session.absoluteExpiresAt * 1000).toISOString(),
+    userAgent: session.userAgent ?? "",
+    current: session.secretHash === current.secretHash,
+  };
+}
+
+/** The user's sessions still valid, newest first. */
+export async function listUserSessions(userId: string): Promise<SessionItem[]> {
+  const now = nowSeconds();
+  const sessions = await listSessions(userId);
+  return sessions
+    .filter((session) => session.idleExpiresAt > now && session.absoluteExpiresAt > now)
+    .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+}
+
+/** Revoke one of the user's sessions by its id: false when the user has no such session. */
+export async function revokeUserSession(userId: string, sessionId: string): Promise<boolean> {
+  const session = (await listSessions(userId)).find((candidate) => candidate.sessionId === sessionId);
+  if (!session) return false;
+  await deleteSession(userId, session.secretHash);
+  return true;
 }
 
 /** Revoke the request's session on the server (nothing when there is none). */

@@ -396,6 +396,8 @@ describe("HomeStack", () => {
         "POST /auth/sign-in",
         "GET /auth/session",
         "POST /auth/sign-out",
+        "GET /auth/sessions",
+        "DELETE /auth/sessions/{sessionId}",
         "POST /auth/forgot-password",
         "POST /auth/reset-password",
       ];

@@ -364,6 +364,58 @@ describe("POST /auth/sign-in, GET /auth/session, POST /auth/sign-out", () => {
   });
 });
 
+describe("GET /auth/sessions, DELETE /auth/sessions/{sessionId}", () => {
+  it("lists the user's sessions (no secret), marks the current one, and revokes another browser's", async () => {
+    const email = freshEmail();
+    await signUpVerified(email);
+    const first = await signedIn(email);
+    const second = await signedIn(email);
+    const listed = await call("GET", "/auth/sessions", undefined, second);
+    expect(listed.status).toBe(200);
+    expect(listed.body.sessions).toHaveLength(2);
+    const current = listed.body.sessions.filter((s: { current: boolean }) => s.current);
+    expect(current).toHaveLength(1);
+    for (const cookie of [first, second])
+      expect(JSON.stringify(listed.body)).not.toContain(cookie.split(".")[1]);
+    const other = listed.body.sessions.find((s: { current: boolean }) => !s.current);
+    const revoked = await call("DELETE", `/auth/sessions/${other.sessionId}`, undefined, second);
+    expect(revoked.status).toBe(200);
+    expect((await call("GET", "/auth/session", undefined, first)).status).toBe(401);
+    expect((await call("GET", "/auth/session", undefined, second)).status).toBe(200);
+    expect((await call("GET", "/auth/sessions", undefined, second)).body.sessions).toHaveLength(1);
+  });
+
+  it("answers 404 for another user's session and 401 without a session", async () => {
+    const [mine, theirs] = [freshEmail("mine"), freshEmail("theirs")];
+    await Promise.all([signUpVerified(mine), signUpVerified(theirs)]);
+    const [myCookie, theirCookie] = await Promise.all([signedIn(mine), signedIn(theirs)]);
+    const theirId = (await call("GET", "/auth/sessions", undefined, theirCookie)).body.sessions[0].sessionId;
+    const answer = await call("DELETE", `/auth/sessions/${theirId}`, undefined, myCookie);
+    expect(answer).toMatchObject({ status: 404, body: { message: "Session not found" } });
+    expect((await call("GET", "/auth/session", undefined, theirCookie)).status).toBe(200);
+    expect((await call("GET", "/auth/sessions")).status).toBe(401);
+    expect((await call("DELETE", `/auth/sessions/${theirId}`)).status).toBe(401);
+  });
+
+  it("deletes the account, its codes and its sessions with the user (immediate deletion)", async () => {
+    const email = freshEmail("leaving");
+    await signUpVerified(email);
+    const cookie = await signedIn(email);
+    await post("/auth/forgot-password", { email });
+    const userId = await userIdOf(email);
+    const { token } = await issueToken(userId);
+    const deleted = await apiClient(stack.baseUrl, token).delete(
+      `/api/users/${userId}?immediatelyDelete=true`,
+    );
+    expect(deleted.status).toBe(200);
+    expect(await storedItem(keys.userAccount(userId))).toBeUndefined();
+    expect(await storedItem(keys.accountCode(userId, "reset"))).toBeUndefined();
+    const { listSessions } = await import("#lib/db/entities/account.ts");
+    expect(await listSessions(userId)).toEqual([]);
+    expect((await call("GET", "/auth/session", undefined, cookie)).status).toBe(401);
+  });
+});
+
 describe("the sign-in lockout", () => {
   it("of 20 parallel wrong sign-ins, exactly 5 get 401 and 15 get 429 with Retry-After; the right password too until the window ends", async () => {
     const email = freshEmail("locked");
@@ -439,6 +491,12 @@ describe("POST /auth/forgot-password, POST /auth/reset-password", () => {
     expect((await post("/auth/reset-password", { email, code, password: NEW_PASSWORD })).status).toBe(200);
     for (const cookie of sessions)
       expect((await call("GET", "/auth/session", undefined, cookie)).status).toBe(401);
+    // The user is told, in their notifications.
+    const userId = await userIdOf(email);
+    const { token } = await issueToken(userId);
+    const notifications = await apiClient(stack.baseUrl, token).get(`/api/users/${userId}/notifications`);
+    expect(notifications.status).toBe(200);
+    expect(JSON.stringify(notifications.body)).toContain("Password changed");
     expect((await post("/auth/sign-in", { email, password: PASSWORD })).status).toBe(401);
     await signedIn(email, NEW_PASSWORD);
     const again = await post("/auth/reset-password", { email, code, password: "yet another passphrase" });

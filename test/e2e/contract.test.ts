@@ -737,6 +737,15 @@ const CONTRACT: Record<string, Entry> = {
     call: async () => ({ cookie: await accountSession() }),
   },
   "POST /auth/sign-out": { status: 200, call: async () => ({ cookie: await accountSession() }) },
+  "GET /auth/sessions": { status: 200, call: async () => ({ cookie: await accountSession() }) },
+  "DELETE /auth/sessions/{sessionId}": {
+    status: 200,
+    call: async () => {
+      const cookie = await accountSession();
+      const listed = await cookieClient(cookie).get("/auth/sessions");
+      return { cookie, params: { sessionId: String(listed.body.sessions?.[0]?.sessionId) } };
+    },
+  },
   "POST /auth/forgot-password": { status: 200, call: () => ({ body: { email: accountEmail() } }) },
   "POST /auth/reset-password": {
     status: 200,

@@ -4,18 +4,20 @@
  * Not MCP tools: the spec keeps passwords in the web UI (lib/mcp/tools.ts leaves public routes out).
  */
 import { z } from "zod";
-import { access, MessageResponse, operation, wrapped } from "#lib/api/operation.ts";
+import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
   FORGOT_MESSAGE,
   forgotPassword,
   INVALID_CODE_MESSAGE,
   INVALID_CREDENTIALS_MESSAGE,
   LOCKED_MESSAGE,
+  listUserSessions,
   NOT_VERIFIED_MESSAGE,
   RESEND_MESSAGE,
   RESET_MESSAGE,
   resendVerification,
   resetPassword,
+  revokeUserSession,
   SIGN_UP_MESSAGE,
   SIGNED_IN_MESSAGE,
   SIGNED_OUT_MESSAGE,
@@ -24,6 +26,7 @@ import {
   signIn,
   signOut,
   signUp,
+  toApiSession,
   VERIFIED_MESSAGE,
   verifyEmail,
 } from "#lib/domain/accounts.ts";
@@ -53,6 +56,16 @@ const ResetBody = z.object({ email: Email, code: Code, password: Password });
 const SignInBody = z.object({ email: Email, password: z.string().max(1024) });
 
 const Users = wrapped("users", UserSchema);
+const SessionSchema = z.object({
+  sessionId: z.string(),
+  sessionCreated: z.string(),
+  sessionLastSeen: z.string(),
+  sessionIdleExpires: z.string(),
+  sessionExpires: z.string(),
+  userAgent: z.string(),
+  current: z.boolean(),
+});
+const NOT_SIGNED_IN = "Not signed in";
 const SessionUsers = z.object({ users: z.array(UserSchema) });
 
 const invalidCode = () => new HttpError(400, INVALID_CODE_MESSAGE);
@@ -175,7 +188,7 @@ export const authOperations = [
     response: { status: 200, schema: SessionUsers },
     handler: async ({ headers }) => {
       const signedIn = await sessionFromCookie(headers.cookie);
-      if (!signedIn) throw unauthorized("Not signed in");
+      if (!signedIn) throw unauthorized(NOT_SIGNED_IN);
       return { body: { users: [toApiUser(signedIn.user)] }, headers: NO_STORE };
     },
   }),
@@ -195,6 +208,51 @@ export const authOperations = [
         body: { message: SIGNED_OUT_MESSAGE },
         headers: { ...NO_STORE, "Set-Cookie": sessionCookie(baseUrl, "", 0) },
       };
+    },
+  }),
+  operation({
+    id: "listSessions",
+    method: "GET",
+    path: "/auth/sessions",
+    group: "auth",
+    summary: "List my sessions",
+    description:
+      "The signed-in user's sessions (one per browser signed in), newest first, the request's own marked `current`; 401 without a valid session cookie.",
+    access: access.public,
+    effect: "read",
+    response: { status: 200, schema: wrapped("sessions", SessionSchema) },
+    handler: async ({ headers }) => {
+      const signedIn = await sessionFromCookie(headers.cookie);
+      if (!signedIn) throw unauthorized(NOT_SIGNED_IN);
+      const sessions = await listUserSessions(signedIn.user.userId);
+      return {
+        body: {
+          message: "Sessions",
+          sessions: sessions.map((session) => toApiSession(session, signedIn.session)),
+        },
+        headers: NO_STORE,
+      };
+    },
+  }),
+  operation({
+    id: "revokeSession",
+    method: "DELETE",
+    path: "/auth/sessions/{sessionId}",
+    group: "auth",
+    summary: "Revoke one of my sessions",
+    description:
+      "Sign one of the signed-in user's sessions out (another browser, or this one). 404 for a session that is not the user's; 401 without a valid session cookie.",
+    access: access.public,
+    effect: "delete",
+    params: pathParams("sessionId"),
+    response: { status: 200, schema: MessageResponse },
+    errors: [404],
+    handler: async ({ headers, params }) => {
+      const signedIn = await sessionFromCookie(headers.cookie);
+      if (!signedIn) throw unauthorized(NOT_SIGNED_IN);
+      if (!(await revokeUserSession(signedIn.user.userId, params.sessionId)))
+        throw new HttpError(404, "Session not found");
+      return { body: { message: "Session revoked" }, headers: NO_STORE };
     },
   }),
   operation({

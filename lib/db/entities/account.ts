@@ -64,6 +64,8 @@ export const SessionItem = z.object({
   userId: z.string(),
   /** SHA-256 of the session secret, hex (the key's suffix); the secret is only in the cookie. */
   secretHash: z.string(),
+  /** The session's public id (a random UUID): how the user names it to revoke it. */
+  sessionId: z.string(),
   createdAt: z.string(),
   lastSeenAt: z.string(),
   /** Epoch seconds: the session ends when unused until then (moved on by use). */
