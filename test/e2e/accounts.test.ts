@@ -11,7 +11,7 @@ import { keys } from "#lib/db/keys.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { TestClock } from "../support/clock.ts";
 import { sentEmails } from "../support/emulator.ts";
-import { apiClient, startTestStack, storedItem, type TestStack } from "../support/stack.ts";
+import { apiClient, createClientFor, startTestStack, storedItem, type TestStack } from "../support/stack.ts";
 
 const APP_URL = "http://app.gateway.test";
 const PASSWORD = "correct horse battery staple";
@@ -154,6 +154,25 @@ describe("POST /auth/sign-up", () => {
     expect(told[0]?.body).not.toMatch(/\d{6}/);
     // The existing account's password did not change.
     await signedIn(existing);
+  });
+
+  it("shows the user invites addressed to the address, sent before and after sign-up", async () => {
+    const admin = await stack.newUser();
+    const clientId = await createClientFor(admin, "Inviting");
+    const email = freshEmail("invitee");
+    const before = await admin.api.post(`/api/clients/${clientId}/invites`, { email, role: "user" });
+    expect(before.status).toBe(201);
+    await signUpVerified(email);
+    const otherClient = await createClientFor(admin, "Inviting later");
+    const after = await admin.api.post(`/api/clients/${otherClient}/invites`, { email, role: "reader" });
+    expect(after.status).toBe(201);
+    const userId = await userIdOf(email);
+    const { token } = await issueToken(userId);
+    const invites = await apiClient(stack.baseUrl, token).get(`/api/users/${userId}/invites`);
+    expect(invites.status).toBe(200);
+    expect(invites.body.invites.map((invite: { inviteId: string }) => invite.inviteId).sort()).toEqual(
+      [before.body.invites[0].inviteId, after.body.invites[0].inviteId].sort(),
+    );
   });
 
   it.each([
