@@ -104,10 +104,7 @@ const RENEW_EMAIL_LOCK = "renew e-mail lock";
 const ADD_MEMBER = "add member";
 
 /** A new invite and the claim of its e-mail lock (free, or held by an expired invite). */
-const newInviteSteps = (
-  invite: StoredInvite,
-  lock: Record<string, unknown>,
-): TransactionStep[] => [
+const newInviteSteps = (invite: StoredInvite, lock: Record<string, unknown>): TransactionStep[] => [
   {
     name: WRITE_INVITE,
     action: {
