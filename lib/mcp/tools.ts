@@ -74,6 +74,8 @@ export const MCP_EXCLUDED_OPERATIONS: Readonly<Record<string, string>> = {
   cancelMspInvite: "member invites: web UI only",
   updateMspConfiguration: "billing and subscription (promotional codes, billing type): web UI only",
   updateMspClientConfiguration: "billing and subscription (billingTo, rates, budget, top-up): web UI only",
+  createUserToken:
+    "its answer is a new raw API token, which must never be in a tool result (listing and revoking tokens are tools)",
 };
 
 /** Why an operation is not a tool, or undefined when it is one. */
