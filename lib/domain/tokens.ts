@@ -26,6 +26,7 @@ import {
 } from "#lib/db/entities/token.ts";
 import { findUser, userKeys } from "#lib/db/entities/user.ts";
 import { commitSteps, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { log } from "#lib/log.ts";
 import { badRequest, notFound } from "#lib/shared/errors.ts";
 
 export type { StoredTokenRef };
@@ -116,6 +117,9 @@ export async function issueToken(userId: string, options: { tokenName?: string }
       `A user can hold at most ${MAX_TOKENS_PER_USER} API tokens; revoke one before creating another`,
     );
   }
+  // An audit line: who got which token, by id and preview; never the value. (Keys naming a token
+  // are redacted whole by lib/log-backend.ts, hence `id`, `preview` and `name`.)
+  log.info("API token issued", { userId, id: token.tokenId, preview: token.masked, name: tokenName });
   return { token: token.raw, tokenId: token.tokenId, masked: token.masked, tokenName, createdAt };
 }
 
@@ -138,6 +142,7 @@ export async function revokeToken(userId: string, tokenId: string): Promise<void
     },
   ];
   await commitSteps(steps);
+  log.info("API token revoked", { userId, id: tokenId, preview: ref.masked });
 }
 
 /**
