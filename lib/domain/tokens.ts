@@ -26,7 +26,7 @@ import {
 } from "#lib/db/entities/token.ts";
 import { findUser, userKeys } from "#lib/db/entities/user.ts";
 import { commitSteps, type TransactionStep, tableName } from "#lib/db/store.ts";
-import { log } from "#lib/log.ts";
+import { describeError, log } from "#lib/log.ts";
 import { badRequest, notFound } from "#lib/shared/errors.ts";
 
 export type { StoredTokenRef };
@@ -164,7 +164,10 @@ export async function resolveToken(
     const at = clockNow();
     const staleBefore = new Date(at - LAST_USED_PRECISION_MS).toISOString();
     if (!token.tokenLastUsed || token.tokenLastUsed < staleBefore)
-      await stampTokenLastUsed(hash, new Date(at).toISOString(), staleBefore);
+      // Best effort: a stamp that fails (throttled, say) never fails the request it records.
+      await stampTokenLastUsed(hash, new Date(at).toISOString(), staleBefore).catch((error: unknown) =>
+        log.warn("Token last-use stamp failed", { id: token.tokenId, ...describeError(error) }),
+      );
   }
   return { userId: token.userId, tokenId: token.tokenId };
 }

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_SELF_MESSAGE } from "#lib/api/dispatch.ts";
+import { dynamo } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import {
@@ -284,6 +285,42 @@ describe("tokenLastUsed", () => {
     const restamped = await lastUsedOf(user, made.tokenId);
     expect(restamped).not.toBe(stamped);
     expect(Date.parse(String(restamped))).toBeGreaterThanOrEqual(later);
+  });
+});
+
+describe("tokenLastUsed, when its stamp fails", () => {
+  it("the request it records is answered all the same (the stamp is best effort)", async () => {
+    const user = await newUser();
+    const made = await createToken(user, "unstampable");
+    const client = dynamo(getConfig().homeRegion);
+    const name = `fail-stamp-${made.tokenId}`;
+    let refused = 0;
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { UpdateExpression?: string; Key?: unknown };
+        if (
+          input.UpdateExpression?.includes("tokenLastUsed") &&
+          JSON.stringify(input.Key).includes(`TOKEN#${hashToken(made.token)}`)
+        ) {
+          refused++;
+          throw Object.assign(new Error("Throughput exceeds the current capacity"), {
+            name: "ProvisionedThroughputExceededException",
+          });
+        }
+        return next(args);
+      },
+      { step: "initialize", name },
+    );
+    try {
+      const answer = await apiClient(stack.baseUrl, made.token).get("/api/users");
+      expect(answer.status).toBe(200);
+      expect(refused).toBe(1);
+      expect(
+        (await listUserTokens(user.userId)).find((token) => token.tokenId === made.tokenId)?.tokenLastUsed,
+      ).toBeNull();
+    } finally {
+      client.middlewareStack.remove(name);
+    }
   });
 });
 
