@@ -124,10 +124,17 @@ function tokensCommand(program: Command): void {
       .command("issue")
       .description("issue an API token for a user and print it: the only time the raw token is shown")
       .argument("<userId>", "user id")
-      .action(async (userId: string) => {
-        const issued = await issueToken(userId);
+      .option("--name <name>", "a name to recognise the token by (as the user's own token list shows it)")
+      .action(async (userId: string, options: { name?: string }) => {
+        const issued = await issueToken(userId, { tokenName: options.name?.trim() ?? "" });
         process.stderr.write(`${TOKEN_WARNING}\n`);
-        print({ userId, tokenId: issued.tokenId, token: issued.token, masked: issued.masked });
+        print({
+          userId,
+          tokenId: issued.tokenId,
+          tokenName: issued.tokenName,
+          token: issued.token,
+          masked: issued.masked,
+        });
       }),
     "tokens issue 0b6c3f1e-2f4e-4c55-9d8e-0a1b2c3d4e5f",
   );
@@ -135,7 +142,7 @@ function tokensCommand(program: Command): void {
   example(
     tokens
       .command("list")
-      .description("list a user's tokens (id, masked value, creation time; never the raw token)")
+      .description("list a user's tokens (id, name, masked value, creation time; never the raw token)")
       .argument("<userId>", "user id")
       .action(async (userId: string) => {
         const user = await requireUser(userId);

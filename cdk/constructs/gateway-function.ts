@@ -254,6 +254,25 @@ export class GatewayFunction extends Construct {
     return this;
   }
 
+  /**
+   * UpdateItem on one table, only on items whose partition key starts with one of `prefixes`
+   * (`dynamodb:LeadingKeys`): what a read-only route group writes for every request, its rate
+   * window and its token's last use (REQUEST_ACCOUNTING_KEY_PREFIXES).
+   */
+  allowUpdatesUnder(table: TableRef, prefixes: readonly string[]): this {
+    const arn = typeof table === "string" ? table : table.tableArn;
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ["dynamodb:UpdateItem"],
+        resources: [arn],
+        conditions: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": prefixes.map((prefix) => `${prefix}*`) },
+        },
+      }),
+    );
+    return this;
+  }
+
   /** ses:SendEmail from this one identity (address or domain) only. */
   allowSendEmail(identityArn: string): this {
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ["ses:SendEmail"], resources: [identityArn] }));

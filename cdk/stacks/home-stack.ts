@@ -29,6 +29,7 @@ import {
   type FunctionGroup,
   type FunctionGroupName,
   MCP_FUNCTION,
+  REQUEST_ACCOUNTING_KEY_PREFIXES,
   SCHEDULED_FUNCTIONS,
   type ScheduledFunction,
 } from "#lib/infra/api-manifest.ts";
@@ -126,6 +127,10 @@ export class HomeStack extends Stack {
     /** Everything a group's manifest entry asks for (the route groups, and the MCP endpoint's union of them). */
     const grantGroup = (fn: GatewayFunction, group: FunctionGroup) => {
       bindTables(fn, group.tables);
+      // Every authenticated request updates its rate window and (once a minute) its token's last
+      // use in the home table, also in a group that otherwise only reads it.
+      if (group.tables === "home-read" || group.tables === "all-regions-read")
+        fn.allowUpdatesUnder(homeTableArn, REQUEST_ACCOUNTING_KEY_PREFIXES);
       if (group.sendsEmail) fn.allowSendEmail(this.emailIdentity.emailIdentityArn);
       if (group.usesKms) fn.allowSecretKeys(settings.regions, kmsKeyAliasOf(settings));
       if (group.usesPayments && settings.stripeSecretArn) {

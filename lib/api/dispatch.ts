@@ -2,7 +2,9 @@
  * A Lambda's dispatch, derived from the operations of its group: API Gateway has already matched
  * the resource, so the operation is an exact look-up by method and resource. Then, in this order
  * and in this one place:
- * 1. the principal (from the authorizer's context) and the rate limit per token, unless public;
+ * 1. the principal (from the authorizer's context), the presented token looked up again (a revoked
+ *    token is a 401 on its next request, whatever the authorizer's cache holds) and the rate
+ *    limit per token, unless public;
  * 2. path parameters decoded (400 naming a malformed one);
  * 3. the declared access checked (self, client role, system admin), before any other input is
  *    read, so a caller without access learns nothing from validation;
@@ -16,6 +18,7 @@ import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { requireClientAccess, requireMspAccess, sharedKindOf } from "#lib/domain/access.ts";
 import { consumeRequest } from "#lib/domain/rate-limit.ts";
+import { resolveToken } from "#lib/domain/tokens.ts";
 import {
   callerFromEvent,
   errorResponses,
@@ -25,9 +28,10 @@ import {
   publicBaseUrl,
 } from "#lib/http/api-handler.ts";
 import { headerValue, preferredMediaType } from "#lib/http/content-negotiation.ts";
-import { methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
+import { HttpError, methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
 import { decodePathParameter } from "#lib/http/input-checks.ts";
 import { parseInput } from "#lib/http/validation.ts";
+import { UNAUTHORIZED_MESSAGE } from "#lib/infra/api-manifest.ts";
 import { log } from "#lib/log.ts";
 import { forbidden } from "#lib/shared/errors.ts";
 import type { Access, Granted, Operation, Principal } from "./operation.ts";
@@ -169,6 +173,24 @@ function lowerCasedHeaders(
   return out;
 }
 
+/**
+ * Whether the token the request presents (its `Authorization`) still exists and is the one the
+ * authorizer's context names. API Gateway caches the authorizer's decision per token (up to
+ * `authorizerCacheTtlSeconds`); this look-up, one consistent GetItem made in parallel with the rate
+ * window's update, is what refuses a revoked token on its very next request. It also stamps the
+ * token's last use, at most once a minute (lib/domain/tokens.ts `resolveToken`). A request without
+ * `Authorization` was not authenticated by a token and is not checked here.
+ */
+export async function admitPresentedToken(
+  event: APIGatewayProxyEvent,
+  caller: { userId: string; tokenId: string },
+): Promise<boolean> {
+  const presented = headerValue(event.headers, "authorization")?.trim();
+  if (!presented) return true;
+  const token = await resolveToken(presented, { stampUse: true });
+  return token?.userId === caller.userId && token.tokenId === caller.tokenId;
+}
+
 export function createOperationHandler(operations: readonly Operation[]) {
   const byKey = new Map(
     operations.map((operation) => [operationKey(operation.method, operation.path), operation]),
@@ -187,11 +209,13 @@ export function createOperationHandler(operations: readonly Operation[]) {
       if (operation.access.kind !== "public") {
         const caller = callerFromEvent(event);
         principal = { userId: caller.userId, tokenId: caller.tokenId, systemAdmin: caller.systemAdmin };
-        // Rate limit per user token (section 8): one conditional counter update per request.
-        const decision = await consumeRequest(
-          `TOKEN#${caller.tokenId || caller.userId}`,
-          caller.rateLimitPerMinute,
-        );
+        // Rate limit per user token (section 8): one conditional counter update per request, in
+        // parallel with the look-up of the presented token (revoked -> 401 at once).
+        const [decision, admitted] = await Promise.all([
+          consumeRequest(`TOKEN#${caller.tokenId || caller.userId}`, caller.rateLimitPerMinute),
+          admitPresentedToken(event, caller),
+        ]);
+        if (!admitted) throw new HttpError(401, UNAUTHORIZED_MESSAGE);
         if (!decision.allowed) throw tooManyRequests(decision.retryAfterSeconds, decision.limit);
         headers["X-RateLimit-Limit"] = String(decision.limit);
         headers["X-RateLimit-Remaining"] = String(decision.remaining);

@@ -243,7 +243,7 @@ export function openApiDocument(operations: readonly Operation[]): OpenApiDocume
           in: "header",
           name: "Authorization",
           description:
-            "The raw user API token (prefix `u-`), from the dashboard under Settings, Keys. Not prefixed with `Bearer`.",
+            "The raw user API token (prefix `u-`), as it is: not prefixed with `Bearer`. A user creates their own with `POST /api/users/{userId}/tokens` (the value is shown once) and revokes one with `DELETE /api/users/{userId}/tokens/{tokenId}`: a revoked token is refused on its next request.",
         },
       },
     },

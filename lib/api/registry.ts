@@ -18,6 +18,7 @@ import { requestLogOperations } from "#lib/api/operations/requests.ts";
 import { ruleOperations } from "#lib/api/operations/rules.ts";
 import { targetOperations } from "#lib/api/operations/targets.ts";
 import { telemetryOperations } from "#lib/api/operations/telemetry.ts";
+import { tokenOperations } from "#lib/api/operations/tokens.ts";
 import { transformOperations } from "#lib/api/operations/transforms.ts";
 import { userOperations } from "#lib/api/operations/users.ts";
 import { webhookOperations } from "#lib/api/operations/webhooks.ts";
@@ -28,6 +29,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...memberOperations,
   ...inviteOperations,
   ...userOperations,
+  ...tokenOperations,
   ...notificationOperations,
   ...credentialOperations,
   ...targetOperations,

@@ -1,7 +1,9 @@
 /**
  * The Core API authorizer's decision (spec 5.1): the raw user token in `Authorization` (no
  * `Bearer`), looked up by hash. API Gateway caches the decision per token for the configured TTL,
- * so the policy allows every route of the stage and the context carries what handlers need.
+ * so the policy allows every route of the stage and the context carries what handlers need. The
+ * cache does not keep a revoked token alive: the Core API dispatcher looks the presented token up
+ * again on every request (lib/api/dispatch.ts `admitPresentedToken`).
  */
 import type { UserItem } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
@@ -17,13 +19,17 @@ export interface AuthorizerContext {
   systemAdmin: boolean;
 }
 
-/** The caller behind a token, or undefined (-> 401). */
+/**
+ * The caller behind a token, or undefined (-> 401). `stampUse` records the token's last use
+ * (lib/domain/tokens.ts `resolveToken`); the authorizer Lambda, which only reads, leaves it off.
+ */
 export async function authenticate(
   authorization: string | undefined,
+  options: { stampUse?: boolean } = {},
 ): Promise<AuthorizerContext | undefined> {
   const raw = authorization?.trim();
   if (!raw) return undefined;
-  const token = await resolveToken(raw);
+  const token = await resolveToken(raw, options);
   if (!token) return undefined;
   const user = await getUser(token.userId);
   if (!user) return undefined;

@@ -12,6 +12,7 @@
 
 import { commitRegional, commitRegionalInChunks, deleteStep } from "#lib/db/commit.ts";
 import { listProxiesOfClientInRegion, type ProxyItem } from "#lib/db/entities/proxy.ts";
+import { deleteProxy as deleteProxySteps, PROXY_STEPS, releaseAlias } from "#lib/db/entities/proxy-steps.ts";
 import { keys, meterOwnedRegionalPartitions, REGIONAL_SK } from "#lib/db/keys.ts";
 import { MAX_RULES_PER_PARENT } from "#lib/db/regional.ts";
 import { deletePartition, keyOf, nowIso, queryPartition, tableName } from "#lib/db/store.ts";
@@ -86,32 +87,20 @@ export async function deleteProxyCascade(region: string, clientId: string, proxy
     clientId,
     children.keys.map((child) => deleteStep(child)),
   );
-  const proxyAndLocator = [
-    deleteStep(key, "delete proxy"),
-    deleteStep(keys.proxyRuntime(proxyId), "delete locator"),
-  ];
+  const proxyAndLocator = deleteProxySteps(clientId, proxyId);
   const alias = proxy.proxyAlias || undefined;
-  const aliasStep = alias
-    ? {
-        name: "release alias",
-        action: {
-          Delete: {
-            TableName: tableName(),
-            Key: keys.proxyAlias(clientId, alias),
-            // Only this proxy's lock: the alias may since belong to another proxy.
-            ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
-            ExpressionAttributeValues: { ":id": proxyId },
-          },
-        },
-      }
-    : undefined;
-  if (!aliasStep) return commitRegional(region, clientId, proxyAndLocator);
+  if (!alias) return commitRegional(region, clientId, proxyAndLocator);
   // The alias lock moved to another proxy: delete the proxy and its locator alone.
   let aliasMoved = false;
-  await commitRegional(region, clientId, [...proxyAndLocator, aliasStep], (failed) => {
-    aliasMoved = failed.includes("release alias");
-    return undefined;
-  }).catch((error: unknown) => {
+  await commitRegional(
+    region,
+    clientId,
+    [...proxyAndLocator, releaseAlias(clientId, alias, proxyId)],
+    (failed) => {
+      aliasMoved = failed.includes(PROXY_STEPS.releaseAlias);
+      return undefined;
+    },
+  ).catch((error: unknown) => {
     if (!aliasMoved) throw error;
   });
   if (aliasMoved) await commitRegional(region, clientId, proxyAndLocator);

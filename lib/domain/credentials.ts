@@ -4,7 +4,6 @@
  * the credential's region; no response ever carries it and only metadata can change afterwards.
  */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "#lib/aws/document-client.ts";
 import { commitRegional } from "#lib/db/commit.ts";
 import {
   type CredentialItem,

@@ -104,10 +104,7 @@ const RENEW_EMAIL_LOCK = "renew e-mail lock";
 const ADD_MEMBER = "add member";
 
 /** A new invite and the claim of its e-mail lock (free, or held by an expired invite). */
-const newInviteSteps = (
-  invite: StoredInvite,
-  lock: Record<string, unknown>,
-): TransactionStep[] => [
+const newInviteSteps = (invite: StoredInvite, lock: Record<string, unknown>): TransactionStep[] => [
   {
     name: WRITE_INVITE,
     action: {
@@ -128,27 +125,44 @@ const newInviteSteps = (
   },
 ];
 
-export function inviteLifecycle<I extends StoredInvite, R extends string>(config: InviteConfig<I, R>) {
-  const { kind, messages } = config;
-  const reads = inviteReads(kind);
+/** The lifecycle of one kind of invite (client or MSP), as its configuration says. */
+export class InviteLifecycle<I extends StoredInvite, R extends string> {
+  private readonly kind: InviteConfig<I, R>["kind"];
+  private readonly messages: InviteConfig<I, R>["messages"];
+  private readonly reads: ReturnType<typeof inviteReads<I>>;
+
+  constructor(private readonly config: InviteConfig<I, R>) {
+    this.kind = config.kind;
+    this.messages = config.messages;
+    this.reads = inviteReads(config.kind);
+  }
+
+  /** The parent's pending invites. */
+  listPendingOf(parentId: string): Promise<I[]> {
+    return this.reads.listPendingOf(parentId);
+  }
 
   /** Delete the e-mail lock only while it still belongs to this invite (a newer invite may hold it). */
-  const releaseEmailLock = (invite: I): TransactionStep => ({
-    name: RELEASE_EMAIL_LOCK,
-    action: {
-      Delete: {
-        TableName: tableName(),
-        Key: kind.keys.emailLock(kind.parentIdOf(invite), invite.userEmail),
-        ConditionExpression: "inviteId = :id",
-        ExpressionAttributeValues: { ":id": invite.inviteId },
+  private releaseEmailLock(invite: I): TransactionStep {
+    return {
+      name: RELEASE_EMAIL_LOCK,
+      action: {
+        Delete: {
+          TableName: tableName(),
+          Key: this.kind.keys.emailLock(this.kind.parentIdOf(invite), invite.userEmail),
+          ConditionExpression: "inviteId = :id",
+          ExpressionAttributeValues: { ":id": invite.inviteId },
+        },
       },
-    },
-  });
+    };
+  }
 
-  const inviteKey = (invite: I) => kind.keys.item(kind.parentIdOf(invite), invite.inviteId);
+  private inviteKey(invite: I) {
+    return this.kind.keys.item(this.kind.parentIdOf(invite), invite.inviteId);
+  }
 
   /** Delete the invite while it exists (`live`: and has not expired; `addressedTo`: and is addressed to that e-mail). */
-  const removeInvite = (invite: I, only: { addressedTo?: string; live?: boolean }): TransactionStep => {
+  private removeInvite(invite: I, only: { addressedTo?: string; live?: boolean }): TransactionStep {
     const values = {
       ...(only.live ? { ":nowSec": nowSeconds() } : {}),
       ...(only.addressedTo ? { ":email": only.addressedTo } : {}),
@@ -158,7 +172,7 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
       action: {
         Delete: {
           TableName: tableName(),
-          Key: inviteKey(invite),
+          Key: this.inviteKey(invite),
           ConditionExpression: [
             "attribute_exists(pKey)",
             ...(only.live ? ["#ttl > :nowSec"] : []),
@@ -169,18 +183,18 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
         },
       },
     };
-  };
+  }
 
-  async function sendInviteEmail(invite: I, inviter: UserItem | undefined) {
+  async sendInviteEmail(invite: I, inviter: UserItem | undefined) {
     const who = inviter
       ? `${inviter.userFirstName} ${inviter.userLastName}`.trim() || inviter.userEmail
       : "A member";
-    const name = config.parentNameOf(invite);
+    const name = this.config.parentNameOf(invite);
     await sendEmail({
       to: invite.userEmail,
       subject: `You are invited to join ${name}`,
       text: [
-        `${who} invited you to join ${config.describe.email(name)} as ${invite.roles.join(", ")}.`,
+        `${who} invited you to join ${this.config.describe.email(name)} as ${invite.roles.join(", ")}.`,
         "",
         `Accept the invitation: ${getConfig().appUrl}/invites/${invite.inviteId}`,
         "",
@@ -193,10 +207,10 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
    * Delete an invite and, when it still points at this invite, its e-mail lock. With
    * `onlyForEmail` (the invitee's side) the invite must still be addressed to that e-mail.
    */
-  async function remove(invite: I, onlyForEmail?: string): Promise<void> {
+  async remove(invite: I, onlyForEmail?: string): Promise<void> {
     const steps: TransactionStep[] = [
-      removeInvite(invite, { addressedTo: onlyForEmail }),
-      releaseEmailLock(invite),
+      this.removeInvite(invite, { addressedTo: onlyForEmail }),
+      this.releaseEmailLock(invite),
     ];
     const lockMoved = await commitSteps(steps, {
       cancelled: ({ failed }) => {
@@ -205,192 +219,196 @@ export function inviteLifecycle<I extends StoredInvite, R extends string>(config
       },
     });
     // The lock belongs to a newer invite: remove only this one.
-    if (lockMoved) await homeDb().send(new DeleteCommand({ TableName: tableName(), Key: inviteKey(invite) }));
+    if (lockMoved)
+      await homeDb().send(new DeleteCommand({ TableName: tableName(), Key: this.inviteKey(invite) }));
   }
 
   /** The parent's pending invite, or 404. */
-  async function get(parentId: string, inviteId: string): Promise<I> {
-    const invite = await reads.findPending(parentId, inviteId);
+  async get(parentId: string, inviteId: string): Promise<I> {
+    const invite = await this.reads.findPending(parentId, inviteId);
     if (!invite) throw notFound(INVITE_NOT_FOUND);
     return invite;
   }
 
-  const inviteeEmail = async (userId: string) => (await requireUser(userId)).userEmail.toLowerCase();
+  private async inviteeEmail(userId: string) {
+    return (await requireUser(userId)).userEmail.toLowerCase();
+  }
 
-  return {
-    ...reads,
-    get,
-    remove,
-    sendInviteEmail,
-
-    /**
-     * Issue a new invite: checked (parent, membership, the cap), written with its e-mail lock (409
-     * `Invite already exists for this email` while another live invite holds the lock), then
-     * e-mailed. Nothing is half-done: an invite whose e-mail failed is withdrawn and the caller
-     * gets 502. An invitee who already has an account also gets an inbox notification (best effort).
-     */
-    async create(parentId: string, callerId: string, email: string, roles: R[]): Promise<I> {
-      const [parentName, existingUserId, pending, inviter] = await Promise.all([
-        config.parentName(parentId),
-        findUserIdByEmail(email),
-        reads.listPendingOf(parentId),
-        findUser(callerId),
-      ]);
-      if (existingUserId && (await config.isMember(parentId, existingUserId)))
-        throw conflict(messages.alreadyMember);
-      if (pending.length >= config.maxPending) throw badRequest(messages.tooManyPending);
-      const inviteId = randomUUID();
-      const now = nowIso();
-      const ttl = nowSeconds() + config.lifetimeSeconds;
-      const invite = config.newInvite(
-        {
-          ...kind.keys.item(parentId, inviteId),
-          ...kind.keys.byEmail(email, inviteId),
-          inviteId,
-          roles,
-          userEmail: email,
-          invitedBy: callerId,
-          inviteCreated: now,
-          inviteUpdated: now,
-          TTL: ttl,
-        },
-        { parentId, parentName },
-      );
-      const lock = { ...kind.keys.emailLock(parentId, email), entity: kind.lockEntity, inviteId, TTL: ttl };
-      await commitSteps(newInviteSteps(invite, lock), {
-        cancelled: ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
+  /**
+   * Issue a new invite: checked (parent, membership, the cap), written with its e-mail lock (409
+   * `Invite already exists for this email` while another live invite holds the lock), then
+   * e-mailed. Nothing is half-done: an invite whose e-mail failed is withdrawn and the caller
+   * gets 502. An invitee who already has an account also gets an inbox notification (best effort).
+   */
+  async create(parentId: string, callerId: string, email: string, roles: R[]): Promise<I> {
+    const [parentName, existingUserId, pending, inviter] = await Promise.all([
+      this.config.parentName(parentId),
+      findUserIdByEmail(email),
+      this.reads.listPendingOf(parentId),
+      findUser(callerId),
+    ]);
+    if (existingUserId && (await this.config.isMember(parentId, existingUserId)))
+      throw conflict(this.messages.alreadyMember);
+    if (pending.length >= this.config.maxPending) throw badRequest(this.messages.tooManyPending);
+    const inviteId = randomUUID();
+    const now = nowIso();
+    const ttl = nowSeconds() + this.config.lifetimeSeconds;
+    const invite = this.config.newInvite(
+      {
+        ...this.kind.keys.item(parentId, inviteId),
+        ...this.kind.keys.byEmail(email, inviteId),
+        inviteId,
+        roles,
+        userEmail: email,
+        invitedBy: callerId,
+        inviteCreated: now,
+        inviteUpdated: now,
+        TTL: ttl,
+      },
+      { parentId, parentName },
+    );
+    const lock = {
+      ...this.kind.keys.emailLock(parentId, email),
+      entity: this.kind.lockEntity,
+      inviteId,
+      TTL: ttl,
+    };
+    await commitSteps(newInviteSteps(invite, lock), {
+      cancelled: ({ failed }) => (failed.includes(CLAIM_EMAIL_LOCK) ? conflict(INVITE_EXISTS) : undefined),
+    });
+    try {
+      await this.sendInviteEmail(invite, inviter);
+    } catch (error) {
+      log.error("Invite e-mail failed; withdrawing the invite", {
+        [this.config.parentField]: parentId,
+        inviteId,
+        ...describeError(error),
       });
-      try {
-        await sendInviteEmail(invite, inviter);
-      } catch (error) {
-        log.error("Invite e-mail failed; withdrawing the invite", {
-          [config.parentField]: parentId,
-          inviteId,
-          ...describeError(error),
-        });
-        await remove(invite);
-        throw upstreamFailed("Could not send the invite email; the invite was not created");
-      }
-      if (existingUserId) {
-        await createNotification(
-          { kind: "user", userId: existingUserId },
-          {
-            type: "invitation",
-            title: `Invitation to ${parentName}`,
-            message: `You are invited to join ${config.describe.notification(parentName)} as ${roles.join(", ")}.`,
-          },
-        ).catch((error: unknown) => log.warn("Invite notification failed", describeError(error)));
-      }
-      return invite;
-    },
-
-    /**
-     * New roles and expiry for a pending invite, its lock renewed with it: 404 when it is gone,
-     * its lock no longer points at it, or `guard` no longer holds (`unexpired`: still live;
-     * `unchanged`: its expiry is still the one read).
-     */
-    async renew(invite: I, roles: R[], ttl: number, guard: "unexpired" | "unchanged"): Promise<I> {
-      const now = nowIso();
-      const fields = { roles, TTL: ttl, inviteUpdated: now, ...config.expiryFields(ttl) };
-      const names = Object.keys(fields);
-      await commitSteps(
-        [
-          {
-            name: UPDATE_INVITE,
-            action: {
-              Update: {
-                TableName: tableName(),
-                Key: inviteKey(invite),
-                UpdateExpression: `SET ${names.map((_, index) => `#f${index} = :f${index}`).join(", ")}`,
-                ConditionExpression:
-                  guard === "unexpired"
-                    ? "attribute_exists(pKey) AND #ttl > :nowSec"
-                    : "attribute_exists(pKey) AND #ttl = :read",
-                ExpressionAttributeNames: {
-                  "#ttl": "TTL",
-                  ...Object.fromEntries(names.map((name, index) => [`#f${index}`, name])),
-                },
-                ExpressionAttributeValues: {
-                  ...Object.fromEntries(Object.values(fields).map((value, index) => [`:f${index}`, value])),
-                  ...(guard === "unexpired" ? { ":nowSec": nowSeconds() } : { ":read": invite.TTL }),
-                },
-              },
-            },
-          },
-          {
-            name: RENEW_EMAIL_LOCK,
-            action: {
-              Update: {
-                TableName: tableName(),
-                Key: kind.keys.emailLock(kind.parentIdOf(invite), invite.userEmail),
-                UpdateExpression: "SET #ttl = :ttl",
-                ConditionExpression: "inviteId = :id",
-                ExpressionAttributeNames: { "#ttl": "TTL" },
-                ExpressionAttributeValues: { ":ttl": ttl, ":id": invite.inviteId },
-              },
-            },
-          },
-        ],
-        // gone, expired, or its lock no longer points at it
-        { cancelled: ({ failed }) => (failed.length > 0 ? notFound(INVITE_NOT_FOUND) : undefined) },
-      );
-      return { ...invite, ...fields };
-    },
-
-    /** The parent's side cancels a pending invite (404 when there is none). */
-    async cancel(parentId: string, inviteId: string): Promise<void> {
-      await remove(await get(parentId, inviteId));
-    },
-
-    // ---- the invitee's side, by the e-mail address of the caller's account ----
-
-    async listAddressedTo(userId: string): Promise<I[]> {
-      return reads.listPendingAddressedTo(await inviteeEmail(userId));
-    },
-
-    /** An invite addressed to this user, or undefined (someone else's is not theirs to see). */
-    async findAddressedTo(userId: string, inviteId: string): Promise<I | undefined> {
-      return reads.findPendingAddressedTo(await inviteeEmail(userId), inviteId);
-    },
-
-    /**
-     * Accept, in one transaction: the invite (still live and addressed to this e-mail) and its
-     * lock go, the member is written, and the kind's join steps run. 404 when the invite is gone,
-     * 409 when the user is a member already, the join step's own answer when it refuses.
-     */
-    async accept(userId: string, invite: I): Promise<void> {
-      const now = nowIso();
-      const join = config.joinSteps(invite, userId, now);
-      const steps: TransactionStep[] = [
-        removeInvite(invite, { addressedTo: invite.userEmail, live: true }),
-        releaseEmailLock(invite),
+      await this.remove(invite);
+      throw upstreamFailed("Could not send the invite email; the invite was not created");
+    }
+    if (existingUserId) {
+      await createNotification(
+        { kind: "user", userId: existingUserId },
         {
-          name: ADD_MEMBER,
+          type: "invitation",
+          title: `Invitation to ${parentName}`,
+          message: `You are invited to join ${this.config.describe.notification(parentName)} as ${roles.join(", ")}.`,
+        },
+      ).catch((error: unknown) => log.warn("Invite notification failed", describeError(error)));
+    }
+    return invite;
+  }
+
+  /**
+   * New roles and expiry for a pending invite, its lock renewed with it: 404 when it is gone,
+   * its lock no longer points at it, or `guard` no longer holds (`unexpired`: still live;
+   * `unchanged`: its expiry is still the one read).
+   */
+  async renew(invite: I, roles: R[], ttl: number, guard: "unexpired" | "unchanged"): Promise<I> {
+    const now = nowIso();
+    const fields = { roles, TTL: ttl, inviteUpdated: now, ...this.config.expiryFields(ttl) };
+    const names = Object.keys(fields);
+    await commitSteps(
+      [
+        {
+          name: UPDATE_INVITE,
           action: {
-            Put: {
+            Update: {
               TableName: tableName(),
-              Item: config.memberItem(invite, userId, now),
-              ConditionExpression: "attribute_not_exists(pKey)",
+              Key: this.inviteKey(invite),
+              UpdateExpression: `SET ${names.map((_, index) => `#f${index} = :f${index}`).join(", ")}`,
+              ConditionExpression:
+                guard === "unexpired"
+                  ? "attribute_exists(pKey) AND #ttl > :nowSec"
+                  : "attribute_exists(pKey) AND #ttl = :read",
+              ExpressionAttributeNames: {
+                "#ttl": "TTL",
+                ...Object.fromEntries(names.map((name, index) => [`#f${index}`, name])),
+              },
+              ExpressionAttributeValues: {
+                ...Object.fromEntries(Object.values(fields).map((value, index) => [`:f${index}`, value])),
+                ...(guard === "unexpired" ? { ":nowSec": nowSeconds() } : { ":read": invite.TTL }),
+              },
             },
           },
         },
-        ...join.map((joining) => joining.step),
-      ];
-      await commitSteps(steps, {
-        cancelled: ({ failed, conflict: concurrent }) => {
-          if (failed.includes(REMOVE_INVITE) || failed.includes(RELEASE_EMAIL_LOCK))
-            return notFound(INVITE_NOT_FOUND);
-          if (failed.includes(ADD_MEMBER)) return conflict(messages.alreadyMember);
-          const refused = join.find((joining) => failed.includes(joining.step.name));
-          if (refused) return refused.refusal();
-          return concurrent ? conflict(INVITE_CHANGED) : undefined;
+        {
+          name: RENEW_EMAIL_LOCK,
+          action: {
+            Update: {
+              TableName: tableName(),
+              Key: this.kind.keys.emailLock(this.kind.parentIdOf(invite), invite.userEmail),
+              UpdateExpression: "SET #ttl = :ttl",
+              ConditionExpression: "inviteId = :id",
+              ExpressionAttributeNames: { "#ttl": "TTL" },
+              ExpressionAttributeValues: { ":ttl": ttl, ":id": invite.inviteId },
+            },
+          },
         },
-      });
-    },
+      ],
+      // gone, expired, or its lock no longer points at it
+      { cancelled: ({ failed }) => (failed.length > 0 ? notFound(INVITE_NOT_FOUND) : undefined) },
+    );
+    return { ...invite, ...fields };
+  }
 
-    /** The invitee declines: the invite (still addressed to them) and its lock go. */
-    async decline(invite: I): Promise<void> {
-      await remove(invite, invite.userEmail);
-    },
-  };
+  /** The parent's side cancels a pending invite (404 when there is none). */
+  async cancel(parentId: string, inviteId: string): Promise<void> {
+    await this.remove(await this.get(parentId, inviteId));
+  }
+
+  // ---- the invitee's side, by the e-mail address of the caller's account ----
+
+  async listAddressedTo(userId: string): Promise<I[]> {
+    return this.reads.listPendingAddressedTo(await this.inviteeEmail(userId));
+  }
+
+  /** An invite addressed to this user, or undefined (someone else's is not theirs to see). */
+  async findAddressedTo(userId: string, inviteId: string): Promise<I | undefined> {
+    return this.reads.findPendingAddressedTo(await this.inviteeEmail(userId), inviteId);
+  }
+
+  /**
+   * Accept, in one transaction: the invite (still live and addressed to this e-mail) and its
+   * lock go, the member is written, and the kind's join steps run. 404 when the invite is gone,
+   * 409 when the user is a member already, the join step's own answer when it refuses.
+   */
+  async accept(userId: string, invite: I): Promise<void> {
+    const now = nowIso();
+    const join = this.config.joinSteps(invite, userId, now);
+    const steps: TransactionStep[] = [
+      this.removeInvite(invite, { addressedTo: invite.userEmail, live: true }),
+      this.releaseEmailLock(invite),
+      {
+        name: ADD_MEMBER,
+        action: {
+          Put: {
+            TableName: tableName(),
+            Item: this.config.memberItem(invite, userId, now),
+            ConditionExpression: "attribute_not_exists(pKey)",
+          },
+        },
+      },
+      ...join.map((joining) => joining.step),
+    ];
+    await commitSteps(steps, {
+      cancelled: ({ failed, conflict: concurrent }) => {
+        if (failed.includes(REMOVE_INVITE) || failed.includes(RELEASE_EMAIL_LOCK))
+          return notFound(INVITE_NOT_FOUND);
+        if (failed.includes(ADD_MEMBER)) return conflict(this.messages.alreadyMember);
+        const refused = join.find((joining) => failed.includes(joining.step.name));
+        if (refused) return refused.refusal();
+        return concurrent ? conflict(INVITE_CHANGED) : undefined;
+      },
+    });
+  }
+
+  /** The invitee declines: the invite (still addressed to them) and its lock go. */
+  async decline(invite: I): Promise<void> {
+    await this.remove(invite, invite.userEmail);
+  }
 }
+
+export const inviteLifecycle = <I extends StoredInvite, R extends string>(config: InviteConfig<I, R>) =>
+  new InviteLifecycle(config);

@@ -16,9 +16,19 @@ import {
   type ProxyItem,
   proxyKeys,
 } from "#lib/db/entities/proxy.ts";
-import { keys } from "#lib/db/keys.ts";
+import {
+  claimAlias,
+  keyOfLink,
+  LINK_FIELDS,
+  type LinkField,
+  linkChecks,
+  PROXY_STEPS,
+  putProxy,
+  releaseAlias,
+  updateProxy as updateProxyStep,
+} from "#lib/db/entities/proxy-steps.ts";
 import { byCreatedDesc, findInRegions, MAX_RESOURCES_PER_REGION } from "#lib/db/regional.ts";
-import { nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { nowIso, type TransactionStep } from "#lib/db/store.ts";
 import type { CreateProxyInput, UpdateProxyInput } from "#lib/http/resource-schemas.ts";
 import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
 import { AUTH_TYPE_USAGE } from "#lib/vault/secret-schemas.ts";
@@ -28,13 +38,6 @@ import { requireAllowedRegion } from "./msp-enforcement.ts";
 
 export const PROXY_NOT_FOUND = "Proxy not found";
 export const ALIAS_TAKEN = "Proxy alias already in use in this client";
-
-type LinkField = "proxyProxyCredentialId" | "proxyTargetId" | "proxyTargetCredentialId";
-const LINK_FIELDS: readonly LinkField[] = [
-  "proxyProxyCredentialId",
-  "proxyTargetId",
-  "proxyTargetCredentialId",
-];
 
 /** `{region_base_url}/api/{proxyId}/` when the region's data-plane address is known. */
 export function proxyUrl(region: string, proxyId: string): string | null {
@@ -60,9 +63,6 @@ export async function requireProxy(
   if (!found || found.proxy.deletingAt) throw notFound(PROXY_NOT_FOUND);
   return found;
 }
-
-const keyOfLink = (clientId: string, field: LinkField, id: string) =>
-  field === "proxyTargetId" ? keys.target(clientId, id) : keys.credential(clientId, id);
 
 /**
  * Check one link against the rules of spec 1.10 and 2.5: it exists in this client, in the proxy's
@@ -91,31 +91,6 @@ async function checkLink(clientId: string, region: string, field: LinkField, id:
     return fail("the credential is still waiting for its OAuth2 authorization");
 }
 
-/** Steps (named after the link field) that keep the links valid at the moment the proxy is written. */
-const linkConditions = (clientId: string, links: [LinkField, string][]): TransactionStep[] =>
-  links.map(([field, id]) => ({
-    name: field,
-    action: {
-      ConditionCheck: {
-        TableName: tableName(),
-        Key: keyOfLink(clientId, field, id),
-        ConditionExpression: "attribute_exists(pKey) AND attribute_not_exists(deletingAt)",
-      },
-    },
-  }));
-
-const ALIAS_LOCK = "claim alias";
-const aliasLock = (clientId: string, alias: string, proxyId: string): TransactionStep => ({
-  name: ALIAS_LOCK,
-  action: {
-    Put: {
-      TableName: tableName(),
-      Item: { ...proxyKeys.aliasLock(clientId, alias), entity: "proxyAlias", proxyId, clientId },
-      ConditionExpression: "attribute_not_exists(pKey)",
-    },
-  },
-});
-
 /**
  * Write the steps with the client's configuration version in one transaction; a failed condition
  * becomes the caller's answer, read by step name.
@@ -124,7 +99,7 @@ function writeProxySteps(region: string, clientId: string, steps: TransactionSte
   return commitRegional(region, clientId, steps, (failed) => {
     const link = LINK_FIELDS.find((field) => failed.includes(field));
     if (link) return validationFailed([{ field: link, problem: "was deleted or is being deleted" }]);
-    if (failed.includes(ALIAS_LOCK)) return conflict(ALIAS_TAKEN);
+    if (failed.includes(PROXY_STEPS.claimAlias)) return conflict(ALIAS_TAKEN);
     return failed.length > 0 ? conflict("The proxy changed concurrently; retry") : undefined;
   });
 }
@@ -166,25 +141,9 @@ export async function createProxy(access: ClientAccess, input: CreateProxyInput)
     proxyVersion: 1,
   };
   await writeProxySteps(region, clientId, [
-    ...linkConditions(clientId, links),
-    {
-      name: "write proxy",
-      action: {
-        Put: { TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" },
-      },
-    },
-    {
-      name: "write locator",
-      // The data plane's locator: proxy id -> client id.
-      action: {
-        Put: {
-          TableName: tableName(),
-          Item: { ...proxyKeys.runtimeLocator(proxyId), entity: "proxyLocator", proxyId, clientId },
-          ConditionExpression: "attribute_not_exists(pKey)",
-        },
-      },
-    },
-    ...(alias ? [aliasLock(clientId, alias, proxyId)] : []),
+    ...linkChecks(clientId, links),
+    ...putProxy(item),
+    ...(alias ? [claimAlias(clientId, alias, proxyId)] : []),
   ]);
   return toApiProxy(item);
 }
@@ -221,53 +180,14 @@ export async function updateProxy({ clientId }: ClientAccess, proxyId: string, i
   const newAlias = aliasChanged ? ((changes.proxyAlias as string | null) ?? undefined) : undefined;
 
   const now = nowIso();
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ":now": now, ":one": 1, ":version": current.proxyVersion ?? 1 };
-  const sets = ["proxyUpdatedAt = :now"];
-  const removes: string[] = [];
-  Object.entries(changes).forEach(([field, value], index) => {
-    names[`#f${index}`] = field;
-    if (field === "proxyAlias" && value === null) {
-      removes.push(`#f${index}`);
-      return;
-    }
-    values[`:v${index}`] = value;
-    sets.push(`#f${index} = :v${index}`);
-  });
-  const updateExpression = `SET ${sets.join(", ")} ADD proxyVersion :one${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`;
   const steps: TransactionStep[] = [
-    ...linkConditions(clientId, links),
-    {
-      name: "update proxy",
-      action: {
-        Update: {
-          TableName: tableName(),
-          Key: proxyKeys.item(clientId, proxyId),
-          UpdateExpression: updateExpression,
-          // Optimistic: decided from `current`, so it must still be that version.
-          ConditionExpression:
-            "attribute_exists(pKey) AND attribute_not_exists(deletingAt) AND (proxyVersion = :version OR attribute_not_exists(proxyVersion))",
-          ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
-          ExpressionAttributeValues: values,
-        },
-      },
-    },
+    ...linkChecks(clientId, links),
+    // Optimistic: decided from `current`, so it must still be that version.
+    updateProxyStep(clientId, proxyId, changes, current.proxyVersion ?? 1, now),
   ];
   if (aliasChanged) {
-    if (newAlias) steps.push(aliasLock(clientId, newAlias, proxyId));
-    if (oldAlias) {
-      steps.push({
-        name: "release old alias",
-        action: {
-          Delete: {
-            TableName: tableName(),
-            Key: proxyKeys.aliasLock(clientId, oldAlias),
-            ConditionExpression: "attribute_not_exists(pKey) OR proxyId = :id",
-            ExpressionAttributeValues: { ":id": proxyId },
-          },
-        },
-      });
-    }
+    if (newAlias) steps.push(claimAlias(clientId, newAlias, proxyId));
+    if (oldAlias) steps.push(releaseAlias(clientId, oldAlias, proxyId));
   }
   await writeProxySteps(region, clientId, steps);
   return {

@@ -1,6 +1,5 @@
 /** Targets (spec 2.6, 4.6): the APIs proxies forward to. Region-bound (lib/domain/regional.ts). */
 import { randomUUID } from "node:crypto";
-import { PutCommand } from "#lib/aws/document-client.ts";
 import { commitRegional } from "#lib/db/commit.ts";
 import {
   findTargetInAnyRegion,

@@ -1,18 +1,44 @@
 /**
  * User API tokens (spec 5.1): `u-` followed by 32 random bytes (base64url). Only the SHA-256 of a
  * token is stored; the raw value is shown once, when it is issued. The user record keeps a masked
- * form for display (`userTokens`), which deliberately hardens the spec: it never returns raw tokens.
+ * form for display (`userTokens`, `tokenPreview`), which deliberately hardens the spec: it never
+ * returns raw tokens.
+ *
+ * A user manages their own tokens through the Core API (lib/api/operations/tokens.ts): at most
+ * MAX_TOKENS_PER_USER, counted by the condition on the user item's `tokens` map in the issuing
+ * transaction, so the cap is exact under concurrency. Revocation deletes the token item; every
+ * acceptance of a token reads that item (`resolveToken`: the authorizer, the MCP endpoint, and the
+ * Core API dispatcher on each request behind the cached authorizer decision), so a revoked token
+ * is refused on its next request. The dispatcher's and the MCP endpoint's read also stamps
+ * `tokenLastUsed` when the stored stamp is over a minute old: at most one write per token per
+ * minute (docs/accounts-api.md).
  */
 import { createHash, randomBytes } from "node:crypto";
-import { findTokenByHash, type StoredTokenRef, type TokenItem, tokenKeys } from "#lib/db/entities/token.ts";
+import { z } from "zod";
+import { now as clockNow } from "#lib/clock.ts";
+import {
+  findTokenByHash,
+  findTokensByHash,
+  type StoredTokenRef,
+  stampTokenLastUsed,
+  type TokenItem,
+  tokenKeys,
+} from "#lib/db/entities/token.ts";
 import { findUser, userKeys } from "#lib/db/entities/user.ts";
-import { commitSteps, nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { commitSteps, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { describeError, log } from "#lib/log.ts";
 import { badRequest, notFound } from "#lib/shared/errors.ts";
 
 export type { StoredTokenRef };
 
 export const TOKEN_PREFIX = "u-";
-export const MAX_TOKENS_PER_USER = 10;
+export const MAX_TOKENS_PER_USER = 20;
+/** Longest token name, in characters. */
+export const MAX_TOKEN_NAME_LENGTH = 100;
+/** `tokenLastUsed` is written again only once the stored stamp is older than this. */
+export const LAST_USED_PRECISION_MS = 60_000;
+/** Attempts of the issuing transaction while it conflicts with a concurrent one on the user item. */
+const ISSUE_ATTEMPTS = 12;
 
 export const hashToken = (raw: string) => createHash("sha256").update(raw, "utf8").digest("hex");
 
@@ -31,12 +57,25 @@ export function generateToken() {
   };
 }
 
-/** Issue a new token for a user. Returns the raw token: the only time it is ever visible. */
-export async function issueToken(
-  userId: string,
-): Promise<{ token: string; tokenId: string; masked: string }> {
+/** A token as its owner sees it after issuing: the raw value, the only time it is ever visible. */
+export interface IssuedToken {
+  token: string;
+  tokenId: string;
+  masked: string;
+  tokenName: string;
+  createdAt: string;
+}
+
+/**
+ * Issue a new token for a user (named `tokenName`, default none). One transaction: the token item,
+ * and the reference added to the user item on the condition that the user holds fewer than
+ * MAX_TOKENS_PER_USER, so of concurrent issues exactly the allowed number succeed (a conflict
+ * between them is retried, never counted as a refusal). Returns the raw token.
+ */
+export async function issueToken(userId: string, options: { tokenName?: string } = {}): Promise<IssuedToken> {
   const token = generateToken();
-  const createdAt = nowIso();
+  const createdAt = new Date(clockNow()).toISOString();
+  const tokenName = options.tokenName ?? "";
   const tokenItem: TokenItem = {
     ...tokenKeys.item(token.hash),
     entity: "token",
@@ -44,7 +83,7 @@ export async function issueToken(
     tokenId: token.tokenId,
     createdAt,
   };
-  const ref: StoredTokenRef = { hash: token.hash, masked: token.masked, createdAt };
+  const ref: StoredTokenRef = { hash: token.hash, masked: token.masked, createdAt, name: tokenName };
   const steps: TransactionStep[] = [
     {
       name: "put token",
@@ -67,13 +106,21 @@ export async function issueToken(
     },
   ];
   const refused = await commitSteps(steps, {
+    attempts: ISSUE_ATTEMPTS,
+    // Jittered: concurrent issues for one user conflict on its item and must not retry in step.
+    backoff: (attempt) => Math.random() * 20 * 2 ** Math.min(attempt, 5),
     cancelled: ({ failed }) => (failed.includes("add to user") ? ("add to user" as const) : undefined),
   });
   if (refused) {
     if (!(await findUser(userId))) throw notFound("User not found");
-    throw badRequest(`A user can hold at most ${MAX_TOKENS_PER_USER} tokens; revoke one first`);
+    throw badRequest(
+      `A user can hold at most ${MAX_TOKENS_PER_USER} API tokens; revoke one before creating another`,
+    );
   }
-  return { token: token.raw, tokenId: token.tokenId, masked: token.masked };
+  // An audit line: who got which token, by id and preview; never the value. (Keys naming a token
+  // are redacted whole by lib/log-backend.ts, hence `id`, `preview` and `name`.)
+  log.info("API token issued", { userId, id: token.tokenId, preview: token.masked, name: tokenName });
+  return { token: token.raw, tokenId: token.tokenId, masked: token.masked, tokenName, createdAt };
 }
 
 export async function revokeToken(userId: string, tokenId: string): Promise<void> {
@@ -95,17 +142,80 @@ export async function revokeToken(userId: string, tokenId: string): Promise<void
     },
   ];
   await commitSteps(steps);
+  log.info("API token revoked", { userId, id: tokenId, preview: ref.masked });
 }
 
-/** The authorizer's look-up: token -> owning user, or undefined for an unknown token. */
-export async function resolveToken(raw: string): Promise<{ userId: string; tokenId: string } | undefined> {
+/**
+ * The look-up behind every acceptance of a raw token (the authorizer, the MCP endpoint, the Core
+ * API dispatcher's revocation check): token -> owning user, or undefined for an unknown or revoked
+ * token. One consistent GetItem. With `stampUse` (callers whose role may write the home table: not
+ * the authorizer, which only reads), when the stored `tokenLastUsed` is over
+ * LAST_USED_PRECISION_MS old, one conditional UpdateItem stamps it: at most once a minute a token.
+ */
+export async function resolveToken(
+  raw: string,
+  options: { stampUse?: boolean } = {},
+): Promise<{ userId: string; tokenId: string } | undefined> {
   if (!looksLikeToken(raw)) return undefined;
-  const token = await findTokenByHash(hashToken(raw));
-  return token ? { userId: token.userId, tokenId: token.tokenId } : undefined;
+  const hash = hashToken(raw);
+  const token = await findTokenByHash(hash);
+  if (!token) return undefined;
+  if (options.stampUse) {
+    const at = clockNow();
+    const staleBefore = new Date(at - LAST_USED_PRECISION_MS).toISOString();
+    if (!token.tokenLastUsed || token.tokenLastUsed < staleBefore)
+      // Best effort: a stamp that fails (throttled, say) never fails the request it records.
+      await stampTokenLastUsed(hash, new Date(at).toISOString(), staleBefore).catch((error: unknown) =>
+        log.warn("Token last-use stamp failed", { id: token.tokenId, ...describeError(error) }),
+      );
+  }
+  return { userId: token.userId, tokenId: token.tokenId };
+}
+
+/** A token as its owner lists it: never the raw value nor its hash. */
+export interface TokenSummary {
+  tokenId: string;
+  tokenName: string;
+  tokenPreview: string;
+  tokenCreated: string;
+  /** Null while never used; otherwise within a minute of the last use (LAST_USED_PRECISION_MS). */
+  tokenLastUsed: string | null;
+}
+
+/**
+ * A user's tokens, oldest first, with their last use: the user item (its `tokens` map) and one
+ * BatchGetItem of the token items.
+ */
+export async function listUserTokens(userId: string): Promise<TokenSummary[]> {
+  const user = await findUser(userId);
+  if (!user) throw notFound("User not found");
+  const refs = Object.entries(user.tokens);
+  const items = refs.length ? await findTokensByHash(refs.map(([, ref]) => ref.hash)) : [];
+  const lastUsed = new Map(items.map((item) => [item.tokenId, item.tokenLastUsed]));
+  return listTokens(user.tokens).map((token) => ({
+    tokenId: token.tokenId,
+    tokenName: token.name,
+    tokenPreview: token.masked,
+    tokenCreated: token.createdAt,
+    tokenLastUsed: lastUsed.get(token.tokenId) ?? null,
+  }));
 }
 
 export function listTokens(tokens: Record<string, StoredTokenRef> | undefined) {
   return Object.entries(tokens ?? {})
-    .map(([tokenId, ref]) => ({ tokenId, masked: ref.masked, createdAt: ref.createdAt }))
+    .map(([tokenId, ref]) => ({ tokenId, name: ref.name, masked: ref.masked, createdAt: ref.createdAt }))
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
+
+/** POST /api/users/{userId}/tokens: the new token's name (nothing else). */
+export const NewTokenBody = z
+  .object({
+    tokenName: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(MAX_TOKEN_NAME_LENGTH)
+      .describe(`A name to recognise the token by (1 to ${MAX_TOKEN_NAME_LENGTH} characters)`),
+  })
+  .strict();
+export type NewTokenBody = z.infer<typeof NewTokenBody>;

@@ -121,6 +121,14 @@ export const SERVICE_UNAVAILABLE_MESSAGE = "The service is temporarily unavailab
 export const UNAUTHORIZED_MESSAGE =
   "Unauthorized: missing or invalid token. Send the user API token in the Authorization header as it is, without the Bearer prefix";
 
+/**
+ * The items every authenticated Core API request writes in the home table, whatever its group's
+ * table access (lib/api/dispatch.ts): its rate window (`RATE#<principal>`) and, at most once a
+ * minute, its token's last use (`TOKEN#<hash>`). A group whose home access is read-only is granted
+ * UpdateItem on items under exactly these partition key prefixes (cdk/stacks/home-stack.ts).
+ */
+export const REQUEST_ACCOUNTING_KEY_PREFIXES = ["RATE#", "TOKEN#"] as const;
+
 /** Functions that are not behind a route. */
 export const AUTHORIZER_FUNCTION = {
   name: "authorizer",

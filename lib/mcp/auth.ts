@@ -19,7 +19,7 @@ export async function authenticateMcp(request: Request): Promise<Caller | undefi
   // `<origin>/mcp`. A user token never starts with `Bearer `, so this cannot shadow the raw token.
   const bearer = /^bearer\s+(\S+)$/i.exec(authorization.trim());
   if (bearer?.[1]) return verifyAccessToken(bearer[1], mcpResourceUrl(request));
-  return authenticate(authorization);
+  return authenticate(authorization, { stampUse: true });
 }
 
 /** The MCP resource (RFC 8707), the audience of its access tokens: `<origin>/mcp`. */

@@ -8,7 +8,8 @@
  *
  * Which operations are not tools is data, here: unsupported routes (405 only), public routes (the
  * OAuth2 redirect, the documents) and MCP_EXCLUDED_OPERATIONS (spec 4.15: billing, subscription,
- * member invites and password resets are handled in the web UI only). docs/mcp.md lists them.
+ * member invites and password resets are handled in the web UI only; and a user's API tokens,
+ * issue 21, so that no raw token is ever a tool result). docs/mcp.md lists them.
  */
 import { z } from "zod";
 import { pathParamNames, runOperation } from "#lib/api/dispatch.ts";
@@ -74,6 +75,11 @@ export const MCP_EXCLUDED_OPERATIONS: Readonly<Record<string, string>> = {
   cancelMspInvite: "member invites: web UI only",
   updateMspConfiguration: "billing and subscription (promotional codes, billing type): web UI only",
   updateMspClientConfiguration: "billing and subscription (billingTo, rates, budget, top-up): web UI only",
+  createUserToken:
+    "API tokens: account credentials, managed by their owner over the Core API (the answer is a raw token, which must never be in a tool result)",
+  listUserTokens: "API tokens: account credentials, managed by their owner over the Core API",
+  deleteUserToken:
+    "API tokens: account credentials, managed by their owner over the Core API (an agent must not revoke the credential it runs on)",
 };
 
 /** Why an operation is not a tool, or undefined when it is one. */

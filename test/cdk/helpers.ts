@@ -57,6 +57,8 @@ export interface Statement {
   Effect: string;
   Action: string[];
   Resource: string[];
+  /** The statement's conditions, as written in the template (absent: none). */
+  Condition?: Json;
 }
 
 const asList = (value: Json | undefined): Json[] =>
@@ -75,6 +77,7 @@ export function statementsOf(template: Template, fn: GatewayFunction): Statement
     Effect: String(statement.Effect),
     Action: asList(statement.Action).map(flat),
     Resource: asList(statement.Resource).map(flat),
+    ...(statement.Condition === undefined ? {} : { Condition: statement.Condition }),
   }));
 }
 

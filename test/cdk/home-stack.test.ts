@@ -1,12 +1,14 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import { keys } from "#lib/db/keys.ts";
 import {
   AUTHORIZER_FUNCTION,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
   MCP_FUNCTION,
+  REQUEST_ACCOUNTING_KEY_PREFIXES,
   SCHEDULED_FUNCTIONS,
   UNAUTHORIZED_MESSAGE,
 } from "#lib/infra/api-manifest.ts";
@@ -44,8 +46,16 @@ const allGatewayFunctions: [string, GatewayFunction][] = [
   ["mcp", home.mcp.function],
 ];
 
+/** The unconditional DynamoDB statements: a group's manifest access (conditioned ones are tested apart). */
 const dynamoStatements = (statements: Statement[]) =>
-  statements.filter((statement) => statement.Action.some((action) => action.startsWith("dynamodb:")));
+  statements.filter(
+    (statement) => !statement.Condition && statement.Action.some((action) => action.startsWith("dynamodb:")),
+  );
+/** The conditioned DynamoDB statements: the request accounting writes of read-only groups. */
+const conditionedDynamoStatements = (fn: GatewayFunction) =>
+  statementsOf(template, fn).filter(
+    (statement) => statement.Condition && statement.Action.some((action) => action.startsWith("dynamodb:")),
+  );
 const dynamoResources = (fn: GatewayFunction) =>
   dynamoStatements(statementsOf(template, fn)).flatMap((statement) => statement.Resource);
 const dynamoActions = (fn: GatewayFunction) =>
@@ -169,6 +179,35 @@ describe("HomeStack", () => {
       const fn = home.groupFunctions[key as FunctionGroupName];
       expect(dynamoResources(fn).sort()).toEqual(withIndexes(expectedTables(group.tables)));
       expect([...dynamoActions(fn)].sort()).toEqual(expectedActions(group.tables));
+    });
+
+    it("a read-only route group may UpdateItem only its requests' rate windows and token stamps in the home table", () => {
+      // Every authenticated request updates its rate window and, once a minute, its token's last
+      // use (lib/api/dispatch.ts); a group that only reads is granted exactly that, by key prefix.
+      expect(REQUEST_ACCOUNTING_KEY_PREFIXES).toEqual(["RATE#", "TOKEN#"]);
+      expect(keys.rateWindow("TOKEN#tok_1", 0).pKey.startsWith("RATE#")).toBe(true);
+      expect(keys.userToken("ab".repeat(32)).pKey.startsWith("TOKEN#")).toBe(true);
+      const readOnly = Object.entries(FUNCTION_GROUPS).filter(([, group]) =>
+        ["home-read", "all-regions-read"].includes(group.tables),
+      );
+      expect(readOnly.map(([key]) => key).sort()).toEqual(["requests", "telemetry"]);
+      for (const [key] of readOnly)
+        expect(conditionedDynamoStatements(home.groupFunctions[key as FunctionGroupName]), key).toEqual([
+          {
+            Effect: "Allow",
+            Action: ["dynamodb:UpdateItem"],
+            Resource: [tableArn(homeRegion)],
+            Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["RATE#*", "TOKEN#*"] } },
+          },
+        ]);
+      // Nothing else is granted a conditioned statement; the authorizer still only reads.
+      for (const [key, group] of Object.entries(FUNCTION_GROUPS))
+        if (!readOnly.some(([name]) => name === key))
+          expect(
+            conditionedDynamoStatements(home.groupFunctions[key as FunctionGroupName]),
+            group.name,
+          ).toEqual([]);
+      expect(conditionedDynamoStatements(home.authorizerFunction)).toEqual([]);
     });
 
     it("members (home-write) has no dynamodb action on another region's table", () => {

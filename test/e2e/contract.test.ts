@@ -27,6 +27,7 @@ import { usageNotification } from "#lib/domain/meter-digests.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { createNotification } from "#lib/domain/notifications.ts";
 import { resetPayments } from "#lib/domain/payments.ts";
+import { issueToken } from "#lib/domain/tokens.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { setClientPlan } from "../../cli/client-plan.ts";
@@ -608,6 +609,18 @@ const CONTRACT: Record<string, Entry> = {
   "PUT /api/users/{userId}": {
     status: 200,
     call: (fx) => ({ params: { userId: fx.owner.userId }, body: { userBio: "Runs the contract test" } }),
+  },
+  "GET /api/users/{userId}/tokens": { status: 200, call: (fx) => ({ params: { userId: fx.owner.userId } }) },
+  "POST /api/users/{userId}/tokens": {
+    status: 201,
+    call: (fx) => ({ params: { userId: fx.owner.userId }, body: { tokenName: "contract" } }),
+  },
+  "DELETE /api/users/{userId}/tokens/{tokenId}": {
+    status: 200,
+    call: async (fx) => {
+      const { tokenId } = await issueToken(fx.owner.userId, { tokenName: "to revoke" });
+      return { params: { userId: fx.owner.userId, tokenId } };
+    },
   },
   "DELETE /api/users/{userId}": {
     status: 200,

@@ -1,6 +1,6 @@
 /**
  * Store round trips of common Core API calls, warm (authorizer decision cached, as API Gateway
- * caches it), and of a warm proxied request on the data plane, counted by SDK middleware on every
+ * caches it; the dispatcher still reads the presented token's item, issue 21), and of a warm proxied request on the data plane, counted by SDK middleware on every
  * region's client: the figures of docs/architecture.md ("Request flow") and docs/data-plane.md
  * ("Store round trips per warm request"), held by this test so the docs cannot go stale silently.
  */
@@ -9,8 +9,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamo, kms } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
+import { keys } from "#lib/db/keys.ts";
 import { createMsp } from "#lib/domain/msps.ts";
+import { hashToken, LAST_USED_PRECISION_MS } from "#lib/domain/tokens.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -51,8 +54,13 @@ async function countCalls() {
   }
 }
 
-/** The store and KMS calls one request makes, by command. */
+/**
+ * The store and KMS calls one request makes, by command. A request by the same token just before
+ * it stamps the token's last use if that stamp was due (at most once a minute), so the counted
+ * request never carries that once-a-minute write.
+ */
 async function callsOf(request: () => Promise<{ status: number }>, status = 200) {
+  expect((await owner.api.get("/api/users")).status).toBe(200);
   counts.clear();
   const answer = await request();
   expect(answer.status).toBe(status);
@@ -123,35 +131,54 @@ afterAll(async () => {
 });
 
 describe("store round trips per warm Core API call", () => {
-  it("GET /api/users: the rate window and the user", async () => {
+  // Every authenticated call: the rate window's update and, in parallel, the presented token's
+  // item (a revoked token is a 401 on its next request, whatever the authorizer's cache holds).
+  it("GET /api/users: the rate window, the token, the user", async () => {
     const calls = await callsOf(() => owner.api.get("/api/users"));
     process.stdout.write(`round trips GET /api/users: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:GetItem": 1, "DynamoDB:UpdateItem": 1 });
+    expect(calls).toEqual({ "DynamoDB:GetItem": 2, "DynamoDB:UpdateItem": 1 });
   });
 
-  it("GET /api/clients/{clientId}: rate window, membership, then the client and its members", async () => {
+  it("GET /api/users: over a minute after the token's last stamp, one more write stamps it", async () => {
+    const tokenHash = hashToken(owner.token);
+    const stale = new Date(Date.now() - LAST_USED_PRECISION_MS - 1_000).toISOString();
+    await dynamo(getConfig().homeRegion).send(
+      new UpdateCommand({
+        TableName: getConfig().tableName,
+        Key: keys.userToken(tokenHash),
+        UpdateExpression: "SET tokenLastUsed = :stale",
+        ExpressionAttributeValues: { ":stale": stale },
+      }),
+    );
+    counts.clear();
+    expect((await owner.api.get("/api/users")).status).toBe(200);
+    const calls = Object.fromEntries([...counts].sort());
+    expect(calls).toEqual({ "DynamoDB:GetItem": 2, "DynamoDB:UpdateItem": 2 });
+  });
+
+  it("GET /api/clients/{clientId}: rate window, token, membership, then the client and its members", async () => {
     const calls = await callsOf(() => owner.api.get(`/api/clients/${clientId}`));
     process.stdout.write(`round trips GET client: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:GetItem": 2, "DynamoDB:Query": 1, "DynamoDB:UpdateItem": 1 });
+    expect(calls).toEqual({ "DynamoDB:GetItem": 3, "DynamoDB:Query": 1, "DynamoDB:UpdateItem": 1 });
   });
 
-  it("POST /api/clients: rate window, the user, one transaction, the runtime item in every region", async () => {
+  it("POST /api/clients: rate window, token, the user, one transaction, the runtime item in every region", async () => {
     const calls = await callsOf(() => owner.api.post("/api/clients", { clientName: "Another" }), 201);
     process.stdout.write(`round trips POST client: ${JSON.stringify(calls)}\n`);
     // The plan and billing status the data plane reads are copied to each region's runtime item.
     expect(calls).toEqual({
-      "DynamoDB:GetItem": 1,
+      "DynamoDB:GetItem": 2,
       "DynamoDB:TransactWriteItems": 1,
       "DynamoDB:UpdateItem": 1 + getConfig().regions.length,
     });
   });
 
-  it("GET /api/clients/{clientId}/proxies/{proxyId}: rate window, membership, the proxy in every region", async () => {
+  it("GET /api/clients/{clientId}/proxies/{proxyId}: rate window, token, membership, the proxy in every region", async () => {
     const calls = await callsOf(() => owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}`));
     process.stdout.write(`round trips GET proxy: ${JSON.stringify(calls)}\n`);
-    // One GetItem for the membership (checked once, by the dispatcher), one per region for the proxy.
+    // The token, the membership (checked once, by the dispatcher), one per region for the proxy.
     expect(calls).toEqual({
-      "DynamoDB:GetItem": 1 + getConfig().regions.length,
+      "DynamoDB:GetItem": 2 + getConfig().regions.length,
       "DynamoDB:UpdateItem": 1,
     });
   });

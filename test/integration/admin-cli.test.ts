@@ -122,11 +122,15 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
 
   it("tokens issue prints the raw token once; list shows it masked; revoke disables it", async () => {
     const userId = await newUser("tokens");
-    const issued = await admin(["tokens", "issue", userId]);
+    const issued = await admin(["tokens", "issue", userId, "--name", "deploy script"]);
     expect(issued.code).toBe(0);
     expect(issued.stderr).toMatch(/^warning: store this token now/);
     const body = JSON.parse(issued.stdout);
-    expect(body).toMatchObject({ userId, tokenId: expect.stringMatching(/^tok_/) });
+    expect(body).toMatchObject({
+      userId,
+      tokenId: expect.stringMatching(/^tok_/),
+      tokenName: "deploy script",
+    });
     expect(body.token).toMatch(/^u-[A-Za-z0-9_-]+$/);
     expect(body.token.length).toBeGreaterThanOrEqual(45);
     expect(await resolveToken(body.token)).toEqual({ userId, tokenId: body.tokenId });
@@ -137,7 +141,12 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
     expect(JSON.parse(listed.stdout)).toEqual({
       userId,
       tokens: [
-        { tokenId: body.tokenId, masked: `u-…${body.token.slice(-4)}`, createdAt: expect.any(String) },
+        {
+          tokenId: body.tokenId,
+          name: "deploy script",
+          masked: `u-…${body.token.slice(-4)}`,
+          createdAt: expect.any(String),
+        },
       ],
     });
 

@@ -49,6 +49,20 @@ describe("derivation from the registry", () => {
     expect(offered.has("get_api_reference")).toBe(false);
   });
 
+  it("offers no API token operation, so a raw token is never a tool result (issue 21)", () => {
+    const tokenOperations = OPERATIONS.filter((operation) =>
+      operation.path.startsWith("/api/users/{userId}/tokens"),
+    );
+    expect(tokenOperations.map((operation) => operation.id).sort()).toEqual(
+      ["createUserToken", "deleteUserToken", "listUserTokens"].sort(),
+    );
+    const offered = new Set(OPERATION_TOOLS.map((tool) => tool.name));
+    for (const operation of tokenOperations) {
+      expect(offered.has(toolNameOf(operation.id)), operation.id).toBe(false);
+      expect(exclusionOf(operation), operation.id).toMatch(/API tokens/);
+    }
+  });
+
   it("merges path, query and body into one input schema with the Core API's field names", () => {
     const createProxy = byName("create_proxy");
     expect(createProxy.inputSchema.type).toBe("object");

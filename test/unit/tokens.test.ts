@@ -70,14 +70,14 @@ describe("looksLikeToken", () => {
 });
 
 describe("listTokens", () => {
-  it("lists id, masked form and creation time, oldest first, never the hash", () => {
+  it("lists id, name, masked form and creation time, oldest first, never the hash", () => {
     const list = listTokens({
-      tok_b: { hash: "h2", masked: "u-…bbbb", createdAt: "2025-01-02T00:00:00.000Z" },
-      tok_a: { hash: "h1", masked: "u-…aaaa", createdAt: "2025-01-01T00:00:00.000Z" },
+      tok_b: { hash: "h2", masked: "u-…bbbb", createdAt: "2025-01-02T00:00:00.000Z", name: "ci" },
+      tok_a: { hash: "h1", masked: "u-…aaaa", createdAt: "2025-01-01T00:00:00.000Z", name: "" },
     });
     expect(list).toEqual([
-      { tokenId: "tok_a", masked: "u-…aaaa", createdAt: "2025-01-01T00:00:00.000Z" },
-      { tokenId: "tok_b", masked: "u-…bbbb", createdAt: "2025-01-02T00:00:00.000Z" },
+      { tokenId: "tok_a", name: "", masked: "u-…aaaa", createdAt: "2025-01-01T00:00:00.000Z" },
+      { tokenId: "tok_b", name: "ci", masked: "u-…bbbb", createdAt: "2025-01-02T00:00:00.000Z" },
     ]);
     expect(listTokens(undefined)).toEqual([]);
   });
