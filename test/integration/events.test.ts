@@ -47,9 +47,20 @@ describe("events/", () => {
       lastName: "Ser",
     });
     const userId = String(user.userId);
-    const authorizerContext = { ...(event.requestContext.authorizer as object), principalId: userId, userId };
+    // The dispatcher checks the presented token itself (a revoked one is refused at once): a real one.
+    const { token, tokenId } = await issueToken(userId);
+    const authorizerContext = {
+      ...(event.requestContext.authorizer as object),
+      principalId: userId,
+      userId,
+      tokenId,
+    };
     const result = await users(
-      { ...event, requestContext: { ...event.requestContext, authorizer: authorizerContext } },
+      {
+        ...event,
+        headers: { ...event.headers, Authorization: token },
+        requestContext: { ...event.requestContext, authorizer: authorizerContext },
+      },
       {} as never,
     );
     expect(result.statusCode).toBe(200);

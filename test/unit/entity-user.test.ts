@@ -15,7 +15,7 @@ describe("the user entity", () => {
     userPhone: "",
     userBio: "",
     systemAdmin: false,
-    tokens: { tok_1: { hash: "h", masked: "u-…abcd", createdAt: "2026-01-01T00:00:00.000Z" } },
+    tokens: { tok_1: { hash: "h", masked: "u-…abcd", createdAt: "2026-01-01T00:00:00.000Z", name: "ci" } },
     userClients: new Set(["c2", "c1"]),
     userMsps: new Set(["m"]),
     userCreated: "2026-01-01T00:00:00.000Z",
