@@ -22,8 +22,6 @@ export const MAX_RESOURCES_PER_REGION = 500;
 /** Bound on the rules of one credential, proxy or target. */
 export const MAX_RULES_PER_PARENT = 100;
 
-export const regionalDb = (region: string) => dynamo(region);
-
 export interface Located {
   region: string;
   item: Item;
@@ -45,7 +43,7 @@ export async function findInRegions(
 
 /** Consistent GetItem in one region; an expired (TTL) item reads as absent. */
 export async function getInRegion(region: string, key: { pKey: string; sKey: string }) {
-  const result = await regionalDb(region).send(
+  const result = await dynamo(region).send(
     new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }),
   );
   return result.Item && !isExpired(result.Item) ? result.Item : undefined;

@@ -1,6 +1,6 @@
 /**
- * The domain rules of region-bound resources (spec 1.10). Reads and the one commit path of a
- * configuration change are in lib/db/regional.ts.
+ * The domain rules of region-bound resources (spec 1.10). Their reads are in lib/db/regional.ts,
+ * the one commit path of a configuration change in lib/db/commit.ts.
  */
 
 import { getConfig } from "#lib/config.ts";

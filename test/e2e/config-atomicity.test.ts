@@ -19,6 +19,7 @@ import { dynamo } from "#lib/aws/clients.ts";
 import { PutCommand } from "#lib/aws/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import {
+  type MiddlewareStack,
   offendingWrites,
   seedingConfig,
   updatedAttributes,
@@ -320,8 +321,6 @@ describe("every registry operation that writes configuration", () => {
   });
 });
 
-type Stack = { add: (m: unknown, o: { step: string; name: string }) => void; remove: (n: string) => boolean };
-
 /**
  * Make the next write of this client's runtime item fail, as a store failure would: either the
  * separate version write (before issue 20) or the change's own transaction (since). Returns how
@@ -348,7 +347,7 @@ function failNextVersionWrite() {
     }
     return next(args);
   };
-  const stack = dynamo(US).middlewareStack as unknown as Stack;
+  const stack = dynamo(US).middlewareStack as unknown as MiddlewareStack;
   stack.add(middleware, { step: "initialize", name });
   return {
     failed: () => failed,

@@ -37,7 +37,7 @@ interface WriteAction {
 const CONFIG_PREFIXES = Object.values(REGIONAL_SK);
 
 /** Sets of attributes the data plane keeps on configuration items as its own state. */
-export const RUNTIME_STATE_UPDATES: readonly (readonly string[])[] = [
+const RUNTIME_STATE_UPDATES: readonly (readonly string[])[] = [
   ["usedAt"],
   ["jwksCache"],
   ["secretEnvelope", "oauthRefreshedAt"],
@@ -47,7 +47,7 @@ export const RUNTIME_STATE_UPDATES: readonly (readonly string[])[] = [
 const text = (value: AttributeValue) => (typeof value === "string" ? value : value?.S);
 
 /** The client id of a configuration item's key, or undefined for any other item. */
-export function configClientOf(key: Key | undefined): string | undefined {
+function configClientOf(key: Key | undefined): string | undefined {
   const pKey = text(key?.pKey);
   const sKey = text(key?.sKey);
   if (!pKey || !sKey) return undefined;
@@ -173,7 +173,11 @@ async function unstoppedBatchDeletes(region: string, input: Record<string, unkno
   return out;
 }
 
-type Stack = { add: (m: unknown, o: { step: string; name: string }) => void; remove: (n: string) => boolean };
+/** The SDK middleware stack, as far as these watchers use it. */
+export type MiddlewareStack = {
+  add: (m: unknown, o: { step: string; name: string }) => void;
+  remove: (n: string) => boolean;
+};
 
 /** Watch every configured region's client; `offences` lists what was written outside the rule. */
 export function watchConfigWrites(options: { seeing?: "everything" } = {}) {
@@ -194,7 +198,7 @@ export function watchConfigWrites(options: { seeing?: "everything" } = {}) {
       return next(args);
     };
   const stacks = getConfig().regions.map((region) => {
-    const stack = dynamo(region).middlewareStack as unknown as Stack;
+    const stack = dynamo(region).middlewareStack as unknown as MiddlewareStack;
     stack.add(middleware(region), { step: "initialize", name });
     return stack;
   });
