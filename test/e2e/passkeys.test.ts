@@ -326,6 +326,11 @@ describe("origin, relying-party id and counter", () => {
     expect((await signIn(0)).status).toBe(401);
     expect((await storedItem(keys.passkey(account.userId, passkeyId)))?.counter).toBe(5);
     expect((await signIn(6)).status).toBe(200);
+    // Two sign-ins reporting the same next counter, each with its own challenge, at once: however
+    // they interleave, one gets through (the library's check on what it read, then the conditional write).
+    const racing = await Promise.all([signIn(7), signIn(7)]);
+    expect(racing.map((answer) => answer.status).sort()).toEqual([200, 401]);
+    expect((await storedItem(keys.passkey(account.userId, passkeyId)))?.counter).toBe(7);
   });
 
   it("accepts an authenticator that keeps no counter (always 0)", async () => {
