@@ -362,7 +362,8 @@ export async function signIn(input: {
   return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS };
 }
 
-async function startSession(userId: string, userAgent?: string): Promise<string> {
+/** Start a session of `userId` (the user signed in: a password, or a passkey, lib/domain/passkeys.ts); answers the cookie's value. */
+export async function startSession(userId: string, userAgent?: string): Promise<string> {
   const secret = randomBytes(32).toString("base64url");
   const secretHash = sha256(secret);
   const now = nowSeconds();

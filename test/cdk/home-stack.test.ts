@@ -439,6 +439,12 @@ describe("HomeStack", () => {
         "DELETE /auth/sessions/{sessionId}",
         "POST /auth/forgot-password",
         "POST /auth/reset-password",
+        "POST /auth/passkeys/registration-options",
+        "POST /auth/passkeys/registration",
+        "POST /auth/passkeys/authentication-options",
+        "POST /auth/passkeys/authentication",
+        "GET /auth/passkeys",
+        "DELETE /auth/passkeys/{passkeyId}",
       ];
       expect(docs.length).toBeGreaterThan(0);
       expect(unauthenticated.sort()).toEqual([...docs, ...accounts, "GET /webhooks/oauth2"].sort());

@@ -16,6 +16,9 @@ const OPTIONAL = [
   "STRIPE_API_BASE",
   "OAUTH_SIGNING_KEY_ID",
   "CLIENT_DELETION_GRACE_DAYS",
+  "WEBAUTHN_RP_ID",
+  "WEBAUTHN_ORIGIN",
+  "WEBAUTHN_RP_NAME",
 ];
 
 beforeEach(() => {
@@ -73,6 +76,28 @@ describe("getConfig", () => {
       stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
+      webauthn: { rpId: "localhost", origin: "http://localhost:3000", rpName: "API gateway" },
+    });
+  });
+
+  it("derives the passkeys' relying party from APP_URL unless WEBAUTHN_* says otherwise", () => {
+    minimalEnv();
+    process.env.APP_URL = "https://console.example.com:8443/app/";
+    expect(getConfig().webauthn).toEqual({
+      rpId: "console.example.com",
+      origin: "https://console.example.com:8443",
+      rpName: "API gateway",
+    });
+    resetConfig();
+    Object.assign(process.env, {
+      WEBAUTHN_RP_ID: "example.com",
+      WEBAUTHN_ORIGIN: "https://login.example.com/ignored/path",
+      WEBAUTHN_RP_NAME: "Example gateway",
+    });
+    expect(getConfig().webauthn).toEqual({
+      rpId: "example.com",
+      origin: "https://login.example.com",
+      rpName: "Example gateway",
     });
   });
 

@@ -74,7 +74,7 @@ const unauthorized = (message: string) => new HttpError(401, message);
 const isSecure = (baseUrl: string) => baseUrl.startsWith("https://");
 
 /** The session cookie: HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix over https. */
-function sessionCookie(baseUrl: string, value: string, maxAgeSeconds: number): string {
+export function sessionCookie(baseUrl: string, value: string, maxAgeSeconds: number): string {
   const secure = isSecure(baseUrl);
   return [
     `${sessionCookieName(secure)}=${value}`,
@@ -86,7 +86,7 @@ function sessionCookie(baseUrl: string, value: string, maxAgeSeconds: number): s
   ].join("; ");
 }
 
-const NO_STORE = { "Cache-Control": "no-store" };
+export const NO_STORE = { "Cache-Control": "no-store" };
 
 export const authOperations = [
   operation({
