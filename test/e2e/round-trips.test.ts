@@ -74,7 +74,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => targetServer.listen(0, "127.0.0.1", resolve));
   targetBase = `http://127.0.0.1:${(targetServer.address() as AddressInfo).port}`;
-  stack = await startTestStack({ authorizerCacheTtlSeconds: 300 });
+  stack = await startTestStack();
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Round trips");
   const api = `/api/clients/${clientId}`;
