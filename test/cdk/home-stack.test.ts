@@ -501,7 +501,7 @@ describe("HomeStack", () => {
       });
       // No identity source: with one, API Gateway would answer 401 to a cookie-only request
       // without invoking the authorizer (and caching would key on it).
-      expect(Object.keys(scheme?.["x-amazon-apigateway-authorizer"]).sort()).toEqual([
+      expect(Object.keys(scheme?.["x-amazon-apigateway-authorizer"] ?? {}).sort()).toEqual([
         "authorizerResultTtlInSeconds",
         "authorizerUri",
         "type",
