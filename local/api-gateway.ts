@@ -24,7 +24,9 @@ import {
 } from "#lib/infra/api-manifest.ts";
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
-export type RequestAuthorizer = (event: APIGatewayRequestAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+export type RequestAuthorizer = (
+  event: APIGatewayRequestAuthorizerEvent,
+) => Promise<APIGatewayAuthorizerResult>;
 
 export type FunctionUrlHandler = (
   event: APIGatewayProxyEventV2,
@@ -210,7 +212,9 @@ export function createRestApi(options: RestApiOptions) {
   const region = options.region ?? "us-east-1";
 
   /** The authorizer's answer, or "deny" (it threw "Unauthorized" or did not allow). */
-  async function authorize(event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult | "deny"> {
+  async function authorize(
+    event: APIGatewayRequestAuthorizerEvent,
+  ): Promise<APIGatewayAuthorizerResult | "deny"> {
     try {
       const result = await options.authorizer(event);
       return result.policyDocument.Statement.some((s) => s.Effect === "Allow") ? result : "deny";

@@ -178,7 +178,8 @@ export const SESSION_ORIGIN_MESSAGE =
   "Forbidden: a request signed in with a session cookie must come from this service's own pages (Origin header)";
 
 /** Message of the 403 of an /auth/* request (sign-in, sign-out...) sent from another site's page. */
-export const FOREIGN_ORIGIN_MESSAGE = "Forbidden: this request comes from another site's page (Origin header)";
+export const FOREIGN_ORIGIN_MESSAGE =
+  "Forbidden: this request comes from another site's page (Origin header)";
 
 /**
  * The CSRF rule (issue 21, docs/accounts.md): a request authenticated by the session cookie whose
@@ -192,7 +193,11 @@ function checkOrigin(operation: Operation, event: APIGatewayProxyEvent, authMeth
   if (SAFE_METHODS.has(event.httpMethod.toUpperCase())) return;
   const origin = headerValue(event.headers, "origin");
   if (operation.access.kind === "public") {
-    if (operation.path.startsWith("/auth/") && origin !== undefined && !isOwnOrigin(origin, publicBaseUrl(event)))
+    if (
+      operation.path.startsWith("/auth/") &&
+      origin !== undefined &&
+      !isOwnOrigin(origin, publicBaseUrl(event))
+    )
       throw forbidden(FOREIGN_ORIGIN_MESSAGE);
     return;
   }

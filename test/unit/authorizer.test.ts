@@ -29,9 +29,9 @@ describe("stageWideArn", () => {
 
 describe("requestHeader", () => {
   it("finds a header whatever its spelling, preferring the multi-value map", () => {
-    expect(requestHeader({ headers: { authorization: "u-x" }, multiValueHeaders: null }, "Authorization")).toBe(
-      "u-x",
-    );
+    expect(
+      requestHeader({ headers: { authorization: "u-x" }, multiValueHeaders: null }, "Authorization"),
+    ).toBe("u-x");
     expect(
       requestHeader(
         { headers: { Authorization: "last" }, multiValueHeaders: { Authorization: ["first", "last"] } },
@@ -48,6 +48,8 @@ describe("requestHeader", () => {
 
   it("answers undefined for a header not sent", () => {
     expect(requestHeader({ headers: null, multiValueHeaders: null }, "cookie")).toBeUndefined();
-    expect(requestHeader({ headers: { Host: "h" }, multiValueHeaders: { Host: ["h"] } }, "cookie")).toBeUndefined();
+    expect(
+      requestHeader({ headers: { Host: "h" }, multiValueHeaders: { Host: ["h"] } }, "cookie"),
+    ).toBeUndefined();
   });
 });
