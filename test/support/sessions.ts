@@ -11,7 +11,6 @@ export const TEST_PASSWORD = "correct horse battery staple";
 
 export interface HttpAnswer {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: test answers are checked field by field
   body: Record<string, any>;
   headers: Headers;
 }
