@@ -54,8 +54,6 @@ const ContextSchema = z
     regions: regionList,
     emailSender: z.email(),
     appUrl: z.url(),
-    /** API Gateway caches a Lambda authorizer's result for at most one hour. */
-    authorizerCacheTtlSeconds: z.coerce.number().int().min(0).max(3600),
     /** Full ARN (with its random suffix) of the Secrets Manager secret holding the Stripe key. */
     stripeSecretArn: z
       .string()
@@ -109,7 +107,6 @@ export const CONTEXT_KEYS = [
   "regions",
   "emailSender",
   "appUrl",
-  "authorizerCacheTtlSeconds",
   "stripeSecretArn",
   "dataPlaneUrls",
   "mcpDeleteEnabled",

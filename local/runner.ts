@@ -20,7 +20,7 @@ import {
   type FunctionUrlHandler,
   functionUrlEvent,
   type ProxyHandler,
-  type TokenAuthorizer,
+  type RequestAuthorizer,
 } from "./api-gateway.ts";
 import { provisionStack } from "./provision.ts";
 import { allPollers, type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
@@ -36,7 +36,6 @@ export interface LocalStackOptions {
    * tests can call a proxy from both families; its URL is then `http://[::1]:<port>`.
    */
   dataPlaneHost?: string;
-  authorizerCacheTtlSeconds?: number;
   runSchedules?: boolean;
   /** Poll each region's table stream into each stream consumer, as their event source mappings do. */
   streams?: boolean;
@@ -165,7 +164,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   await provisionStack(config);
   const previousClock = options.clock ? setClock(options.clock) : undefined;
 
-  const authorizer = await loadFunction<TokenAuthorizer>(AUTHORIZER_FUNCTION.name);
+  const authorizer = await loadFunction<RequestAuthorizer>(AUTHORIZER_FUNCTION.name);
   const handlers = new Map<string, Promise<ProxyHandler>>();
   const api = createRestApi({
     routes: CORE_API_ROUTES,
@@ -179,7 +178,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       },
     ],
     authorizer,
-    authorizerCacheTtlSeconds: options.authorizerCacheTtlSeconds ?? 300,
     region: config.homeRegion,
     loadHandler: (group) => {
       let handler = handlers.get(group);

@@ -102,7 +102,6 @@ async function main(): Promise<void> {
     stack = await startLocalStack({
       port: Number(process.env.PORT ?? 3000),
       dataPlanePort: Number(process.env.DATA_PLANE_PORT ?? 3100),
-      authorizerCacheTtlSeconds: Number(process.env.AUTHORIZER_CACHE_TTL_SECONDS ?? 300),
       runSchedules: true,
       streams: true,
     });

@@ -1,6 +1,6 @@
 /**
  * The control plane, deployed once in the home region: one Lambda per route group of the Core API
- * (lib/infra/api-manifest.ts), the token authorizer, the scheduled jobs, the SES sender identity
+ * (lib/infra/api-manifest.ts), the Core API authorizer, the scheduled jobs, the SES sender identity
  * and the REST API, imported from an OpenAPI body generated from CORE_API_ROUTES
  * (constructs/core-api-definition.ts): its routes cost no CloudFormation resource.
  *
@@ -25,6 +25,7 @@ import type { Construct } from "constructs";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import {
   AUTHORIZER_FUNCTION,
+  AUTHORIZER_UPDATE_KEY_PREFIXES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
@@ -159,10 +160,13 @@ export class HomeStack extends Stack {
       name: AUTHORIZER_FUNCTION.name,
       settings,
       functionsDir,
-      description: `${settings.appName} Core API token authorizer`,
+      description: `${settings.appName} Core API authorizer (API token or session cookie)`,
       timeout: Duration.seconds(5),
     });
     bindTables(this.authorizerFunction, AUTHORIZER_FUNCTION.tables);
+    // It reads, and records use: a token's last use (TOKEN#) and a session's idle expiry (under
+    // USER#: a key condition cannot scope by sort key, so USER# is the narrowest it allows).
+    this.authorizerFunction.allowUpdatesUnder(homeTableArn, AUTHORIZER_UPDATE_KEY_PREFIXES);
 
     // Scheduled jobs (EventBridge rules).
     const scheduled: Partial<Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>> = {};
@@ -298,10 +302,8 @@ export class HomeStack extends Stack {
       routes: CORE_API_ROUTES,
       integrationUri: (group) => invocationUri(this.groupFunctions[group].function),
       authorizer: {
-        name: `${settings.appName}-token`,
+        name: `${settings.appName}-caller`,
         uri: invocationUri(this.authorizerFunction.function),
-        header: "Authorization",
-        resultTtlSeconds: settings.authorizerCacheTtlSeconds,
       },
     });
     const api = new apigateway.SpecRestApi(this, "CoreApi", {

@@ -402,18 +402,21 @@ function sessionCookieOf(cookieHeader: string | undefined): { userId: string; se
 /**
  * The signed-in user of a request's `Cookie` header, or undefined: no session cookie, an unknown
  * or revoked session, or one past its idle or absolute expiry. Use moves the idle expiry on. The
- * seam for cookie authentication of the Core API.
+ * Core API's authorizer authenticates cookie requests with it (lib/domain/authorizer.ts).
  */
 export async function sessionFromCookie(
   cookieHeader: string | undefined,
 ): Promise<{ user: UserItem; session: SessionItem } | undefined> {
   const cookie = sessionCookieOf(cookieHeader);
   if (!cookie) return undefined;
-  const session = await findSession(cookie.userId, sha256(cookie.secret));
+  // The cookie names its user: the session and the user are read in parallel (one round trip).
+  const [session, user] = await Promise.all([
+    findSession(cookie.userId, sha256(cookie.secret)),
+    findUser(cookie.userId),
+  ]);
   const now = nowSeconds();
   if (!session || session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) return undefined;
-  const user = await findUser(session.userId);
-  if (!user) return undefined;
+  if (!user || user.userId !== session.userId) return undefined;
   if (now - Math.floor(Date.parse(session.lastSeenAt) / 1000) >= SESSION_TOUCH_SECONDS)
     await touchSession(session, nowIso(), Math.min(now + SESSION_IDLE_SECONDS, session.absoluteExpiresAt));
   return { user, session };
