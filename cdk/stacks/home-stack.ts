@@ -25,7 +25,7 @@ import type { Construct } from "constructs";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import {
   AUTHORIZER_FUNCTION,
-  AUTHORIZER_UPDATE_KEY_PREFIXES,
+  AUTHORIZER_UPDATES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
@@ -165,8 +165,14 @@ export class HomeStack extends Stack {
     });
     bindTables(this.authorizerFunction, AUTHORIZER_FUNCTION.tables);
     // It reads, and records use: a token's last use (TOKEN#) and a session's idle expiry (under
-    // USER#: a key condition cannot scope by sort key, so USER# is the narrowest it allows).
-    this.authorizerFunction.allowUpdatesUnder(homeTableArn, AUTHORIZER_UPDATE_KEY_PREFIXES);
+    // USER#: a key condition cannot scope by sort key, so the attributes are fixed instead).
+    this.authorizerFunction
+      .allowUpdatesUnder(homeTableArn, AUTHORIZER_UPDATES.items)
+      .allowAttributeUpdatesUnder(
+        homeTableArn,
+        AUTHORIZER_UPDATES.sessionTouch.prefixes,
+        AUTHORIZER_UPDATES.sessionTouch.attributes,
+      );
 
     // Scheduled jobs (EventBridge rules).
     const scheduled: Partial<Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>> = {};

@@ -40,6 +40,7 @@ import { findUser, type NewUserItem, type UserItem, userKeys } from "#lib/db/ent
 import { keys } from "#lib/db/keys.ts";
 import { nowIso } from "#lib/db/store.ts";
 import { sendEmail } from "#lib/email.ts";
+import { describeError, log } from "#lib/log.ts";
 import { limitReached } from "#lib/shared/errors.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
 import { createNotification } from "./notifications.ts";
@@ -418,7 +419,12 @@ export async function sessionFromCookie(
   if (!session || session.idleExpiresAt <= now || session.absoluteExpiresAt <= now) return undefined;
   if (!user || user.userId !== session.userId) return undefined;
   if (now - Math.floor(Date.parse(session.lastSeenAt) / 1000) >= SESSION_TOUCH_SECONDS)
-    await touchSession(session, nowIso(), Math.min(now + SESSION_IDLE_SECONDS, session.absoluteExpiresAt));
+    // Best effort: a touch that fails (throttled, refused) never fails the request it records.
+    await touchSession(
+      session,
+      nowIso(),
+      Math.min(now + SESSION_IDLE_SECONDS, session.absoluteExpiresAt),
+    ).catch((error: unknown) => log.warn("Session touch failed", describeError(error)));
   return { user, session };
 }
 

@@ -135,10 +135,16 @@ export const REQUEST_ACCOUNTING_KEY_PREFIXES = ["RATE#", "TOKEN#"] as const;
  * What the Core API authorizer writes in the home table (lib/domain/authorizer.ts), beside its
  * reads: a token's last use (`TOKEN#<hash>`, at most once a minute) and a session's idle expiry
  * (`USER#<userId>` / `SESSION#<hash>`, at most once a minute). `dynamodb:LeadingKeys` scopes a
- * grant by partition key only, so the session's grant covers the `USER#` partitions: the
- * narrowest a key condition allows (cdk/stacks/home-stack.ts).
+ * grant by partition key only, so the session's grant covers the `USER#` partitions, narrowed to
+ * the two attributes a touch sets (`dynamodb:Attributes`, fine-grained access control;
+ * cdk/stacks/home-stack.ts). Both writes are best effort: a refused one never fails the request.
  */
-export const AUTHORIZER_UPDATE_KEY_PREFIXES = ["TOKEN#", "USER#"] as const;
+export const AUTHORIZER_UPDATES = {
+  /** Any attribute of items under these partition key prefixes. */
+  items: ["TOKEN#"],
+  /** Only these attributes (besides the key) of items under `USER#`. */
+  sessionTouch: { prefixes: ["USER#"], attributes: ["lastSeenAt", "idleExpiresAt"] },
+} as const;
 
 /** Functions that are not behind a route. */
 export const AUTHORIZER_FUNCTION = {

@@ -5,7 +5,7 @@ import { accountKeys } from "#lib/db/entities/account.ts";
 import { keys } from "#lib/db/keys.ts";
 import {
   AUTHORIZER_FUNCTION,
-  AUTHORIZER_UPDATE_KEY_PREFIXES,
+  AUTHORIZER_UPDATES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
@@ -211,10 +211,11 @@ describe("HomeStack", () => {
           ).toEqual([]);
     });
 
-    it("the authorizer may UpdateItem only token stamps and (under USER#) session touches in the home table", () => {
+    it("the authorizer may UpdateItem only token stamps and two attributes of sessions in the home table", () => {
       // It stamps a token's last use (TOKEN#<hash>) and moves a session's idle expiry on
-      // (USER#<userId> / SESSION#<hash>: LeadingKeys cannot scope the sort key, so USER#*).
-      expect(AUTHORIZER_UPDATE_KEY_PREFIXES).toEqual(["TOKEN#", "USER#"]);
+      // (USER#<userId> / SESSION#<hash>: LeadingKeys cannot scope the sort key, so the attributes
+      // are fixed, and no update may return the item's other attributes).
+      expect(AUTHORIZER_UPDATES.items).toEqual(["TOKEN#"]);
       expect(keys.userToken("ab".repeat(32)).pKey.startsWith("TOKEN#")).toBe(true);
       expect(accountKeys.session("u-1", "ab".repeat(32)).pKey.startsWith("USER#")).toBe(true);
       expect(conditionedDynamoStatements(home.authorizerFunction)).toEqual([
@@ -222,7 +223,19 @@ describe("HomeStack", () => {
           Effect: "Allow",
           Action: ["dynamodb:UpdateItem"],
           Resource: [tableArn(homeRegion)],
-          Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["TOKEN#*", "USER#*"] } },
+          Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["TOKEN#*"] } },
+        },
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:UpdateItem"],
+          Resource: [tableArn(homeRegion)],
+          Condition: {
+            "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["USER#*"] },
+            "ForAllValues:StringEquals": {
+              "dynamodb:Attributes": ["pKey", "sKey", "lastSeenAt", "idleExpiresAt"],
+            },
+            StringEqualsIfExists: { "dynamodb:ReturnValues": ["NONE", "UPDATED_NEW"] },
+          },
         },
       ]);
     });
