@@ -51,12 +51,6 @@ const EnvSchema = z.object({
    * the alias the local runner provisions in the emulator.
    */
   OAUTH_SIGNING_KEY_ID: z.optional(z.string().check(z.minLength(1))),
-  /** Passkeys (docs/accounts.md, "Passkeys"): the relying party's id; default the hostname of APP_URL. */
-  WEBAUTHN_RP_ID: z.optional(z.string().check(z.minLength(1))),
-  /** The origin the browser reports in a passkey ceremony; default the origin of APP_URL. */
-  WEBAUTHN_ORIGIN: z.optional(z.url()),
-  /** The name an authenticator shows for the relying party. */
-  WEBAUTHN_RP_NAME: z._default(z.string().check(z.minLength(1)), "API gateway"),
 });
 
 export interface AppConfig {
@@ -73,8 +67,6 @@ export interface AppConfig {
   clientDeletionGraceDays: number;
   /** The KMS key that signs OAuth access tokens (id, ARN or alias), in the home region. */
   oauthSigningKeyId: string;
-  /** The WebAuthn relying party of passkeys: its id (a host name), the expected origin and its name. */
-  webauthn: { rpId: string; origin: string; rpName: string };
 }
 
 /** The signing key's alias when OAUTH_SIGNING_KEY_ID is not set (local/provision.ts creates it). */
@@ -108,11 +100,6 @@ export function getConfig(): AppConfig {
     },
     clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
     oauthSigningKeyId: env.OAUTH_SIGNING_KEY_ID ?? oauthSigningKeyAlias(env.KMS_KEY_ALIAS),
-    webauthn: {
-      rpId: env.WEBAUTHN_RP_ID ?? new URL(env.APP_URL).hostname,
-      origin: new URL(env.WEBAUTHN_ORIGIN ?? env.APP_URL).origin,
-      rpName: env.WEBAUTHN_RP_NAME,
-    },
   };
   return cached;
 }

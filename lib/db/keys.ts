@@ -50,15 +50,6 @@ export const keys = {
   accountCode: (userId: string, purpose: "verify" | "reset") => key(`USER#${userId}`, `CODE#${purpose}`),
   /** A sign-in session of a user, addressed by the SHA-256 of its secret (the cookie holds the secret). */
   session: (userId: string, secretHash: string) => key(`USER#${userId}`, `SESSION#${secretHash}`),
-  /**
-   * A passkey of a user (docs/accounts.md, "Passkeys"), addressed by the SHA-256 (base64url) of its
-   * WebAuthn credential id: a credential id may be up to 1023 bytes, more than a sort key holds.
-   */
-  passkey: (userId: string, credentialHash: string) => key(`USER#${userId}`, `PASSKEY#${credentialHash}`),
-  /** How many passkeys a user has: the cap (20) and the last-way-in rule, kept with conditional writes. */
-  passkeyCount: (userId: string) => key(`USER#${userId}`, "PASSKEYCOUNT"),
-  /** A passkey ceremony's challenge (registration or sign-in), single use, TTL 5 minutes. */
-  passkeyChallenge: (challengeId: string) => key(`PASSKEYCHALLENGE#${challengeId}`, "CHALLENGE"),
   /** The sign-in failures of an address in its current 15-minute window (the lockout). */
   signInFailures: (email: string) => key(`SIGNIN#${email.toLowerCase()}`, "FAILURES"),
 

@@ -19,8 +19,8 @@ import type {
   PublicKeyCredentialRequestOptionsJSON,
   RegistrationResponseJSON,
 } from "@simplewebauthn/server";
+import { getAccountConfig } from "#lib/account-config.ts";
 import { now as clockNow } from "#lib/clock.ts";
-import { getConfig } from "#lib/config.ts";
 import { findAccount } from "#lib/db/entities/account.ts";
 import {
   addPasskey,
@@ -30,6 +30,7 @@ import {
   type PasskeyChallengeItem,
   type PasskeyItem,
   type PasskeyPurpose,
+  passkeyKeys,
   putPasskeyChallenge,
   recordPasskeyUse,
   removePasskey,
@@ -70,7 +71,7 @@ async function newChallenge(purpose: PasskeyPurpose, challenge: string, userId?:
   const challengeId = randomUUID();
   const expiresAt = nowSeconds() + CHALLENGE_LIFETIME_SECONDS;
   await putPasskeyChallenge({
-    ...keys.passkeyChallenge(challengeId),
+    ...passkeyKeys.challenge(challengeId),
     entity: "passkeyChallenge",
     challengeId,
     purpose,
@@ -125,7 +126,7 @@ export async function registrationOptions(
 ): Promise<{ challengeId: string; options: PublicKeyCredentialCreationOptionsJSON }> {
   const existing = await listPasskeys(user.userId);
   if (existing.length >= MAX_PASSKEYS_PER_USER) throw conflict(LIMIT_MESSAGE);
-  const { rpId, rpName } = getConfig().webauthn;
+  const { rpId, rpName } = getAccountConfig().webauthn;
   const displayName = [user.userFirstName, user.userLastName].filter(Boolean).join(" ");
   const options = await (await webauthn()).generateRegistrationOptions({
     rpName,
@@ -155,7 +156,7 @@ export async function registerPasskey(
   input: { challengeId: string; response: RegistrationResponseJSON; name?: string },
 ): Promise<PasskeyItem[]> {
   const challenge = await claimChallenge(input.challengeId, "registration", user.userId);
-  const { rpId, origin } = getConfig().webauthn;
+  const { rpId, origin } = getAccountConfig().webauthn;
   let verification: Awaited<ReturnType<Awaited<ReturnType<typeof webauthn>>["verifyRegistrationResponse"]>>;
   try {
     verification = await (await webauthn()).verifyRegistrationResponse({
@@ -177,7 +178,7 @@ export async function registerPasskey(
   const credentialHash = credentialHashOf(credential.id);
   const name = input.name?.trim() || `Passkey ${nowIso().slice(0, 10)}`;
   const passkey: PasskeyItem = {
-    ...keys.passkey(user.userId, credentialHash),
+    ...passkeyKeys.passkey(user.userId, credentialHash),
     entity: "passkey",
     userId: user.userId,
     credentialId: credential.id,
@@ -210,7 +211,7 @@ export async function authenticationOptions(): Promise<{
   options: PublicKeyCredentialRequestOptionsJSON;
 }> {
   const options = await (await webauthn()).generateAuthenticationOptions({
-    rpID: getConfig().webauthn.rpId,
+    rpID: getAccountConfig().webauthn.rpId,
     userVerification: "preferred",
     timeout: CHALLENGE_LIFETIME_SECONDS * 1000,
   });
@@ -237,7 +238,7 @@ export async function signInWithPasskey(input: {
   if (!UUID.test(userId)) return { kind: "notRecognised" };
   const passkey = await findPasskey(userId, credentialHashOf(input.response.id));
   if (!passkey || passkey.credentialId !== input.response.id) return { kind: "notRecognised" };
-  const { rpId, origin } = getConfig().webauthn;
+  const { rpId, origin } = getAccountConfig().webauthn;
   let newCounter: number;
   try {
     const verification = await (await webauthn()).verifyAuthenticationResponse({

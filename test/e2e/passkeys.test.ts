@@ -5,6 +5,7 @@
  * signature counter, removal with its last-way-in rule, and the cap of 20 per user.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { passkeyKeys } from "#lib/db/entities/passkey.ts";
 import { keys } from "#lib/db/keys.ts";
 import { queryPartition } from "#lib/db/store.ts";
 import { startSession } from "#lib/domain/accounts.ts";
@@ -140,7 +141,7 @@ describe("register a passkey, then sign in with it", () => {
       },
     ]);
     const passkeyId = registered.body.passkeys[0].passkeyId as string;
-    const stored = await storedItem(keys.passkey(account.userId, passkeyId));
+    const stored = await storedItem(passkeyKeys.passkey(account.userId, passkeyId));
     expect(stored).toMatchObject({ credentialId: response.id, counter: 0, transports: ["internal"] });
     expect(await notificationTitles(account.userId)).toContain("Passkey added");
 
@@ -174,7 +175,7 @@ describe("register a passkey, then sign in with it", () => {
     expect(listed.body.passkeys).toEqual([
       expect.objectContaining({ passkeyId, passkeyName: "Laptop", passkeyLastUsed: expect.any(String) }),
     ]);
-    expect((await storedItem(keys.passkey(account.userId, passkeyId)))?.counter).toBe(1);
+    expect((await storedItem(passkeyKeys.passkey(account.userId, passkeyId)))?.counter).toBe(1);
   });
 
   it("refuses a passkey that is not registered (unknown credential, unknown or foreign user handle)", async () => {
@@ -324,13 +325,13 @@ describe("origin, relying-party id and counter", () => {
     expect((await signIn(3)).status).toBe(401);
     expect((await signIn(5)).status).toBe(401);
     expect((await signIn(0)).status).toBe(401);
-    expect((await storedItem(keys.passkey(account.userId, passkeyId)))?.counter).toBe(5);
+    expect((await storedItem(passkeyKeys.passkey(account.userId, passkeyId)))?.counter).toBe(5);
     expect((await signIn(6)).status).toBe(200);
     // Two sign-ins reporting the same next counter, each with its own challenge, at once: however
     // they interleave, one gets through (the library's check on what it read, then the conditional write).
     const racing = await Promise.all([signIn(7), signIn(7)]);
     expect(racing.map((answer) => answer.status).sort()).toEqual([200, 401]);
-    expect((await storedItem(keys.passkey(account.userId, passkeyId)))?.counter).toBe(7);
+    expect((await storedItem(passkeyKeys.passkey(account.userId, passkeyId)))?.counter).toBe(7);
   });
 
   it("accepts an authenticator that keeps no counter (always 0)", async () => {
@@ -367,7 +368,7 @@ describe("a signed-in session is needed", () => {
       expect(removal.status).toBe(401);
       expect(removal.body).toEqual({ message: "Not signed in" });
     }
-    expect(await storedItem(keys.passkey(account.userId, passkeyId))).toBeDefined();
+    expect(await storedItem(passkeyKeys.passkey(account.userId, passkeyId))).toBeDefined();
   });
 });
 
@@ -416,7 +417,7 @@ describe("removing a passkey", () => {
       user.cookie,
     );
     expect(last.status).toBe(409);
-    expect(await storedItem(keys.passkeyCount(user.userId))).toMatchObject({ passkeyCount: 1 });
+    expect(await storedItem(passkeyKeys.count(user.userId))).toMatchObject({ passkeyCount: 1 });
   });
 });
 

@@ -1,5 +1,6 @@
 /** Configuration is read once from the environment and fails loudly when it is wrong. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { getAccountConfig } from "#lib/account-config.ts";
 import { getConfig, resetConfig } from "#lib/config.ts";
 
 let saved: NodeJS.ProcessEnv;
@@ -76,14 +77,13 @@ describe("getConfig", () => {
       stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
-      webauthn: { rpId: "localhost", origin: "http://localhost:3000", rpName: "API gateway" },
     });
   });
 
   it("derives the passkeys' relying party from APP_URL unless WEBAUTHN_* says otherwise", () => {
     minimalEnv();
     process.env.APP_URL = "https://console.example.com:8443/app/";
-    expect(getConfig().webauthn).toEqual({
+    expect(getAccountConfig().webauthn).toEqual({
       rpId: "console.example.com",
       origin: "https://console.example.com:8443",
       rpName: "API gateway",
@@ -94,7 +94,7 @@ describe("getConfig", () => {
       WEBAUTHN_ORIGIN: "https://login.example.com/ignored/path",
       WEBAUTHN_RP_NAME: "Example gateway",
     });
-    expect(getConfig().webauthn).toEqual({
+    expect(getAccountConfig().webauthn).toEqual({
       rpId: "example.com",
       origin: "https://login.example.com",
       rpName: "Example gateway",

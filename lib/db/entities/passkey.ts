@@ -9,7 +9,7 @@
  */
 import * as z from "zod/mini";
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "#lib/aws/document-client.ts";
-import { keys } from "#lib/db/keys.ts";
+import { type Key, keys } from "#lib/db/keys.ts";
 import {
   commitSteps,
   homeDb,
@@ -20,6 +20,20 @@ import {
   type TransactionStep,
   tableName,
 } from "#lib/db/store.ts";
+
+/** The keys of passkeys (docs/access-patterns.md), here rather than in lib/db/keys.ts: the data plane loads that one at its cold start. */
+const key = (pKey: string, sKey: string): Key => ({ pKey, sKey });
+export const passkeyKeys = {
+  /**
+   * A passkey of a user (docs/accounts.md, "Passkeys"), addressed by the SHA-256 (base64url) of its
+   * WebAuthn credential id: a credential id may be up to 1023 bytes, more than a sort key holds.
+   */
+  passkey: (userId: string, credentialHash: string) => key(`USER#${userId}`, `PASSKEY#${credentialHash}`),
+  /** How many passkeys a user has: the cap (20) and the last-way-in rule, kept with conditional writes. */
+  count: (userId: string) => key(`USER#${userId}`, "PASSKEYCOUNT"),
+  /** A passkey ceremony's challenge (registration or sign-in), single use, TTL 5 minutes. */
+  challenge: (challengeId: string) => key(`PASSKEYCHALLENGE#${challengeId}`, "CHALLENGE"),
+};
 
 export const PasskeyItem = z.object({
   pKey: z.string(),
@@ -88,7 +102,7 @@ export async function claimPasskeyChallenge(challengeId: string): Promise<Passke
     const result = await homeDb().send(
       new DeleteCommand({
         TableName: tableName(),
-        Key: keys.passkeyChallenge(challengeId),
+        Key: passkeyKeys.challenge(challengeId),
         ConditionExpression: "attribute_exists(pKey)",
         ReturnValues: "ALL_OLD",
       }),
@@ -105,7 +119,7 @@ export async function findPasskey(userId: string, credentialHash: string): Promi
   const result = await homeDb().send(
     new GetCommand({
       TableName: tableName(),
-      Key: keys.passkey(userId, credentialHash),
+      Key: passkeyKeys.passkey(userId, credentialHash),
       ConsistentRead: true,
     }),
   );
@@ -136,7 +150,7 @@ export async function addPasskey(passkey: PasskeyItem, max: number): Promise<"ad
       action: {
         Update: {
           TableName: tableName(),
-          Key: keys.passkeyCount(passkey.userId),
+          Key: passkeyKeys.count(passkey.userId),
           UpdateExpression: "SET entity = :entity, userId = :user ADD passkeyCount :one",
           ConditionExpression: "attribute_not_exists(passkeyCount) OR passkeyCount < :max",
           ExpressionAttributeValues: {
@@ -178,7 +192,7 @@ export async function removePasskey(
       action: {
         Delete: {
           TableName: tableName(),
-          Key: keys.passkey(userId, credentialHash),
+          Key: passkeyKeys.passkey(userId, credentialHash),
           ConditionExpression: "attribute_exists(pKey)",
         },
       },
@@ -188,7 +202,7 @@ export async function removePasskey(
       action: {
         Update: {
           TableName: tableName(),
-          Key: keys.passkeyCount(userId),
+          Key: passkeyKeys.count(userId),
           UpdateExpression: "ADD passkeyCount :minus",
           ConditionExpression: options.hasPassword ? "passkeyCount > :zero" : "passkeyCount > :one",
           ExpressionAttributeValues: options.hasPassword
