@@ -36,7 +36,6 @@ import {
   removePasskey,
 } from "#lib/db/entities/passkey.ts";
 import { findUser, type UserItem } from "#lib/db/entities/user.ts";
-import { keys } from "#lib/db/keys.ts";
 import { nowIso } from "#lib/db/store.ts";
 import { loadOnce } from "#lib/lazy.ts";
 import { log } from "#lib/log.ts";
