@@ -38,7 +38,9 @@ const EnvSchema = z.object({
   REGIONS: z._default(csv, ["us-east-1", "eu-west-1"]),
   KMS_KEY_ALIAS: z._default(z.string().check(z.startsWith("alias/")), "alias/proxy-gateway"),
   EMAIL_SENDER: z._default(z.email(), "no-reply@example.com"),
-  APP_URL: z._default(z.url(), "http://localhost:3000"),
+  /** Unset: `http://localhost:<PORT>` (the local Core API; the local runner sets its real port). */
+  APP_URL: z.optional(z.url()),
+  PORT: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(65535)), 3000),
   DATA_PLANE_URLS: z.optional(jsonRecord),
   STRIPE_SECRET_KEY: z.optional(z.string().check(z.minLength(1))),
   /** In AWS the key lives in Secrets Manager; the function reads it once at cold start. */
@@ -51,6 +53,25 @@ const EnvSchema = z.object({
    * the alias the local runner provisions in the emulator.
    */
   OAUTH_SIGNING_KEY_ID: z.optional(z.string().check(z.minLength(1))),
+  /** Who may open an account (docs/accounts.md): anyone, or only addresses with a pending invite. */
+  SIGN_UP_POLICY: z._default(z.enum(["open", "invite-only"]), "open"),
+  /** E-mail domains sign-up is limited to (comma-separated, e.g. `example.com,example.org`); unset: any. */
+  SIGN_UP_ALLOWED_DOMAINS: z.optional(
+    z.pipe(
+      csv,
+      z.array(
+        z.pipe(
+          z.string().check(z.regex(/^[A-Za-z0-9.-]+\.[A-Za-z]{2,}$/, "not a domain name")),
+          z.transform((value) => value.toLowerCase()),
+        ),
+      ),
+    ),
+  ),
+  /** Requests to `/auth/*` per source IP address and minute (429 with Retry-After beyond). */
+  AUTH_REQUESTS_PER_IP_PER_MINUTE: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
+    120,
+  ),
 });
 
 export interface AppConfig {
@@ -67,6 +88,10 @@ export interface AppConfig {
   clientDeletionGraceDays: number;
   /** The KMS key that signs OAuth access tokens (id, ARN or alias), in the home region. */
   oauthSigningKeyId: string;
+  /** Sign-up policy: `open` or `invite-only`, and the allowed e-mail domains (empty: any). */
+  signUp: { policy: "open" | "invite-only"; allowedDomains: string[] };
+  /** Requests to `/auth/*` per source IP address and minute. */
+  authRequestsPerIpPerMinute: number;
 }
 
 /** The signing key's alias when OAUTH_SIGNING_KEY_ID is not set (local/provision.ts creates it). */
@@ -91,7 +116,7 @@ export function getConfig(): AppConfig {
     regions: env.REGIONS,
     kmsKeyAlias: env.KMS_KEY_ALIAS,
     emailSender: env.EMAIL_SENDER,
-    appUrl: env.APP_URL.replace(/\/$/, ""),
+    appUrl: (env.APP_URL ?? `http://localhost:${env.PORT}`).replace(/\/$/, ""),
     dataPlaneUrls: env.DATA_PLANE_URLS ?? {},
     stripe: {
       secretKey: env.STRIPE_SECRET_KEY,
@@ -100,6 +125,8 @@ export function getConfig(): AppConfig {
     },
     clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
     oauthSigningKeyId: env.OAUTH_SIGNING_KEY_ID ?? oauthSigningKeyAlias(env.KMS_KEY_ALIAS),
+    signUp: { policy: env.SIGN_UP_POLICY, allowedDomains: env.SIGN_UP_ALLOWED_DOMAINS ?? [] },
+    authRequestsPerIpPerMinute: env.AUTH_REQUESTS_PER_IP_PER_MINUTE,
   };
   return cached;
 }
