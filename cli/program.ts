@@ -9,6 +9,7 @@ import { createMsp, listMspMembers, requireMsp, setMspBillingStatus, setMspRates
 import { createNotification, toApiNotification } from "#lib/domain/notifications.ts";
 import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
 import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/domain/tokens.ts";
+import { sendSetPasswordEmail } from "#lib/domain/accounts.ts";
 import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser } from "#lib/domain/users.ts";
 import { notFound } from "#lib/http/errors.ts";
 import { BILLING_STATUSES, type PlanStatus, setClientBillingStatus, setClientPlan } from "./client-plan.ts";
@@ -54,12 +55,15 @@ function usersCommand(program: Command): void {
   example(
     users
       .command("create")
-      .description("create a user (e-mail addresses are unique) and print it")
+      .description(
+        "create a user (e-mail addresses are unique) and print it; the address gets an e-mail to set a password (a code valid 24 hours)",
+      )
       .requiredOption("--email <email>", "e-mail address (unique, stored lower-cased)")
       .requiredOption("--first-name <name>", "first name")
       .requiredOption("--last-name <name>", "last name")
       .option("--username <username>", "username (default: the e-mail address)")
       .option("--phone <phone>", "phone number")
+      .option("--no-password-email", "do not send the set-password e-mail (the user can use forgot-password later)")
       .action(
         async (options: {
           email: string;
@@ -67,6 +71,7 @@ function usersCommand(program: Command): void {
           lastName: string;
           username?: string;
           phone?: string;
+          passwordEmail: boolean;
         }) => {
           const user = await createUser({
             email: options.email,
@@ -75,6 +80,7 @@ function usersCommand(program: Command): void {
             username: options.username,
             phone: options.phone,
           });
+          if (options.passwordEmail) await sendSetPasswordEmail(String(user.userId), user.userEmail);
           print(toApiUser(user));
         },
       ),
