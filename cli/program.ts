@@ -5,11 +5,11 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { resetClients } from "#lib/aws/clients.ts";
 import { MSP_BILLING_STATUSES } from "#lib/db/entities/msp.ts";
+import { sendSetPasswordEmail } from "#lib/domain/accounts.ts";
 import { createMsp, listMspMembers, requireMsp, setMspBillingStatus, setMspRates } from "#lib/domain/msps.ts";
 import { createNotification, toApiNotification } from "#lib/domain/notifications.ts";
 import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
 import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/domain/tokens.ts";
-import { sendSetPasswordEmail } from "#lib/domain/accounts.ts";
 import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser } from "#lib/domain/users.ts";
 import { notFound } from "#lib/http/errors.ts";
 import { BILLING_STATUSES, type PlanStatus, setClientBillingStatus, setClientPlan } from "./client-plan.ts";
@@ -63,7 +63,10 @@ function usersCommand(program: Command): void {
       .requiredOption("--last-name <name>", "last name")
       .option("--username <username>", "username (default: the e-mail address)")
       .option("--phone <phone>", "phone number")
-      .option("--no-password-email", "do not send the set-password e-mail (the user can use forgot-password later)")
+      .option(
+        "--no-password-email",
+        "do not send the set-password e-mail (the user can use forgot-password later)",
+      )
       .action(
         async (options: {
           email: string;

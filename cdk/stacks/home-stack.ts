@@ -159,7 +159,10 @@ export class HomeStack extends Stack {
       .addEnvironment("SIGN_UP_POLICY", settings.signUpPolicy)
       .addEnvironment("AUTH_REQUESTS_PER_IP_PER_MINUTE", String(settings.authRequestsPerIpPerMinute));
     if (settings.signUpAllowedDomains.length > 0)
-      this.groupFunctions.auth.addEnvironment("SIGN_UP_ALLOWED_DOMAINS", settings.signUpAllowedDomains.join(","));
+      this.groupFunctions.auth.addEnvironment(
+        "SIGN_UP_ALLOWED_DOMAINS",
+        settings.signUpAllowedDomains.join(","),
+      );
 
     this.authorizerFunction = new GatewayFunction(this, pascal(AUTHORIZER_FUNCTION.name), {
       name: AUTHORIZER_FUNCTION.name,

@@ -29,8 +29,8 @@ import {
   findSession,
   hasDevice,
   listSessions,
-  putDevice,
   putAccountCode,
+  putDevice,
   putSession,
   redeemAccountCode,
   releaseSignInAttempt,
@@ -39,6 +39,8 @@ import {
   type SessionItem,
   touchSession,
 } from "#lib/db/entities/account.ts";
+import { listPendingInvitesAddressedTo } from "#lib/db/entities/invite.ts";
+import { listPendingMspInvitesAddressedTo } from "#lib/db/entities/msp.ts";
 import { findUser, type NewUserItem, type UserItem, userKeys } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
 import { nowIso } from "#lib/db/store.ts";
@@ -46,8 +48,6 @@ import { escapeHtml, sendEmail, textToHtml } from "#lib/email.ts";
 import { limitReached, validationFailed } from "#lib/shared/errors.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
 import { createNotification } from "./notifications.ts";
-import { listPendingInvitesAddressedTo } from "#lib/db/entities/invite.ts";
-import { listPendingMspInvitesAddressedTo } from "#lib/db/entities/msp.ts";
 import { consumeRequest } from "./rate-limit.ts";
 import { findUserIdByEmail } from "./users.ts";
 
@@ -140,7 +140,7 @@ const matches = (stored: AccountCodeItem, code: string) => {
  * Use the pending code of `purpose` of the address's user: true when it was the right code, in
  * time, not void, and this use won it (of racing uses exactly one does). A wrong code is counted.
  */
-async function useCode(
+async function spendCode(
   email: string,
   purpose: CodePurpose,
   code: string,
@@ -346,7 +346,7 @@ export async function sendSetPasswordEmail(userId: string, emailInput: string): 
 
 /** Verify an address with its code: true once (the single use), false for a wrong, used, void or expired code. */
 export async function verifyEmail(input: { email: string; code: string }): Promise<boolean> {
-  return (await useCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
+  return (await spendCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
 }
 
 /** A new verification code for an address whose account waits for verification; nothing otherwise. */
@@ -376,7 +376,7 @@ export async function resetPassword(input: {
 }): Promise<boolean> {
   const email = normalEmail(input.email);
   const passwordHash = await hashPassword(input.password);
-  const used = await useCode(email, "reset", input.code.trim(), passwordHash);
+  const used = await spendCode(email, "reset", input.code.trim(), passwordHash);
   if (!used) return false;
   await deleteSessionsOfUser(used.userId);
   await createNotification(

@@ -7,7 +7,10 @@ import type middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { z } from "zod";
 import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
+import { getConfig } from "#lib/config.ts";
 import {
+  DEVICE_SECONDS,
+  deviceCookieName,
   FORGOT_MESSAGE,
   forgotPassword,
   INVALID_CODE_MESSAGE,
@@ -23,8 +26,6 @@ import {
   SIGN_UP_MESSAGE,
   SIGNED_IN_MESSAGE,
   SIGNED_OUT_MESSAGE,
-  DEVICE_SECONDS,
-  deviceCookieName,
   sessionCookieName,
   sessionFromCookie,
   signIn,
@@ -34,7 +35,6 @@ import {
   VERIFIED_MESSAGE,
   verifyEmail,
 } from "#lib/domain/accounts.ts";
-import { getConfig } from "#lib/config.ts";
 import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
