@@ -47,7 +47,8 @@ export function textToHtml(text: string): string {
         .split("\n")
         .map((line) =>
           line
-            .split(/(https?:\/\/[^\s<>"']+)/)
+            // A link ends before trailing punctuation ("Sign in at https://..., or").
+            .split(/(https?:\/\/[^\s<>"']*[^\s<>"'.,;:!?)])/)
             .map((part, index) =>
               index % 2 === 1 ? `<a href="${escapeHtml(part)}">${escapeHtml(part)}</a>` : escapeHtml(part),
             )
