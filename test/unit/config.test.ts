@@ -16,6 +16,10 @@ const OPTIONAL = [
   "STRIPE_API_BASE",
   "OAUTH_SIGNING_KEY_ID",
   "CLIENT_DELETION_GRACE_DAYS",
+  "PORT",
+  "SIGN_UP_POLICY",
+  "SIGN_UP_ALLOWED_DOMAINS",
+  "AUTH_REQUESTS_PER_IP_PER_MINUTE",
 ];
 
 beforeEach(() => {
@@ -55,6 +59,10 @@ describe("getConfig", () => {
     ["DATA_PLANE_URLS", '{"us-east-1": 5}'],
     ["CLIENT_DELETION_GRACE_DAYS", "-1"],
     ["CLIENT_DELETION_GRACE_DAYS", "lots"],
+    ["SIGN_UP_POLICY", "closed"],
+    ["SIGN_UP_ALLOWED_DOMAINS", "example.com, not a domain"],
+    ["AUTH_REQUESTS_PER_IP_PER_MINUTE", "0"],
+    ["PORT", "http"],
   ])("rejects %s=%j, naming it", (name, value) => {
     process.env[name] = value;
     expect(() => getConfig()).toThrow(new RegExp(`Invalid configuration: .*${name}`));
@@ -73,6 +81,27 @@ describe("getConfig", () => {
       stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
+      signUp: { policy: "open", allowedDomains: [] },
+      authRequestsPerIpPerMinute: 120,
+    });
+  });
+
+  it("defaults APP_URL to the local Core API on PORT", () => {
+    minimalEnv();
+    process.env.PORT = "4010";
+    expect(getConfig().appUrl).toBe("http://localhost:4010");
+  });
+
+  it("reads the accounts policy: invite-only, the allowed domains lower-cased, the per-IP limit", () => {
+    minimalEnv();
+    Object.assign(process.env, {
+      SIGN_UP_POLICY: "invite-only",
+      SIGN_UP_ALLOWED_DOMAINS: " Example.com ,example.org,",
+      AUTH_REQUESTS_PER_IP_PER_MINUTE: "60",
+    });
+    expect(getConfig()).toMatchObject({
+      signUp: { policy: "invite-only", allowedDomains: ["example.com", "example.org"] },
+      authRequestsPerIpPerMinute: 60,
     });
   });
 
