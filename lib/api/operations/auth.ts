@@ -141,7 +141,7 @@ export const authGroupMiddleware = (): middy.MiddlewareObj<APIGatewayProxyEvent,
   },
 });
 
-export const authOperations = [
+const routes = [
   operation({
     id: "signUp",
     method: "POST",
@@ -350,3 +350,20 @@ export const authOperations = [
     },
   }),
 ];
+
+/**
+ * The errors every `/auth` route may answer besides its own: 429 (the per-IP limit), 400 for a
+ * malformed body, 401 where the route needs a session or a password.
+ */
+const SESSION_ROUTES = new Set(["signIn", "getSession", "listSessions", "revokeSession"]);
+export const authOperations = routes.map((route) => ({
+  ...route,
+  errors: [
+    ...new Set([
+      ...(route.body ? [400] : []),
+      ...(SESSION_ROUTES.has(route.id) ? [401] : []),
+      ...route.errors,
+      429,
+    ]),
+  ].sort((a, b) => a - b),
+}));
