@@ -98,8 +98,8 @@ const ContextSchema = z
     signUpPolicy: z.enum(["open", "invite-only"]).default("open"),
     /** E-mail domains sign-up is limited to (SIGN_UP_ALLOWED_DOMAINS); empty (default): any. */
     signUpAllowedDomains: domainList.default([]),
-    /** Requests to `/auth/*` per source IP and minute (AUTH_REQUESTS_PER_IP_PER_MINUTE); default 120. */
-    authRequestsPerIpPerMinute: z.coerce.number().int().min(1).max(1_000_000).default(120),
+    /** Requests to `/auth/*` per source IP and minute (AUTH_REQUESTS_PER_IP_PER_MINUTE); default 300. */
+    authRequestsPerIpPerMinute: z.coerce.number().int().min(1).max(1_000_000).default(300),
   })
   .superRefine((settings, ctx) => {
     if (!settings.regions.includes(settings.homeRegion)) {

@@ -70,7 +70,7 @@ const EnvSchema = z.object({
   /** Requests to `/auth/*` per source IP address and minute (429 with Retry-After beyond). */
   AUTH_REQUESTS_PER_IP_PER_MINUTE: z._default(
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
-    120,
+    300,
   ),
 });
 

@@ -13,9 +13,9 @@ function authVariables(context: Record<string, unknown>): Record<string, string>
 }
 
 describe("HomeStack: accounts policy from the context", () => {
-  it("defaults: open sign-up, any domain, 120 /auth requests per IP and minute", () => {
+  it("defaults: open sign-up, any domain, 300 /auth requests per IP and minute", () => {
     const variables = authVariables({});
-    expect(variables).toMatchObject({ SIGN_UP_POLICY: "open", AUTH_REQUESTS_PER_IP_PER_MINUTE: "120" });
+    expect(variables).toMatchObject({ SIGN_UP_POLICY: "open", AUTH_REQUESTS_PER_IP_PER_MINUTE: "300" });
     expect(variables).not.toHaveProperty("SIGN_UP_ALLOWED_DOMAINS");
   });
 

@@ -82,7 +82,7 @@ describe("getConfig", () => {
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
       signUp: { policy: "open", allowedDomains: [] },
-      authRequestsPerIpPerMinute: 120,
+      authRequestsPerIpPerMinute: 300,
     });
   });
 

@@ -114,7 +114,7 @@ export const AUTH_IP_LIMIT_MESSAGE = "Too many requests from this address; try a
 /**
  * The middleware of the `auth` function (functions/auth.ts), for every `/auth/*` route in one place:
  * - the per-IP limit: each request counts one on `IP#<sourceIp>` in its UTC minute
- *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 120), 429 with `Retry-After` beyond;
+ *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 300), 429 with `Retry-After` beyond;
  * - several `Set-Cookie` values of an answer (session and device cookie) as separate headers.
  */
 export const authGroupMiddleware = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
