@@ -204,6 +204,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   process.env.DATA_PLANE_URLS = JSON.stringify(regions);
   // The MCP endpoint answers only to the names this machine serves it under (DNS rebinding).
   process.env.MCP_ALLOWED_HOSTS ??= ["localhost", "127.0.0.1", "[::1]", host].join(",");
+  // Links in e-mails go to this Core API unless APP_URL says otherwise: `localhost` with its real
+  // port (a browser's WebAuthn needs a name, not 127.0.0.1). Taken back on stop.
+  const ownAppUrl = process.env.APP_URL === undefined;
+  if (ownAppUrl) process.env.APP_URL = `http://localhost:${new URL(apiServer.url).port}`;
   resetConfig();
 
   // One poller per event source mapping (docs/streams.md): each reads the stream on its own.
@@ -243,13 +247,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 
   return {
-    config,
+    config: getConfig(),
     baseUrl: apiServer.url,
     mcpUrl: `${apiServer.url}/mcp`,
     regions,
     streams,
     async stop() {
       if (previousClock) setClock(previousClock);
+      if (ownAppUrl) {
+        delete process.env.APP_URL;
+        resetConfig();
+      }
       for (const timer of timers) clearInterval(timer);
       await streams?.stop();
       await Promise.all(

@@ -53,6 +53,8 @@ interface StackFile {
   awsEndpointUrl: string;
   tableName: string;
   homeRegion: string;
+  /** APP_URL of the running stack: `npm run admin -- --local` links its e-mails to it. */
+  appUrl: string;
 }
 
 /** Reuse the saved user and token when the emulator still holds them (a long-lived LocalStack). */
@@ -120,6 +122,7 @@ async function main(): Promise<void> {
     awsEndpointUrl: emulator.endpoint,
     tableName: stack.config.tableName,
     homeRegion: stack.config.homeRegion,
+    appUrl: stack.config.appUrl,
   };
   await mkdir(dirname(stackFile), { recursive: true });
   await writeFile(stackFile, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
