@@ -29,8 +29,19 @@ export default defineConfig({
         test: {
           name: "emulator",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/unit/**"],
+          exclude: ["test/unit/**", "test/browser/**"],
           globalSetup: ["test/setup/global-setup.ts"],
+          setupFiles: ["test/setup/file-env.ts"],
+        },
+      },
+      {
+        // The web console in one shared Chromium (test/setup/browser-setup.ts builds the console
+        // first when stale), against the real local stack in the shared emulator.
+        extends: true,
+        test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          globalSetup: ["test/setup/global-setup.ts", "test/setup/browser-setup.ts"],
           setupFiles: ["test/setup/file-env.ts"],
         },
       },

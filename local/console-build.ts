@@ -67,7 +67,9 @@ export async function ensureConsoleBuilt(): Promise<boolean> {
 export async function initialJsSize(): Promise<{ files: string[]; bytes: number; gzipBytes: number }> {
   const html = await readFile(join(CONSOLE_DIST, "index.html"), "utf8");
   const paths = new Set<string>();
-  for (const match of html.matchAll(/<(?:script[^>]*\ssrc|link[^>]*rel="modulepreload"[^>]*\shref)="([^"]+\.js)"/g))
+  for (const match of html.matchAll(
+    /<(?:script[^>]*\ssrc|link[^>]*rel="modulepreload"[^>]*\shref)="([^"]+\.js)"/g,
+  ))
     if (match[1]) paths.add(match[1]);
   let bytes = 0;
   let gzipBytes = 0;

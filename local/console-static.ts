@@ -9,7 +9,16 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, join, normalize, sep } from "node:path";
 
 /** Paths the API owns: an unknown path under them is the API's 404, never the console. */
-export const API_PREFIXES = ["/api", "/auth", "/mcp", "/.well-known", "/oauth", "/openapi.json", "/docs", "/webhooks"];
+export const API_PREFIXES = [
+  "/api",
+  "/auth",
+  "/mcp",
+  "/.well-known",
+  "/oauth",
+  "/openapi.json",
+  "/docs",
+  "/webhooks",
+];
 
 export const CONSOLE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "Content-Security-Policy":
@@ -32,7 +41,9 @@ const TYPES: Record<string, string> = {
 };
 
 export const ownedByApi = (path: string) =>
-  API_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}?`));
+  API_PREFIXES.some(
+    (prefix) => path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}?`),
+  );
 
 export type ConsoleServer = (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
 
