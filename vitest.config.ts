@@ -41,6 +41,8 @@ export default defineConfig({
         test: {
           name: "browser",
           include: ["test/browser/**/*.test.ts"],
+          // A sign-in hashes a password: under load a page takes more than the default 1 s to change.
+          expect: { poll: { timeout: 10_000 } },
           globalSetup: ["test/setup/global-setup.ts", "test/setup/browser-setup.ts"],
           setupFiles: ["test/setup/file-env.ts"],
         },

@@ -1,11 +1,12 @@
 /** The frame (skip link, header, navigation, main) and the routes. */
+import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { setUnauthorizedHandler } from "./api/errors";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
 import { Home } from "./pages/home";
 import { Keys, Settings, useSignOut } from "./pages/settings";
 import { Link, navigate, useLocation } from "./router";
-import { useSession } from "./session";
+import { SESSION_KEY, useSession } from "./session";
 
 const PUBLIC: Record<string, () => React.JSX.Element> = {
   "/sign-up": SignUp,
@@ -35,14 +36,11 @@ export function App() {
   useEffect(() => {
     document.title = `${TITLES[path] ?? "Not found"} · Proxy Gateway`;
   }, [path]);
+  const queryClient = useQueryClient();
   useEffect(() => {
-    setUnauthorizedHandler(() => {
-      if (!window.location.pathname.startsWith("/sign-in"))
-        navigate(`/sign-in?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, {
-          replace: true,
-        });
-    });
-  }, []);
+    // A 401 on a page: check the session again; once it is gone, the page sends to Sign-in (below).
+    setUnauthorizedHandler(() => void queryClient.invalidateQueries({ queryKey: SESSION_KEY }));
+  }, [queryClient]);
 
   const PublicPage = PUBLIC[path];
   const needsSignIn = !PublicPage && !session.isPending && !user;

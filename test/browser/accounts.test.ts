@@ -28,6 +28,7 @@ beforeAll(async () => {
   browser = await connectBrowser();
   context = await browser.newContext({ baseURL: origin });
   page = await context.newPage();
+  page.setDefaultTimeout(10_000);
 });
 afterAll(async () => {
   await context?.close();
@@ -175,6 +176,8 @@ describe("forgot and reset password", () => {
     await page.getByRole("button", { name: /set new password/i }).click();
     await expect.poll(() => page.getByRole("status").count()).toBe(1);
     await signIn(email, newPassword);
+    if (await cookieAuthOnApi())
+      await expect.poll(() => page.getByText(/not a member of any organisation/i).count()).toBe(1);
     await checkPage(page, "organisations");
   });
 });

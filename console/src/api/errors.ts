@@ -22,7 +22,12 @@ export function apiError(response: Response, body: unknown): ApiError {
       ? body.message
       : `The request failed (${response.status})`;
   const fields: Record<string, string> = {};
-  for (const part of message.split(/;\s+/)) {
+  // A validation error lists its problems in `errors` ("<field>: ..."); other errors name one in `message`.
+  const errors =
+    typeof body === "object" && body && "errors" in body && Array.isArray(body.errors)
+      ? body.errors.filter((item): item is string => typeof item === "string")
+      : [];
+  for (const part of [...errors, ...message.split(/;\s+/)]) {
     const match = FIELD_MESSAGE.exec(part.trim());
     if (match?.[1] && match[2]) fields[match[1].split(".").at(-1) ?? match[1]] = match[2];
   }
