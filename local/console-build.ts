@@ -52,7 +52,16 @@ export async function consoleIsBuilt(): Promise<boolean> {
 /** Runs vite's build (and writes the stamp). */
 export async function buildConsole(): Promise<void> {
   const { build } = await import("vite");
-  await build({ configFile: join(CONSOLE_ROOT, "vite.config.ts"), logLevel: "warn" });
+  // The production build whatever NODE_ENV the caller runs with (vitest sets "test", which gives
+  // React's development build and a larger bundle).
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = "production";
+  try {
+    await build({ configFile: join(CONSOLE_ROOT, "vite.config.ts"), logLevel: "warn", mode: "production" });
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
   await writeFile(STAMP, await consoleSourceHash());
 }
 
