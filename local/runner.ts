@@ -22,6 +22,8 @@ import {
   type ProxyHandler,
   type RequestAuthorizer,
 } from "./api-gateway.ts";
+import { CONSOLE_DIST } from "./console-build.ts";
+import { consoleStatic } from "./console-static.ts";
 import { provisionStack } from "./provision.ts";
 import { allPollers, type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
 
@@ -49,6 +51,11 @@ export interface LocalStackOptions {
    * place of the real one: tests place their requests in a window instead of waiting for one.
    */
   clock?: () => number;
+  /**
+   * The built web console served at the Core API's origin for the paths the API does not own
+   * (local/console-static.ts): a directory, or false for none. Default: console/dist when built.
+   */
+  consoleDir?: string | false;
 }
 
 export interface LocalStack {
@@ -179,6 +186,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     ],
     authorizer,
     region: config.homeRegion,
+    fallback: options.consoleDir === false ? undefined : consoleStatic(options.consoleDir ?? CONSOLE_DIST),
     loadHandler: (group) => {
       let handler = handlers.get(group);
       if (!handler) {
