@@ -1,31 +1,44 @@
 /**
- * Passkeys (WebAuthn, discoverable credentials). The API (POST /auth/passkeys/...) is being built;
- * until it answers, signing in with a passkey says so.
+ * Passkeys (WebAuthn, discoverable credentials: docs/accounts.md, "Passkeys"). Both ceremonies go
+ * through the typed client: options (with a challenge id) from the API, the browser's ceremony
+ * (@simplewebauthn/browser), then the response with the challenge id back to the API.
  */
-import { startAuthentication } from "@simplewebauthn/browser";
-
-export const PASSKEYS_UNAVAILABLE = "Passkeys are not available yet";
+import { startAuthentication, startRegistration } from "@simplewebauthn/browser";
+import { api } from "./api/client";
 
 export class PasskeyError extends Error {}
 
-/** Signs in with a discoverable credential: options from the API, the browser's ceremony, then verify. */
+const failure = (error: unknown, fallback: string) =>
+  new PasskeyError(
+    typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
+      ? error.message
+      : fallback,
+  );
+
+/** Signs in with a discoverable credential; the API sets the session cookie. */
 export async function signInWithPasskey(): Promise<void> {
-  const options = await fetch("/auth/passkeys/sign-in/options", {
-    method: "POST",
-    credentials: "same-origin",
+  const started = await api.POST("/auth/passkeys/authentication-options");
+  if (!started.data) throw failure(started.error, "Passkey sign-in could not start");
+  const { challengeId, options } = started.data;
+  const response = await startAuthentication({
+    optionsJSON: options as Parameters<typeof startAuthentication>[0]["optionsJSON"],
   });
-  if (options.status === 404) throw new PasskeyError(PASSKEYS_UNAVAILABLE);
-  if (!options.ok) throw new PasskeyError(`Passkey sign-in failed (${options.status})`);
-  const { options: optionsJSON } = (await options.json()) as {
-    options: Parameters<typeof startAuthentication>[0]["optionsJSON"];
-  };
-  const response = await startAuthentication({ optionsJSON });
-  const verified = await fetch("/auth/passkeys/sign-in", {
-    method: "POST",
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ response }),
+  const verified = await api.POST("/auth/passkeys/authentication", {
+    body: { challengeId, response: response as never },
   });
-  if (verified.status === 404) throw new PasskeyError(PASSKEYS_UNAVAILABLE);
-  if (!verified.ok) throw new PasskeyError(`Passkey sign-in failed (${verified.status})`);
+  if (!verified.data) throw failure(verified.error, "Passkey sign-in failed");
+}
+
+/** Adds a passkey to the signed-in user's account. */
+export async function addPasskey(name?: string): Promise<void> {
+  const started = await api.POST("/auth/passkeys/registration-options");
+  if (!started.data) throw failure(started.error, "Adding a passkey could not start");
+  const { challengeId, options } = started.data;
+  const response = await startRegistration({
+    optionsJSON: options as Parameters<typeof startRegistration>[0]["optionsJSON"],
+  });
+  const registered = await api.POST("/auth/passkeys/registration", {
+    body: { challengeId, response: response as never, ...(name ? { name } : {}) },
+  });
+  if (!registered.data) throw failure(registered.error, "The passkey could not be added");
 }
