@@ -44,7 +44,6 @@ async function signIn(address: string, password: string) {
   await expect.poll(() => page.getByRole("heading", { level: 1, name: /organisations/i }).count()).toBe(1);
 }
 
-/** Does the Core API accept the session cookie (the cookie authorizer, issue 22 part 1)? */
 describe("the console's frame and serving", () => {
   it("serves index.html for console paths with the security headers, and leaves the API's paths alone", async () => {
     const answer = await fetch(`${origin}/settings/keys`);

@@ -1,8 +1,9 @@
-/** Settings: profile, active sessions, sign-out; and Keys: the user's API tokens. */
+/** Settings: profile, passkeys, active sessions, sign-out; and Keys: the user's API tokens. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
+import { addPasskey } from "../passkeys";
 import { Link, navigate } from "../router";
 import { SESSION_KEY } from "../session";
 import { ConfirmDialog, Field, FormError, fieldError, Status } from "../ui";
@@ -103,6 +104,7 @@ export function Settings({ user }: { user: User }) {
           </button>
         </form>
       </section>
+      <Passkeys />
       <Sessions />
       <section aria-labelledby="sign-out-title">
         <h2 id="sign-out-title">Sign out of this browser</h2>
@@ -112,6 +114,87 @@ export function Settings({ user }: { user: User }) {
         <FormError error={signOut.error} />
       </section>
     </>
+  );
+}
+
+interface Passkey {
+  passkeyId: string;
+  passkeyName: string;
+  passkeyCreated: string;
+  passkeyLastUsed: string | null;
+}
+
+/** The user's passkeys: add one (the browser's own dialog), list them, remove one after a confirmation. */
+function Passkeys() {
+  const queryClient = useQueryClient();
+  const passkeys = useQuery({
+    queryKey: ["passkeys"],
+    queryFn: async () => must(await api.GET("/auth/passkeys")).passkeys,
+  });
+  const add = useMutation({
+    mutationFn: (name: string) => addPasskey(name || undefined),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["passkeys"] }),
+  });
+  const [removing, setRemoving] = useState<Passkey | null>(null);
+  const remove = useMutation({
+    mutationFn: async (passkeyId: string) =>
+      must(await api.DELETE("/auth/passkeys/{passkeyId}", { params: { path: { passkeyId } } })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["passkeys"] }),
+  });
+  return (
+    <section aria-labelledby="passkeys-title">
+      <h2 id="passkeys-title">Passkeys</h2>
+      <p>A passkey signs you in with this device's screen lock or a security key, without a password.</p>
+      <form
+        noValidate
+        onSubmit={(event) => {
+          const { passkeyName = "" } = values(event);
+          add.mutate(passkeyName);
+        }}
+      >
+        <Field label="Passkey name (optional)" name="passkeyName" error={fieldError(add.error, "name")} />
+        <FormError error={add.error} fields={["name"]} />
+        {add.isSuccess && <Status>Passkey added.</Status>}
+        <button type="submit" disabled={add.isPending}>
+          Add a passkey
+        </button>
+      </form>
+      {passkeys.isError && <p role="alert">Error: {errorText(passkeys.error)}</p>}
+      {passkeys.data?.length === 0 && <p>No passkeys yet.</p>}
+      <ul aria-label="Your passkeys">
+        {passkeys.data?.map((passkey) => (
+          <li key={passkey.passkeyId}>
+            {passkey.passkeyName}, added {new Date(passkey.passkeyCreated).toLocaleDateString()}
+            {passkey.passkeyLastUsed
+              ? `, last used ${new Date(passkey.passkeyLastUsed).toLocaleString()}`
+              : ", never used"}{" "}
+            <button
+              type="button"
+              aria-label={`Remove ${passkey.passkeyName}`}
+              onClick={() => setRemoving(passkey)}
+            >
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <FormError error={remove.error} />
+      <ConfirmDialog
+        open={removing !== null}
+        title="Remove this passkey?"
+        confirmLabel="Remove"
+        onCancel={() => setRemoving(null)}
+        onConfirm={() => {
+          if (removing) remove.mutate(removing.passkeyId);
+          setRemoving(null);
+        }}
+      >
+        <p>
+          The passkey “{removing?.passkeyName}” no longer signs you in. The authenticator may still list it;
+          delete it there too.
+        </p>
+      </ConfirmDialog>
+    </section>
   );
 }
 
