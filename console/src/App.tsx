@@ -4,8 +4,9 @@ import { useEffect } from "react";
 import { setUnauthorizedHandler } from "./api/errors";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
 import { Home } from "./pages/home";
+import { Organisation } from "./pages/organisation";
 import { Keys, Settings, useSignOut } from "./pages/settings";
-import { Link, navigate, useLocation } from "./router";
+import { Link, matchPath, navigate, useLocation } from "./router";
 import { SESSION_KEY, useSession } from "./session";
 
 const PUBLIC: Record<string, () => React.JSX.Element> = {
@@ -33,9 +34,14 @@ export function App() {
   const user = session.data ?? null;
   const signOut = useSignOut();
 
+  // --- Organisation routes (pattern-matched; issue 22) ---
+  const organisation = matchPath("/organisations/{clientId}", path);
+  // --- end of organisation routes ---
+
   useEffect(() => {
-    document.title = `${TITLES[path] ?? "Not found"} · Proxy Gateway`;
-  }, [path]);
+    const title = TITLES[path] ?? (organisation ? "Organisation" : "Not found");
+    document.title = `${title} · Proxy Gateway`;
+  }, [path, organisation]);
   const queryClient = useQueryClient();
   useEffect(() => {
     // A 401 on a page: check the session again; once it is gone, the page sends to Sign-in (below).
@@ -54,6 +60,10 @@ export function App() {
   else if (path === "/") page = <Home />;
   else if (path === "/settings") page = <Settings user={user} />;
   else if (path === "/settings/keys") page = <Keys user={user} />;
+  // Organisation routes
+  else if (organisation?.clientId)
+    page = <Organisation key={organisation.clientId} clientId={organisation.clientId} userId={user.userId} />;
+  // end of organisation routes
   else
     page = (
       <section aria-labelledby="not-found-title">

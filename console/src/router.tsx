@@ -65,3 +65,23 @@ export function Link({
     </a>
   );
 }
+
+/**
+ * The parameters of `path` when it matches `pattern` (`/organisations/{clientId}`: one path segment
+ * each, decoded), or null.
+ */
+export function matchPath(pattern: string, path: string): Record<string, string> | null {
+  const names: string[] = [];
+  const source = pattern
+    .split("/")
+    .map((part) => {
+      const name = /^\{(\w+)\}$/.exec(part)?.[1];
+      if (!name) return part.replace(/[.*+?^$()|[\]\\]/g, "\\$&");
+      names.push(name);
+      return "([^/]+)";
+    })
+    .join("/");
+  const match = new RegExp(`^${source}/?$`).exec(path);
+  if (!match) return null;
+  return Object.fromEntries(names.map((name, index) => [name, decodeURIComponent(match[index + 1] ?? "")]));
+}

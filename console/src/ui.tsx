@@ -62,6 +62,7 @@ export function ConfirmDialog({
   title,
   children,
   confirmLabel,
+  cancelLabel = "Cancel",
   onConfirm,
   onCancel,
 }: {
@@ -69,6 +70,8 @@ export function ConfirmDialog({
   title: string;
   children: ReactNode;
   confirmLabel: string;
+  /** The button that closes without acting ("Cancel"; another name when the action itself is a cancel). */
+  cancelLabel?: string;
   onConfirm: () => void;
   onCancel: () => void;
 }) {
@@ -86,7 +89,7 @@ export function ConfirmDialog({
       {children}
       <div className="actions">
         <button type="button" onClick={onCancel}>
-          Cancel
+          {cancelLabel}
         </button>
         <button type="button" className="danger" onClick={onConfirm}>
           {confirmLabel}
