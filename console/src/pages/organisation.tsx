@@ -87,7 +87,7 @@ export function Organisation({ clientId, userId }: { clientId: string; userId: s
     <>
       <h1 id="organisation-title">{data.clientName}</h1>
       {data.clientStatus === "pendingDeletion" && (
-        <p className="notice">
+        <p className="notice warning">
           Marked for deletion: its proxies no longer serve, and it is deleted for good
           {data.clientDeletionScheduledAt
             ? ` on ${new Date(data.clientDeletionScheduledAt).toLocaleString()}`
@@ -262,7 +262,11 @@ function MemberRow({
         </form>
       )}
       {/* The API's answer next to the control: a kept role (the last admin, an owner) says why. */}
-      {change.isSuccess && <Status>{change.data.message}</Status>}
+      {change.isSuccess && (
+        <div className={change.data.message === "Member updated" ? undefined : "notice"}>
+          <Status>{change.data.message}</Status>
+        </div>
+      )}
       <FormError error={change.error} />
       <FormError error={removeError} />
     </li>
@@ -366,8 +370,12 @@ function Invites({ clientId, isOwner }: { clientId: string; isOwner: boolean }) 
         className="panel"
         onSubmit={(event) => {
           event.preventDefault();
-          const form = new FormData(event.currentTarget);
-          create.mutate({ email: String(form.get("email") ?? ""), role: String(form.get("role")) as Role });
+          const element = event.currentTarget;
+          const form = new FormData(element);
+          create.mutate(
+            { email: String(form.get("email") ?? ""), role: String(form.get("role")) as Role },
+            { onSuccess: () => element.reset() },
+          );
         }}
       >
         <h3 id="invite-form-title">Invite member</h3>
