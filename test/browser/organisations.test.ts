@@ -208,4 +208,31 @@ describe("organisations in the console", () => {
     await shown(page.getByText(/not a member of any organisation yet/i));
     expect((await user.api.get(`/api/clients/${clientId}`)).status).toBe(404);
   });
+
+  it("marks an organisation for deletion by default: it says so and stays listed until purged", async () => {
+    const name = `Old ${suffix}`;
+    await page.getByRole("button", { name: /^new organisation$/i }).click();
+    await page.getByLabel("Organisation name").fill(name);
+    await page.getByRole("button", { name: /^create$/i }).click();
+    await expect.poll(() => heading(name).count()).toBe(1);
+    const id = decodeURIComponent(new URL(page.url()).pathname.split("/").at(-1) ?? "");
+    await page.getByRole("button", { name: /^delete organisation$/i }).click();
+    const dialog = page.getByRole("dialog", { name: /^delete /i });
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    expect(await dialog.getByLabel(/delete everything now/i).isChecked()).toBe(false);
+    await dialog.getByRole("button", { name: /^mark for deletion$/i }).click();
+    await shown(page.getByText(/^marked for deletion: its proxies no longer serve/i));
+    expect(await page.getByRole("button", { name: /^delete organisation$/i }).count()).toBe(0);
+    await shown(page.getByText(/marked for deletion takes no new members/i));
+    expect(await page.getByRole("form", { name: /invite member/i }).count()).toBe(0);
+    const client = (await user.api.get(`/api/clients/${id}`)).body.clients[0];
+    expect(client.clientStatus).toBe("pendingDeletion");
+    expect(client.clientDeletionScheduledAt).toEqual(expect.any(String));
+    await checkPage(page, "organisation-marked-for-deletion");
+    await page.getByRole("link", { name: /^organisations$/i }).click();
+    const list = page.getByRole("list", { name: /your organisations/i });
+    await expect
+      .poll(async () => (await list.textContent()) ?? "")
+      .toContain(`${name} (marked for deletion)`);
+  });
 });

@@ -105,7 +105,9 @@ export function Organisation({ clientId, userId }: { clientId: string; userId: s
         </ul>
       </nav>
       <Members clientId={clientId} userId={userId} members={members} canManage={isAdmin} isOwner={isOwner} />
-      {isAdmin && <Invites clientId={clientId} isOwner={isOwner} />}
+      {isAdmin && (
+        <Invites clientId={clientId} isOwner={isOwner} closed={data.clientStatus === "pendingDeletion"} />
+      )}
       <Leave clientId={clientId} userId={userId} clientName={data.clientName} />
       {isAdmin && <Rename clientId={clientId} clientName={data.clientName} />}
       {isOwner && data.clientStatus !== "pendingDeletion" && (
@@ -324,7 +326,7 @@ function Leave({ clientId, userId, clientName }: { clientId: string; userId: str
   );
 }
 
-function Invites({ clientId, isOwner }: { clientId: string; isOwner: boolean }) {
+function Invites({ clientId, isOwner, closed }: { clientId: string; isOwner: boolean; closed: boolean }) {
   const queryClient = useQueryClient();
   const path = { clientId };
   const invites = useQuery({
@@ -364,7 +366,9 @@ function Invites({ clientId, isOwner }: { clientId: string; isOwner: boolean }) 
   return (
     <section aria-labelledby="invites-title">
       <h2 id="invites-title">Invites</h2>
+      {closed && <p>An organisation marked for deletion takes no new members.</p>}
       <form
+        hidden={closed}
         noValidate
         aria-labelledby="invite-form-title"
         className="panel"
