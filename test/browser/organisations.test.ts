@@ -9,7 +9,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
-import { latestEmailedCode, send, TEST_PASSWORD } from "../support/sessions.ts";
+import { latestEmailedCode, send, signedInUser, TEST_PASSWORD } from "../support/sessions.ts";
 import type { TestStack, TestUser } from "../support/stack.ts";
 import { checkPage, connectBrowser, startConsoleStack } from "./support.ts";
 
@@ -20,6 +20,7 @@ let page: Page;
 let user: TestUser;
 let colleague: TestUser;
 let clientId: string;
+let origin: string;
 const suffix = Math.random().toString(36).slice(2, 8);
 const firstName = `Acme ${suffix}`;
 const renamed = `Acme Renamed ${suffix}`;
@@ -30,7 +31,6 @@ const heading = (name: string | RegExp) => page.getByRole("heading", { level: 1,
 const shown = (locator: ReturnType<Page["getByText"]>) => expect.poll(() => locator.count()).toBe(1);
 
 beforeAll(async () => {
-  let origin: string;
   ({ stack, origin } = await startConsoleStack());
   user = await stack.newUser();
   colleague = await stack.newUser();
@@ -234,5 +234,56 @@ describe("organisations in the console", () => {
     await expect
       .poll(async () => (await list.textContent()) ?? "")
       .toContain(`${name} (marked for deletion)`);
+  });
+
+  it("a member without the admin role sees the members only, and leaves", async () => {
+    const created = await user.api.post("/api/clients", { clientName: `Shared ${suffix}` });
+    expect(created.status).toBe(201);
+    const sharedId: string = created.body.clients[0].clientId;
+    const member = await signedInUser(stack);
+    const invited = await user.api.post(`/api/clients/${sharedId}/invites`, {
+      email: member.email,
+      role: "user",
+    });
+    expect(invited.status).toBe(201);
+    const accepted = await member.api.put(
+      `/api/users/${member.userId}/invites/${invited.body.invites[0].inviteId}`,
+      {
+        acceptInvite: true,
+      },
+    );
+    expect(accepted.status).toBe(200);
+    const [name, value] = member.cookie.split("=", 2) as [string, string];
+    const theirs = await browser.newContext({ baseURL: origin });
+    try {
+      await theirs.addCookies([{ name, value, url: origin }]);
+      const their = await theirs.newPage();
+      their.setDefaultTimeout(10_000);
+      await their.goto(`/organisations/${encodeURIComponent(sharedId)}`);
+      await expect
+        .poll(() => their.getByRole("heading", { level: 1, name: `Shared ${suffix}` }).count())
+        .toBe(1);
+      const members = their.getByRole("list", { name: /^members$/i });
+      await expect
+        .poll(async () => (await members.textContent()) ?? "")
+        .toContain(`${member.email}) (you): User`);
+      // No role changes, invites, rename or delete for a member without the admin role.
+      expect(await their.getByRole("combobox").count()).toBe(0);
+      expect(await their.getByRole("form", { name: /invite member/i }).count()).toBe(0);
+      expect(await their.getByLabel("Organisation name").count()).toBe(0);
+      expect(await their.getByRole("button", { name: /^delete organisation$/i }).count()).toBe(0);
+      await checkPage(their, "organisation-as-member");
+      await their.getByRole("button", { name: /^leave organisation$/i }).click();
+      const dialog = their.getByRole("dialog", { name: /^leave /i });
+      await expect.poll(() => dialog.isVisible()).toBe(true);
+      await dialog.getByRole("button", { name: /^leave organisation$/i }).click();
+      await expect
+        .poll(() => their.getByRole("heading", { level: 1, name: /^organisations$/i }).count())
+        .toBe(1);
+      await expect.poll(() => their.getByText(/not a member of any organisation yet/i).count()).toBe(1);
+      expect((await user.api.get(`/api/clients/${sharedId}/members/${member.userId}`)).status).toBe(404);
+    } finally {
+      await theirs.close();
+    }
   });
 });
