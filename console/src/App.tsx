@@ -4,6 +4,8 @@ import { useEffect } from "react";
 import { setUnauthorizedHandler } from "./api/errors";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
 import { Home } from "./pages/home";
+import { Invite, InviteSignedOut, inviteIdOf } from "./pages/invite";
+import { Notifications, useUnreadCount } from "./pages/notifications";
 import { Keys, Settings, useSignOut } from "./pages/settings";
 import { Link, navigate, useLocation } from "./router";
 import { SESSION_KEY, useSession } from "./session";
@@ -25,6 +27,7 @@ const TITLES: Record<string, string> = {
   "/reset-password": "Reset password",
   "/settings": "Settings",
   "/settings/keys": "Keys",
+  "/notifications": "Notifications",
 };
 
 export function App() {
@@ -34,7 +37,7 @@ export function App() {
   const signOut = useSignOut();
 
   useEffect(() => {
-    document.title = `${TITLES[path] ?? "Not found"} · Proxy Gateway`;
+    document.title = `${TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : "Not found")} · Proxy Gateway`;
   }, [path]);
   const queryClient = useQueryClient();
   useEffect(() => {
@@ -43,14 +46,20 @@ export function App() {
   }, [queryClient]);
 
   const PublicPage = PUBLIC[path];
-  const needsSignIn = !PublicPage && !session.isPending && !user;
+  const inviteId = inviteIdOf(path);
+  const unread = useUnreadCount(user?.userId);
+  // The invite page explains itself to a signed-out visitor instead of sending them to Sign-in.
+  const needsSignIn = !PublicPage && !inviteId && !session.isPending && !user;
   useEffect(() => {
     if (needsSignIn) navigate(`/sign-in?next=${encodeURIComponent(path)}`, { replace: true });
   }, [needsSignIn, path]);
 
   let page: React.JSX.Element;
   if (PublicPage) page = <PublicPage />;
+  else if (inviteId && !session.isPending && !user) page = <InviteSignedOut inviteId={inviteId} />;
   else if (session.isPending || !user) page = <p>Loading…</p>;
+  else if (inviteId) page = <Invite inviteId={inviteId} user={user} />;
+  else if (path === "/notifications") page = <Notifications user={user} />;
   else if (path === "/") page = <Home />;
   else if (path === "/settings") page = <Settings user={user} />;
   else if (path === "/settings/keys") page = <Keys user={user} />;
@@ -82,6 +91,12 @@ export function App() {
                   <Link href="/" aria-current={current("/")}>
                     Organisations
                   </Link>
+                </li>
+                <li>
+                  <Link href="/notifications" aria-current={current("/notifications")}>
+                    Notifications
+                  </Link>
+                  {unread ? <span className="badge"> ({unread} unread)</span> : null}
                 </li>
                 <li>
                   <Link href="/settings" aria-current={current("/settings")}>

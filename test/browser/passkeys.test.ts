@@ -115,7 +115,10 @@ describe("passkeys in the console", () => {
     expect(listed.status).toBe(200);
     expect(listed.body.passkeys).toEqual([]);
     // The authenticator still holds the credential; the service no longer knows it.
-    await page.getByRole("button", { name: /^sign out$/i }).last().click();
+    await page
+      .getByRole("button", { name: /^sign out$/i })
+      .last()
+      .click();
     await expect.poll(() => page.getByRole("heading", { level: 1, name: /sign in/i }).count()).toBe(1);
     await page.getByRole("button", { name: /sign in with a passkey/i }).click();
     await expect.poll(() => page.getByText(/passkey not recognised/i).count()).toBe(1);
