@@ -32,6 +32,7 @@ import {
   listSessions,
   putAccountCode,
   putDevice,
+  putNewAccount,
   putSession,
   redeemAccountCode,
   releaseSignInAttempt,
@@ -615,4 +616,21 @@ export async function revokeUserSession(userId: string, sessionId: string): Prom
 export async function signOut(cookieHeader: string | undefined): Promise<void> {
   const cookie = sessionCookieOf(cookieHeader);
   if (cookie) await deleteSession(cookie.userId, sha256(cookie.secret));
+}
+
+/**
+ * An operator's first password for a user without an account (the local operator account of
+ * `npm start`): the account is created verified. False when the user has an account already.
+ */
+export async function setFirstPassword(userId: string, password: string): Promise<boolean> {
+  const now = nowIso();
+  return putNewAccount({
+    ...keys.userAccount(userId),
+    entity: "account",
+    userId,
+    passwordHash: await hashPassword(password),
+    emailVerified: true,
+    passwordChanged: now,
+    accountCreated: now,
+  });
 }
