@@ -326,18 +326,21 @@ export type SignInResult =
   | { kind: "notVerified" }
   | { kind: "locked"; retryAfterSeconds: number };
 
+export type PasswordCheck =
+  | { kind: "valid"; user: UserItem }
+  | { kind: "invalid" }
+  | { kind: "notVerified" }
+  | { kind: "locked"; retryAfterSeconds: number };
+
 /**
- * Sign in with e-mail and password. Every attempt first takes one of the address's 5 attempts of
- * its 15-minute window (exactly, a conditional write); the right password gives it back, so only
- * failures stay counted. When none is left the answer is `locked` until the window ends, whatever
- * the password. An unknown address costs the same time and counts the same as a wrong password.
+ * Check an address's password under the sign-in rules, without starting a session (the MCP consent
+ * page, lib/oauth). Every attempt first takes one of the address's 5 attempts of its 15-minute
+ * window (exactly, a conditional write); the right password gives it back, so only failures stay
+ * counted. When none is left the answer is `locked` until the window ends, whatever the password.
+ * An unknown address costs the same time and counts the same as a wrong password.
  */
-export async function signIn(input: {
-  email: string;
-  password: string;
-  userAgent?: string;
-}): Promise<SignInResult> {
-  const email = normalEmail(input.email);
+export async function checkPassword(emailInput: string, password: string): Promise<PasswordCheck> {
+  const email = normalEmail(emailInput);
   const now = clockNow();
   const reservation = await reserveSignInAttempt(email, {
     nowMs: now,
@@ -352,14 +355,25 @@ export async function signIn(input: {
   const userId = await findUserIdByEmail(email);
   const account = userId ? await findAccount(userId) : undefined;
   const right = account?.passwordHash
-    ? await verifyPassword(input.password, account.passwordHash)
-    : await verifyAgainstNothing(input.password);
+    ? await verifyPassword(password, account.passwordHash)
+    : await verifyAgainstNothing(password);
   const user = right && userId ? await findUser(userId) : undefined;
   if (!right || !account || !user) return { kind: "invalid" };
   await releaseSignInAttempt(email, reservation.windowEnd);
   if (!account.emailVerified) return { kind: "notVerified" };
-  const cookieValue = await startSession(user.userId, input.userAgent);
-  return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS };
+  return { kind: "valid", user };
+}
+
+/** Sign in with e-mail and password (the rules of checkPassword), starting a session. */
+export async function signIn(input: {
+  email: string;
+  password: string;
+  userAgent?: string;
+}): Promise<SignInResult> {
+  const checked = await checkPassword(input.email, input.password);
+  if (checked.kind !== "valid") return checked;
+  const cookieValue = await startSession(checked.user.userId, input.userAgent);
+  return { kind: "signedIn", user: checked.user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS };
 }
 
 async function startSession(userId: string, userAgent?: string): Promise<string> {
