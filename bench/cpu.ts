@@ -102,7 +102,7 @@ async function main() {
       ? await (await import("./keep-alive-front.ts")).startKeepAliveFront(emulator.endpoint)
       : undefined;
   process.env.AWS_ENDPOINT_URL = front?.endpoint ?? emulator.endpoint;
-  const stack = await startLocalStack({ authorizerCacheTtlSeconds: 300 });
+  const stack = await startLocalStack();
   const body = JSON.stringify({ ok: true, items: [1, 2, 3], note: "benchmark target" });
   const target = createServer((req, res) => {
     req.resume();

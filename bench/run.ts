@@ -167,7 +167,7 @@ async function main() {
   process.env.HOME_REGION = REGION;
   const emulator = await startEmulator();
   process.env.AWS_ENDPOINT_URL = emulator.endpoint;
-  const stack = await startLocalStack({ authorizerCacheTtlSeconds: 300 });
+  const stack = await startLocalStack();
   const servers: Server[] = [];
   try {
     const target = targetServer();

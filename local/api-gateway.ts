@@ -1,8 +1,9 @@
 /**
  * A local stand-in for API Gateway's REST API: turns each HTTP request into the Lambda proxy event
- * API Gateway would send, runs the TOKEN authorizer first (caching its decision per token for the
- * configured TTL, as API Gateway does), then the route's handler, and turns the result back into
- * the HTTP response. Routes come from the same manifest the CDK stack builds the API from.
+ * API Gateway would send, runs the REQUEST authorizer first on every route that is not public (for
+ * every request: the deployed authorizer has no result cache and no identity source, so API
+ * Gateway invokes it for each request, with or without an `Authorization` header), then the
+ * route's handler, and turns the result back into the HTTP response. Routes come from the same manifest the CDK stack builds the API from.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -13,10 +14,9 @@ import type {
   APIGatewayProxyEventV2,
   APIGatewayProxyResult,
   APIGatewayProxyStructuredResultV2,
-  APIGatewayTokenAuthorizerEvent,
+  APIGatewayRequestAuthorizerEvent,
   Context,
 } from "aws-lambda";
-import { now } from "#lib/clock.ts";
 import {
   type RouteDefinition,
   SERVICE_UNAVAILABLE_MESSAGE,
@@ -24,7 +24,9 @@ import {
 } from "#lib/infra/api-manifest.ts";
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
-export type TokenAuthorizer = (event: APIGatewayTokenAuthorizerEvent) => Promise<APIGatewayAuthorizerResult>;
+export type RequestAuthorizer = (
+  event: APIGatewayRequestAuthorizerEvent,
+) => Promise<APIGatewayAuthorizerResult>;
 
 export type FunctionUrlHandler = (
   event: APIGatewayProxyEventV2,
@@ -43,13 +45,14 @@ export interface RestApiOptions {
   routes: readonly RouteDefinition[];
   /** Loads the handler of a function group (lazily, like a cold start). */
   loadHandler: (group: string) => Promise<ProxyHandler>;
-  authorizer: TokenAuthorizer;
-  authorizerCacheTtlSeconds: number;
+  authorizer: RequestAuthorizer;
   stage?: string;
   region?: string;
   /** API Gateway's payload limit. */
   maxBodyBytes?: number;
   functionUrls?: readonly FunctionUrlRoute[];
+  /** Answers a request no route matches (the web console's files); false leaves it the API's 404. */
+  fallback?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
 }
 
 interface CompiledRoute extends RouteDefinition {
@@ -209,24 +212,18 @@ export function createRestApi(options: RestApiOptions) {
   const routes = options.routes.map(compile);
   const stage = options.stage ?? "local";
   const region = options.region ?? "us-east-1";
-  const authCache = new Map<string, { expires: number; result: APIGatewayAuthorizerResult | "deny" }>();
 
-  async function authorize(token: string, methodArn: string): Promise<APIGatewayAuthorizerResult | "deny"> {
-    const cached = authCache.get(token);
-    if (cached && cached.expires > now()) return cached.result;
-    let result: APIGatewayAuthorizerResult | "deny";
+  /** The authorizer's answer, or "deny" (it threw "Unauthorized" or did not allow). */
+  async function authorize(
+    event: APIGatewayRequestAuthorizerEvent,
+  ): Promise<APIGatewayAuthorizerResult | "deny"> {
     try {
-      result = await options.authorizer({ type: "TOKEN", authorizationToken: token, methodArn });
-      const allowed = result.policyDocument.Statement.some((s) => s.Effect === "Allow");
-      if (!allowed) result = "deny";
+      const result = await options.authorizer(event);
+      return result.policyDocument.Statement.some((s) => s.Effect === "Allow") ? result : "deny";
     } catch (error) {
-      if (error instanceof Error && error.message === "Unauthorized") result = "deny";
-      else throw error;
+      if (error instanceof Error && error.message === "Unauthorized") return "deny";
+      throw error;
     }
-    if (options.authorizerCacheTtlSeconds > 0) {
-      authCache.set(token, { expires: now() + options.authorizerCacheTtlSeconds * 1000, result });
-    }
-    return result;
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -244,20 +241,60 @@ export function createRestApi(options: RestApiOptions) {
       .filter((r) => r.method === method)
       .map((r) => ({ route: r, found: r.pattern.exec(path) }))
       .find((m) => m.found);
-    if (!match?.found) return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
+    if (!match?.found) {
+      if (await options.fallback?.(req, res, path)) return;
+      return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
+    }
     const { route, found } = match;
     const requestId = randomUUID();
     const methodArn = `arn:aws:execute-api:${region}:000000000000:local/${stage}/${method}${route.path}`;
+
+    const headerPairs: [string, string][] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2)
+      headerPairs.push([req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string]);
+    const { single: headers, multi: multiValueHeaders } = valueMaps(headerPairs);
+    const { single: query, multi: multiQuery } = valueMaps(new URLSearchParams(rawQuery));
+    const pathParameters = Object.fromEntries(
+      route.paramNames.map((name, i) => [name, found[i + 1] as string]),
+    );
+    const requestContext = {
+      accountId: "000000000000",
+      apiId: "local",
+      domainName: req.headers.host ?? "127.0.0.1",
+      protocol: `HTTP/${req.httpVersion}`,
+      httpMethod: method,
+      identity: {
+        sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
+        userAgent: req.headers["user-agent"] ?? null,
+      } as APIGatewayProxyEvent["requestContext"]["identity"],
+      path: `/${stage}${path}`,
+      stage,
+      requestId,
+      requestTimeEpoch: Date.now(),
+      resourceId: route.path,
+      resourcePath: route.path,
+    };
 
     let decision: APIGatewayAuthorizerResult | "deny" = {
       principalId: "anonymous",
       policyDocument: { Version: "2012-10-17", Statement: [] },
     };
     if (!route.public) {
-      const token = req.headers.authorization;
-      if (!token) return send(res, 401, JSON.stringify({ message: UNAUTHORIZED_MESSAGE }), JSON_TYPE);
       try {
-        decision = await authorize(token, methodArn);
+        decision = await authorize({
+          type: "REQUEST",
+          methodArn,
+          resource: route.path,
+          path,
+          httpMethod: method,
+          headers,
+          multiValueHeaders,
+          pathParameters: Object.keys(pathParameters).length ? pathParameters : null,
+          queryStringParameters: Object.keys(query).length ? query : null,
+          multiValueQueryStringParameters: Object.keys(multiQuery).length ? multiQuery : null,
+          stageVariables: null,
+          requestContext: requestContext as APIGatewayRequestAuthorizerEvent["requestContext"],
+        });
       } catch (error) {
         // An authorizer that fails (its store stalled, say) is a 503, as the deployed API's
         // AUTHORIZER_FAILURE / AUTHORIZER_CONFIGURATION_ERROR gateway responses answer it.
@@ -274,14 +311,6 @@ export function createRestApi(options: RestApiOptions) {
     if (raw === "too-large") {
       return send(res, 413, JSON.stringify({ message: "Request Entity Too Large" }), JSON_TYPE);
     }
-    const headerPairs: [string, string][] = [];
-    for (let i = 0; i < req.rawHeaders.length; i += 2)
-      headerPairs.push([req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string]);
-    const { single: headers, multi: multiValueHeaders } = valueMaps(headerPairs);
-    const { single: query, multi: multiQuery } = valueMaps(new URLSearchParams(rawQuery));
-    const pathParameters = Object.fromEntries(
-      route.paramNames.map((name, i) => [name, found[i + 1] as string]),
-    );
     const textual = isTextual(req.headers["content-type"]);
     // API Gateway passes authorizer context values to the integration as strings.
     const authorizerContext = Object.fromEntries(
@@ -300,22 +329,8 @@ export function createRestApi(options: RestApiOptions) {
       body: raw.length === 0 ? null : textual ? raw.toString("utf8") : raw.toString("base64"),
       isBase64Encoded: raw.length > 0 && !textual,
       requestContext: {
-        accountId: "000000000000",
-        apiId: "local",
+        ...requestContext,
         authorizer: route.public ? null : { principalId: decision.principalId, ...authorizerContext },
-        domainName: req.headers.host ?? "127.0.0.1",
-        protocol: `HTTP/${req.httpVersion}`,
-        httpMethod: method,
-        identity: {
-          sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
-          userAgent: req.headers["user-agent"] ?? null,
-        } as APIGatewayProxyEvent["requestContext"]["identity"],
-        path: `/${stage}${path}`,
-        stage,
-        requestId,
-        requestTimeEpoch: Date.now(),
-        resourceId: route.path,
-        resourcePath: route.path,
       },
     };
     const handler = await options.loadHandler(route.group);
@@ -350,6 +365,5 @@ export function createRestApi(options: RestApiOptions) {
         });
       });
     },
-    clearAuthorizerCache: () => authCache.clear(),
   };
 }

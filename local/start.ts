@@ -8,6 +8,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { issueToken, resolveToken } from "#lib/domain/tokens.ts";
 import { createUser, findUserIdByEmail, getUser } from "#lib/domain/users.ts";
+import { ensureConsoleBuilt } from "./console-build.ts";
 import { NO_EMULATOR_HELP, startEmulator } from "./emulator.ts";
 import { startLocalStack } from "./runner.ts";
 
@@ -53,6 +54,8 @@ interface StackFile {
   awsEndpointUrl: string;
   tableName: string;
   homeRegion: string;
+  /** APP_URL of the running stack: `npm run admin -- --local` links its e-mails to it. */
+  appUrl: string;
 }
 
 /** Reuse the saved user and token when the emulator still holds them (a long-lived LocalStack). */
@@ -97,12 +100,17 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.env.AWS_ENDPOINT_URL = emulator.endpoint;
+  // The web console (console/), rebuilt only when its sources changed since the last build.
+  try {
+    if (await ensureConsoleBuilt()) process.stdout.write("Web console built into console/dist\n");
+  } catch (error) {
+    process.stderr.write(`The web console could not be built (the API still starts): ${String(error)}\n`);
+  }
   let stack: Awaited<ReturnType<typeof startLocalStack>>;
   try {
     stack = await startLocalStack({
       port: Number(process.env.PORT ?? 3000),
       dataPlanePort: Number(process.env.DATA_PLANE_PORT ?? 3100),
-      authorizerCacheTtlSeconds: Number(process.env.AUTHORIZER_CACHE_TTL_SECONDS ?? 300),
       runSchedules: true,
       streams: true,
     });
@@ -121,6 +129,7 @@ async function main(): Promise<void> {
     awsEndpointUrl: emulator.endpoint,
     tableName: stack.config.tableName,
     homeRegion: stack.config.homeRegion,
+    appUrl: stack.config.appUrl,
   };
   await mkdir(dirname(stackFile), { recursive: true });
   await writeFile(stackFile, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
@@ -128,6 +137,8 @@ async function main(): Promise<void> {
   const lines = [
     "",
     "Proxy gateway running locally",
+    // localhost, not 127.0.0.1: WebAuthn refuses an IP address as the relying-party id.
+    `  Web console:     http://localhost:${new URL(stack.baseUrl).port}/`,
     `  Core API:        ${stack.baseUrl}`,
     ...Object.entries(stack.regions).map(([region, url]) => `  Data plane ${region.padEnd(10)} ${url}`),
     `  AWS emulator:    ${emulator.endpoint}${emulator.owned ? " (moto, started by npm start)" : " (AWS_ENDPOINT_URL)"}`,

@@ -1,9 +1,18 @@
 /**
  * The Core API as the OpenAPI 3.0 document API Gateway imports (the `Body` of the
  * AWS::ApiGateway::RestApi, cdk/stacks/home-stack.ts): every route of CORE_API_ROUTES (derived from
- * the operation registry) with its path parameters, its Lambda proxy integration, and the TOKEN
+ * the operation registry) with its path parameters, its Lambda proxy integration, and the REQUEST
  * authorizer on every route that is not public; the request validator and the gateway responses
  * at the root.
+ *
+ * The authorizer (issue 21) has no result cache (`authorizerResultTtlInSeconds: 0`) and no
+ * identity source. A REQUEST authorizer's identity sources are its cache key, and API Gateway
+ * answers 401 without invoking it when one of them is missing from the request; they are optional
+ * when caching is disabled ("When the authorization caching is not enabled, this property is
+ * optional": identitySource in https://docs.aws.amazon.com/apigateway/latest/api/API_Authorizer.html).
+ * So API Gateway invokes the authorizer for every request, one with only a session cookie (no
+ * `Authorization`) included, and its answer is never a stale cached one: a revoked token or
+ * session is a 401 on its next request (lib/domain/authorizer.ts).
  *
  * Declared in the body, methods, resources, the authorizer, the validator and the gateway
  * responses cost no CloudFormation resource: adding an operation adds none. The body is imported
@@ -28,8 +37,8 @@ export const REQUEST_VALIDATOR = "parameters-and-body";
  * JSON errors everywhere; an unknown route is a 404, not API Gateway's 403 "Missing
  * Authentication Token". An authorizer that throws (its store stalled past the SDK's bounded
  * retries) is a 503 the caller may retry, as the handlers answer the same failure. A 401 says how
- * the token is sent (the raw user token, without `Bearer`): the authorizer cannot shape it per
- * request, so one message, the local runner's too.
+ * the token is sent (the raw user token, without `Bearer`) or that a session cookie works too: the
+ * authorizer cannot shape it per request, so one message, the local runner's too.
  */
 export const GATEWAY_RESPONSES: Readonly<Record<string, { statusCode?: string; body: string }>> = {
   DEFAULT_4XX: { body: '{"message":$context.error.messageString}' },
@@ -54,9 +63,6 @@ export interface CoreApiDefinitionProps {
     readonly name: string;
     /** The authorizer function's invocation URI (as integrationUri). */
     readonly uri: string;
-    /** The request header that carries the token. */
-    readonly header: string;
-    readonly resultTtlSeconds: number;
   };
 }
 
@@ -95,15 +101,18 @@ export function coreApiDefinition(props: CoreApiDefinitionProps): Json {
     paths,
     components: {
       securitySchemes: {
+        // `name`/`in` are OpenAPI's required fields of an apiKey scheme; API Gateway reads the
+        // identity sources of a REQUEST authorizer from `identitySource` only, declared nowhere
+        // here (see the header comment): the authorizer reads `Authorization` and `Cookie` itself.
         [props.authorizer.name]: {
           type: "apiKey",
-          name: props.authorizer.header,
+          name: "Authorization",
           in: "header",
           "x-amazon-apigateway-authtype": "custom",
           "x-amazon-apigateway-authorizer": {
-            type: "token",
+            type: "request",
             authorizerUri: props.authorizer.uri,
-            authorizerResultTtlInSeconds: props.authorizer.resultTtlSeconds,
+            authorizerResultTtlInSeconds: 0,
           },
         },
       },

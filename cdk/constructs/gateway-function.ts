@@ -273,6 +273,31 @@ export class GatewayFunction extends Construct {
     return this;
   }
 
+  /**
+   * dynamodb:UpdateItem on items under partition key `prefixes`, of the named attributes only
+   * (fine-grained access control: the key attributes are listed too, and no update may return the
+   * item's other attributes).
+   */
+  allowAttributeUpdatesUnder(
+    table: TableRef,
+    prefixes: readonly string[],
+    attributes: readonly string[],
+  ): this {
+    const arn = typeof table === "string" ? table : table.tableArn;
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ["dynamodb:UpdateItem"],
+        resources: [arn],
+        conditions: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": prefixes.map((prefix) => `${prefix}*`) },
+          "ForAllValues:StringEquals": { "dynamodb:Attributes": ["pKey", "sKey", ...attributes] },
+          StringEqualsIfExists: { "dynamodb:ReturnValues": ["NONE", "UPDATED_NEW"] },
+        },
+      }),
+    );
+    return this;
+  }
+
   /** ses:SendEmail from this one identity (address or domain) only. */
   allowSendEmail(identityArn: string): this {
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ["ses:SendEmail"], resources: [identityArn] }));

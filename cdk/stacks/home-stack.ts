@@ -1,6 +1,6 @@
 /**
  * The control plane, deployed once in the home region: one Lambda per route group of the Core API
- * (lib/infra/api-manifest.ts), the token authorizer, the scheduled jobs, the SES sender identity
+ * (lib/infra/api-manifest.ts), the Core API authorizer, the scheduled jobs, the SES sender identity
  * and the REST API, imported from an OpenAPI body generated from CORE_API_ROUTES
  * (constructs/core-api-definition.ts): its routes cost no CloudFormation resource.
  *
@@ -25,6 +25,7 @@ import type { Construct } from "constructs";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import {
   AUTHORIZER_FUNCTION,
+  AUTHORIZER_UPDATES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
@@ -154,15 +155,33 @@ export class HomeStack extends Stack {
       groupFunctions[key] = fn;
     }
     this.groupFunctions = groupFunctions as Record<FunctionGroupName, GatewayFunction>;
+    // The accounts policy (docs/accounts.md), read only by the auth function.
+    this.groupFunctions.auth
+      .addEnvironment("SIGN_UP_POLICY", settings.signUpPolicy)
+      .addEnvironment("AUTH_REQUESTS_PER_IP_PER_MINUTE", String(settings.authRequestsPerIpPerMinute));
+    if (settings.signUpAllowedDomains.length > 0)
+      this.groupFunctions.auth.addEnvironment(
+        "SIGN_UP_ALLOWED_DOMAINS",
+        settings.signUpAllowedDomains.join(","),
+      );
 
     this.authorizerFunction = new GatewayFunction(this, pascal(AUTHORIZER_FUNCTION.name), {
       name: AUTHORIZER_FUNCTION.name,
       settings,
       functionsDir,
-      description: `${settings.appName} Core API token authorizer`,
+      description: `${settings.appName} Core API authorizer (API token or session cookie)`,
       timeout: Duration.seconds(5),
     });
     bindTables(this.authorizerFunction, AUTHORIZER_FUNCTION.tables);
+    // It reads, and records use: a token's last use (TOKEN#) and a session's idle expiry (under
+    // USER#: a key condition cannot scope by sort key, so the attributes are fixed instead).
+    this.authorizerFunction
+      .allowUpdatesUnder(homeTableArn, AUTHORIZER_UPDATES.items)
+      .allowAttributeUpdatesUnder(
+        homeTableArn,
+        AUTHORIZER_UPDATES.sessionTouch.prefixes,
+        AUTHORIZER_UPDATES.sessionTouch.attributes,
+      );
 
     // Scheduled jobs (EventBridge rules).
     const scheduled: Partial<Record<keyof typeof SCHEDULED_FUNCTIONS, GatewayFunction>> = {};
@@ -298,10 +317,8 @@ export class HomeStack extends Stack {
       routes: CORE_API_ROUTES,
       integrationUri: (group) => invocationUri(this.groupFunctions[group].function),
       authorizer: {
-        name: `${settings.appName}-token`,
+        name: `${settings.appName}-caller`,
         uri: invocationUri(this.authorizerFunction.function),
-        header: "Authorization",
-        resultTtlSeconds: settings.authorizerCacheTtlSeconds,
       },
     });
     const api = new apigateway.SpecRestApi(this, "CoreApi", {

@@ -2,9 +2,10 @@
  * A Lambda's dispatch, derived from the operations of its group: API Gateway has already matched
  * the resource, so the operation is an exact look-up by method and resource. Then, in this order
  * and in this one place:
- * 1. the principal (from the authorizer's context), the presented token looked up again (a revoked
- *    token is a 401 on its next request, whatever the authorizer's cache holds) and the rate
- *    limit per token, unless public;
+ * 1. the principal (from the authorizer's context: the authorizer runs for every request, so a
+ *    revoked token or session is a 401 on its next request), the CSRF rule for a session caller
+ *    (and for /auth/*: `checkOrigin`) and the rate limit per token (per user for a session),
+ *    unless public;
  * 2. path parameters decoded (400 naming a malformed one);
  * 3. the declared access checked (self, client role, system admin), before any other input is
  *    read, so a caller without access learns nothing from validation;
@@ -18,7 +19,6 @@ import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { requireClientAccess, requireMspAccess, sharedKindOf } from "#lib/domain/access.ts";
 import { consumeRequest } from "#lib/domain/rate-limit.ts";
-import { resolveToken } from "#lib/domain/tokens.ts";
 import {
   callerFromEvent,
   errorResponses,
@@ -28,10 +28,10 @@ import {
   publicBaseUrl,
 } from "#lib/http/api-handler.ts";
 import { headerValue, preferredMediaType } from "#lib/http/content-negotiation.ts";
-import { HttpError, methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
+import { methodNotAllowed, tooManyRequests } from "#lib/http/errors.ts";
 import { decodePathParameter } from "#lib/http/input-checks.ts";
+import { isOwnOrigin, SAFE_METHODS } from "#lib/http/origin.ts";
 import { parseInput } from "#lib/http/validation.ts";
-import { UNAUTHORIZED_MESSAGE } from "#lib/infra/api-manifest.ts";
 import { log } from "#lib/log.ts";
 import { forbidden } from "#lib/shared/errors.ts";
 import type { Access, Granted, Operation, Principal } from "./operation.ts";
@@ -173,22 +173,36 @@ function lowerCasedHeaders(
   return out;
 }
 
+/** Message of the 403 of a cookie-authenticated unsafe request without this service's Origin. */
+export const SESSION_ORIGIN_MESSAGE =
+  "Forbidden: a request signed in with a session cookie must come from this service's own pages (Origin header)";
+
+/** Message of the 403 of an /auth/* request (sign-in, sign-out...) sent from another site's page. */
+export const FOREIGN_ORIGIN_MESSAGE =
+  "Forbidden: this request comes from another site's page (Origin header)";
+
 /**
- * Whether the token the request presents (its `Authorization`) still exists and is the one the
- * authorizer's context names. API Gateway caches the authorizer's decision per token (up to
- * `authorizerCacheTtlSeconds`); this look-up, one consistent GetItem made in parallel with the rate
- * window's update, is what refuses a revoked token on its very next request. It also stamps the
- * token's last use, at most once a minute (lib/domain/tokens.ts `resolveToken`). A request without
- * `Authorization` was not authenticated by a token and is not checked here.
+ * The CSRF rule (issue 21, docs/accounts.md): a request authenticated by the session cookie whose
+ * method is not GET, HEAD or OPTIONS must carry this service's own `Origin` (a browser always sends
+ * it on such a request, and another site's page cannot forge it). A request authenticated by a
+ * token is not checked (a cross-site page cannot attach one). The public /auth/* operations that
+ * change state (sign-in, sign-out, session revocation) refuse a foreign `Origin` when one is sent
+ * (login CSRF; without one, the caller is not a browser on another site's page).
  */
-export async function admitPresentedToken(
-  event: APIGatewayProxyEvent,
-  caller: { userId: string; tokenId: string },
-): Promise<boolean> {
-  const presented = headerValue(event.headers, "authorization")?.trim();
-  if (!presented) return true;
-  const token = await resolveToken(presented, { stampUse: true });
-  return token?.userId === caller.userId && token.tokenId === caller.tokenId;
+function checkOrigin(operation: Operation, event: APIGatewayProxyEvent, authMethod: unknown): void {
+  if (SAFE_METHODS.has(event.httpMethod.toUpperCase())) return;
+  const origin = headerValue(event.headers, "origin");
+  if (operation.access.kind === "public") {
+    if (
+      operation.path.startsWith("/auth/") &&
+      origin !== undefined &&
+      !isOwnOrigin(origin, publicBaseUrl(event))
+    )
+      throw forbidden(FOREIGN_ORIGIN_MESSAGE);
+    return;
+  }
+  if (authMethod === "session" && !isOwnOrigin(origin, publicBaseUrl(event)))
+    throw forbidden(SESSION_ORIGIN_MESSAGE);
 }
 
 export function createOperationHandler(operations: readonly Operation[]) {
@@ -206,16 +220,19 @@ export function createOperationHandler(operations: readonly Operation[]) {
       }
       let principal: Principal | undefined;
       const headers: Record<string, string> = {};
-      if (operation.access.kind !== "public") {
+      if (operation.access.kind === "public") checkOrigin(operation, event, undefined);
+      else {
+        // The authorizer (a REQUEST authorizer API Gateway invokes for every request, without a
+        // cache) has authenticated the caller: a revoked token or session never gets here.
         const caller = callerFromEvent(event);
+        checkOrigin(operation, event, event.requestContext?.authorizer?.authMethod);
         principal = { userId: caller.userId, tokenId: caller.tokenId, systemAdmin: caller.systemAdmin };
-        // Rate limit per user token (section 8): one conditional counter update per request, in
-        // parallel with the look-up of the presented token (revoked -> 401 at once).
-        const [decision, admitted] = await Promise.all([
-          consumeRequest(`TOKEN#${caller.tokenId || caller.userId}`, caller.rateLimitPerMinute),
-          admitPresentedToken(event, caller),
-        ]);
-        if (!admitted) throw new HttpError(401, UNAUTHORIZED_MESSAGE);
+        // Rate limit (section 8): one conditional counter update per request, per token; a
+        // session caller (no token) counts in its user's window, shared by all its sessions.
+        const decision = await consumeRequest(
+          `TOKEN#${caller.tokenId || caller.userId}`,
+          caller.rateLimitPerMinute,
+        );
         if (!decision.allowed) throw tooManyRequests(decision.retryAfterSeconds, decision.limit);
         headers["X-RateLimit-Limit"] = String(decision.limit);
         headers["X-RateLimit-Remaining"] = String(decision.remaining);

@@ -1,8 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the Core API, derived from the operation registry: every operation
  * with its id, summary, description, tag (its Lambda group), path and query parameters, body,
- * success answer and error answers, and the security scheme of spec 5.1 (the raw user token in
- * `Authorization`). Schemas come from zod 4's JSON Schema output (draft 2020-12, OpenAPI 3.1's
+ * success answer and error answers, and the security schemes: the raw user token in
+ * `Authorization` (spec 5.1) or the session cookie of a signed-in browser (issue 21), either one. Schemas come from zod 4's JSON Schema output (draft 2020-12, OpenAPI 3.1's
  * dialect): request parts as the caller sends them (`io: "input"`), answers as they leave
  * (`io: "output"`). A part zod cannot express (a transform's output, a date) becomes `{}` (any
  * value) with a note rather than failing the whole document; refinements are not expressible and
@@ -22,6 +22,8 @@ export interface OpenApiDocument extends Json {
 
 export const API_TITLE = "Proxy Gateway Core API";
 export const SECURITY_SCHEME = "userToken";
+/** The session cookie's scheme (issue 21): every authenticated operation accepts it as well as the token. */
+export const COOKIE_SECURITY_SCHEME = "sessionCookie";
 /** The statuses any authenticated operation may answer besides its declared ones. */
 export const AUTHENTICATED_ERRORS = [400, 401, 429, 503] as const;
 
@@ -204,7 +206,7 @@ function operationObject(operation: Operation, defs: Map<string, Json>): Json {
         }
       : {}),
     responses,
-    security: isPublic ? [] : [{ [SECURITY_SCHEME]: [] }],
+    security: isPublic ? [] : [{ [SECURITY_SCHEME]: [] }, { [COOKIE_SECURITY_SCHEME]: [] }],
     "x-access": operation.access,
     "x-effect": operation.effect,
   };
@@ -228,7 +230,7 @@ export function openApiDocument(operations: readonly Operation[]): OpenApiDocume
       title: API_TITLE,
       version: packageJson.version,
       description:
-        "The Core API of the proxy gateway: organisations (clients), members, invites, users, credentials, targets, proxies, rules, request logs and notifications. Every operation except the documentation itself takes the raw user API token in the `Authorization` header (no `Bearer` prefix). Successful answers carry a `message` and the resources under their wrapper key, always as an array.",
+        "The Core API of the proxy gateway: organisations (clients), members, invites, users, credentials, targets, proxies, rules, request logs and notifications. Every operation except the documentation itself takes the raw user API token in the `Authorization` header (no `Bearer` prefix), or the session cookie a browser gets from `POST /auth/sign-in`. Successful answers carry a `message` and the resources under their wrapper key, always as an array.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     // Relative: the API is where this document is served from ({base_url}).
@@ -243,7 +245,14 @@ export function openApiDocument(operations: readonly Operation[]): OpenApiDocume
           in: "header",
           name: "Authorization",
           description:
-            "The raw user API token (prefix `u-`), as it is: not prefixed with `Bearer`. A user creates their own with `POST /api/users/{userId}/tokens` (the value is shown once) and revokes one with `DELETE /api/users/{userId}/tokens/{tokenId}`: a revoked token is refused on its next request.",
+            "The raw user API token (prefix `u-`), as it is: not prefixed with `Bearer`. To get one, sign in (`POST /auth/sign-in`) and create it with `POST /api/users/{userId}/tokens` (the value is shown once), or have an operator issue one with `npm run admin`; the web console's Settings, Keys page does the same once the console is deployed. `DELETE /api/users/{userId}/tokens/{tokenId}` revokes one: a revoked token is refused on its next request. A request with `Authorization` is decided by the token alone.",
+        },
+        [COOKIE_SECURITY_SCHEME]: {
+          type: "apiKey",
+          in: "cookie",
+          name: "session",
+          description:
+            "The session cookie `POST /auth/sign-in` sets (HttpOnly, SameSite=Lax; named `__Host-session`, and Secure, over https), for the web console: it authenticates every operation as a token does, with the same roles and rate limit (one window per user, shared by their sessions). A request authenticated by the cookie whose method is not GET, HEAD or OPTIONS must carry this service's own `Origin` header, or it is refused with 403 (CSRF). Signing out, a password reset or `DELETE /auth/sessions/{sessionId}` revokes a session: it is refused on its next request.",
         },
       },
     },

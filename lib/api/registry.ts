@@ -13,6 +13,7 @@ import { memberOperations } from "#lib/api/operations/members.ts";
 import { meterOperations } from "#lib/api/operations/meters.ts";
 import { mspOperations } from "#lib/api/operations/msps.ts";
 import { notificationOperations } from "#lib/api/operations/notifications.ts";
+import { passkeyOperations } from "#lib/api/operations/passkeys.ts";
 import { proxyOperations } from "#lib/api/operations/proxies.ts";
 import { requestLogOperations } from "#lib/api/operations/requests.ts";
 import { ruleOperations } from "#lib/api/operations/rules.ts";
@@ -45,4 +46,5 @@ export const OPERATIONS: readonly Operation[] = [
   ...webhookOperations,
   ...docsOperations,
   ...authOperations,
+  ...passkeyOperations,
 ];

@@ -112,22 +112,39 @@ export const MCP_FUNCTION: FunctionGroup = unionOfGroups("mcp", Object.values(FU
 export const SERVICE_UNAVAILABLE_MESSAGE = "The service is temporarily unavailable; try again shortly";
 
 /**
- * The body message of every Core API 401 (spec 5.1: the raw user token, not `Bearer <token>`).
- * API Gateway's TOKEN authorizer cannot shape a 401 per request (it throws "Unauthorized", and a
- * gateway response template is static), so one message serves a missing, an invalid and a
- * `Bearer`-prefixed token alike, and says how to send it: the UNAUTHORIZED gateway response
+ * The body message of every Core API 401 (spec 5.1: the raw user token, not `Bearer <token>`; or a
+ * signed-in browser's session cookie, issue 21). API Gateway's Lambda authorizer cannot shape a
+ * 401 per request (it throws "Unauthorized", and a gateway response template is static), so one
+ * message serves a missing, an invalid and a `Bearer`-prefixed token, and a missing or expired
+ * session, alike, and says how to authenticate: the UNAUTHORIZED gateway response
  * (cdk/constructs/core-api-definition.ts) and, locally, local/api-gateway.ts answer it.
  */
 export const UNAUTHORIZED_MESSAGE =
-  "Unauthorized: missing or invalid token. Send the user API token in the Authorization header as it is, without the Bearer prefix";
+  "Unauthorized: missing or invalid token or session. Send the user API token in the Authorization header as it is, without the Bearer prefix, or sign in (POST /auth/sign-in) and send the session cookie";
 
 /**
  * The items every authenticated Core API request writes in the home table, whatever its group's
  * table access (lib/api/dispatch.ts): its rate window (`RATE#<principal>`) and, at most once a
- * minute, its token's last use (`TOKEN#<hash>`). A group whose home access is read-only is granted
- * UpdateItem on items under exactly these partition key prefixes (cdk/stacks/home-stack.ts).
+ * minute, its token's last use (`TOKEN#<hash>`: the MCP endpoint stamps it, in the union of the
+ * groups' grants). A group whose home access is read-only is granted UpdateItem on items under
+ * exactly these partition key prefixes (cdk/stacks/home-stack.ts).
  */
 export const REQUEST_ACCOUNTING_KEY_PREFIXES = ["RATE#", "TOKEN#"] as const;
+
+/**
+ * What the Core API authorizer writes in the home table (lib/domain/authorizer.ts), beside its
+ * reads: a token's last use (`TOKEN#<hash>`, at most once a minute) and a session's idle expiry
+ * (`USER#<userId>` / `SESSION#<hash>`, at most once a minute). `dynamodb:LeadingKeys` scopes a
+ * grant by partition key only, so the session's grant covers the `USER#` partitions, narrowed to
+ * the two attributes a touch sets (`dynamodb:Attributes`, fine-grained access control;
+ * cdk/stacks/home-stack.ts). Both writes are best effort: a refused one never fails the request.
+ */
+export const AUTHORIZER_UPDATES = {
+  /** Any attribute of items under these partition key prefixes. */
+  items: ["TOKEN#"],
+  /** Only these attributes (besides the key) of items under `USER#`. */
+  sessionTouch: { prefixes: ["USER#"], attributes: ["lastSeenAt", "idleExpiresAt"] },
+} as const;
 
 /** Functions that are not behind a route. */
 export const AUTHORIZER_FUNCTION = {

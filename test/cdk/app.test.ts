@@ -27,7 +27,7 @@ describe("buildApp", () => {
     expect(Object.keys(regionalStacks).sort()).toEqual([...regions].sort());
     expect(app.node.children.filter((child) => Stack.isStack(child))).toHaveLength(regions.length + 1);
     expect(homeStack.region).toBe(CDK_CONTEXT.homeRegion);
-    expect(settings.authorizerCacheTtlSeconds).toBe(CDK_CONTEXT.authorizerCacheTtlSeconds);
+    expect(settings.appUrl).toBe(CDK_CONTEXT.appUrl);
     // Without CDK_DEFAULT_ACCOUNT the stacks stay account-agnostic.
     expect(homeStack.account).toMatch(/^\$\{Token\[AWS\.AccountId/);
   });
@@ -51,7 +51,6 @@ describe("buildApp", () => {
     [{ homeRegion: "ap-south-1" }, /homeRegion: must be one of regions/],
     [{ emailSender: "not-an-address" }, /emailSender/],
     [{ appUrl: "app.example.com" }, /appUrl/],
-    [{ authorizerCacheTtlSeconds: 7200 }, /authorizerCacheTtlSeconds/],
     [{ appName: "x" }, /appName/],
     [{ regions: [] }, /regions/],
     [{ stripeSecretArn: "stripe-key" }, /stripeSecretArn: not a Secrets Manager secret ARN/],

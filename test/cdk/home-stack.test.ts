@@ -1,9 +1,11 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
+import { accountKeys } from "#lib/db/entities/account.ts";
 import { keys } from "#lib/db/keys.ts";
 import {
   AUTHORIZER_FUNCTION,
+  AUTHORIZER_UPDATES,
   FUNCTION_GROUPS,
   type FunctionGroup,
   type FunctionGroupName,
@@ -200,14 +202,42 @@ describe("HomeStack", () => {
             Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["RATE#*", "TOKEN#*"] } },
           },
         ]);
-      // Nothing else is granted a conditioned statement; the authorizer still only reads.
+      // Nothing else is granted a conditioned statement (the authorizer's is checked below).
       for (const [key, group] of Object.entries(FUNCTION_GROUPS))
         if (!readOnly.some(([name]) => name === key))
           expect(
             conditionedDynamoStatements(home.groupFunctions[key as FunctionGroupName]),
             group.name,
           ).toEqual([]);
-      expect(conditionedDynamoStatements(home.authorizerFunction)).toEqual([]);
+    });
+
+    it("the authorizer may UpdateItem only token stamps and two attributes of sessions in the home table", () => {
+      // It stamps a token's last use (TOKEN#<hash>) and moves a session's idle expiry on
+      // (USER#<userId> / SESSION#<hash>: LeadingKeys cannot scope the sort key, so the attributes
+      // are fixed, and no update may return the item's other attributes).
+      expect(AUTHORIZER_UPDATES.items).toEqual(["TOKEN#"]);
+      expect(keys.userToken("ab".repeat(32)).pKey.startsWith("TOKEN#")).toBe(true);
+      expect(accountKeys.session("u-1", "ab".repeat(32)).pKey.startsWith("USER#")).toBe(true);
+      expect(conditionedDynamoStatements(home.authorizerFunction)).toEqual([
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:UpdateItem"],
+          Resource: [tableArn(homeRegion)],
+          Condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["TOKEN#*"] } },
+        },
+        {
+          Effect: "Allow",
+          Action: ["dynamodb:UpdateItem"],
+          Resource: [tableArn(homeRegion)],
+          Condition: {
+            "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["USER#*"] },
+            "ForAllValues:StringEquals": {
+              "dynamodb:Attributes": ["pKey", "sKey", "lastSeenAt", "idleExpiresAt"],
+            },
+            StringEqualsIfExists: { "dynamodb:ReturnValues": ["NONE", "UPDATED_NEW"] },
+          },
+        },
+      ]);
     });
 
     it("members (home-write) has no dynamodb action on another region's table", () => {
@@ -219,7 +249,7 @@ describe("HomeStack", () => {
       expect(resources).toContain(tableArn(homeRegion));
     });
 
-    it("the authorizer reads the home table only and has no write action", () => {
+    it("the authorizer reads the home table only and has no unconditioned write action", () => {
       const fn = home.authorizerFunction;
       expect(AUTHORIZER_FUNCTION.tables).toBe("home-read");
       expect([...dynamoActions(fn)].sort()).toEqual(read);
@@ -345,7 +375,7 @@ describe("HomeStack", () => {
   describe("Core API", () => {
     const apiId = logicalId(home.api);
     const body = restApiBody(template, apiId);
-    const authorizerName = `${appName}-token`;
+    const authorizerName = `${appName}-caller`;
     const operationsOf = (paths: ApiBody["paths"]) =>
       Object.entries(paths).flatMap(([path, item]) =>
         Object.entries(item).map(([method, operation]) => ({
@@ -439,6 +469,12 @@ describe("HomeStack", () => {
         "DELETE /auth/sessions/{sessionId}",
         "POST /auth/forgot-password",
         "POST /auth/reset-password",
+        "POST /auth/passkeys/registration-options",
+        "POST /auth/passkeys/registration",
+        "POST /auth/passkeys/authentication-options",
+        "POST /auth/passkeys/authentication",
+        "GET /auth/passkeys",
+        "DELETE /auth/passkeys/{passkeyId}",
       ];
       expect(docs.length).toBeGreaterThan(0);
       expect(unauthenticated.sort()).toEqual([...docs, ...accounts, "GET /webhooks/oauth2"].sort());
@@ -473,20 +509,23 @@ describe("HomeStack", () => {
       }
     });
 
-    it("authorizes with a cached TOKEN authorizer on the Authorization header", () => {
+    it("authorizes with a REQUEST authorizer without cache or identity source (invoked for every request)", () => {
       const schemes = body.components.securitySchemes;
       expect(Object.keys(schemes)).toEqual([authorizerName]);
       const scheme = schemes[authorizerName];
       expect(scheme).toMatchObject({
         type: "apiKey",
-        name: "Authorization",
-        in: "header",
         "x-amazon-apigateway-authtype": "custom",
-        "x-amazon-apigateway-authorizer": {
-          type: "token",
-          authorizerResultTtlInSeconds: CDK_CONTEXT.authorizerCacheTtlSeconds,
-        },
+        "x-amazon-apigateway-authorizer": { type: "request", authorizerResultTtlInSeconds: 0 },
       });
+      // No identity source: with one, API Gateway would answer 401 to a cookie-only request
+      // without invoking the authorizer (and caching would key on it).
+      expect(Object.keys(scheme?.["x-amazon-apigateway-authorizer"] ?? {}).sort()).toEqual([
+        "authorizerResultTtlInSeconds",
+        "authorizerUri",
+        "type",
+      ]);
+      expect(JSON.stringify(body)).not.toMatch(/identitySource/i);
       expect(flat(scheme?.["x-amazon-apigateway-authorizer"].authorizerUri)).toBe(
         integrationUri(home.authorizerFunction),
       );
@@ -504,10 +543,7 @@ describe("HomeStack", () => {
         Object.keys(Template.fromStack(stack).findResources("AWS::ApiGateway::Deployment"));
       const [current, ...others] = deploymentId(home);
       expect(others).toEqual([]);
-      const changed = buildTestApp(
-        { authorizerCacheTtlSeconds: Number(CDK_CONTEXT.authorizerCacheTtlSeconds) + 1 },
-        { account: ACCOUNT },
-      ).homeStack;
+      const changed = buildTestApp({ appName: `${CDK_CONTEXT.appName}-b` }, { account: ACCOUNT }).homeStack;
       expect(deploymentId(changed)).toHaveLength(1);
       expect(deploymentId(changed)).not.toContain(current);
       const [stage] = Object.values(template.findResources("AWS::ApiGateway::Stage"));

@@ -45,6 +45,7 @@ import {
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
+import { SoftwareAuthenticator } from "../support/webauthn-authenticator.ts";
 
 const US = "us-east-1";
 const WEB_CLIENT = "contract-web";
@@ -770,6 +771,42 @@ const CONTRACT: Record<string, Entry> = {
     },
   },
 
+  // ---- Passkeys (issue 22): public, the session in a cookie, a software authenticator
+  "POST /auth/passkeys/registration-options": {
+    status: 200,
+    call: async () => ({ cookie: await accountSession() }),
+  },
+  "POST /auth/passkeys/registration": {
+    status: 201,
+    call: async () => {
+      const cookie = await accountSession();
+      const started = await cookieClient(cookie).post("/auth/passkeys/registration-options");
+      const { response } = new SoftwareAuthenticator(PASSKEY_ORIGIN).register(started.body.options);
+      return { cookie, body: { challengeId: started.body.challengeId, response, name: "Contract" } };
+    },
+  },
+  "POST /auth/passkeys/authentication-options": { status: 200, call: () => ({ as: "anonymous" }) },
+  "POST /auth/passkeys/authentication": {
+    status: 200,
+    call: async () => {
+      const { authenticator } = await accountWithPasskey();
+      const started = await stack.anonymous.post("/auth/passkeys/authentication-options");
+      const response = authenticator.authenticate(started.body.options);
+      return { as: "anonymous", body: { challengeId: started.body.challengeId, response } };
+    },
+  },
+  "GET /auth/passkeys": {
+    status: 200,
+    call: async () => ({ cookie: (await accountWithPasskey()).cookie }),
+  },
+  "DELETE /auth/passkeys/{passkeyId}": {
+    status: 200,
+    call: async () => {
+      const { cookie, passkeyId } = await accountWithPasskey();
+      return { cookie, params: { passkeyId } };
+    },
+  },
+
   // ---- 4.6 Targets
   "GET /api/clients/{clientId}/targets": {
     status: 200,
@@ -1039,6 +1076,25 @@ async function accountSession(): Promise<string> {
   if (answer.status !== 200 || !cookie)
     throw new Error(`sign-in: ${answer.status} ${JSON.stringify(answer.body)}`);
   return cookie;
+}
+
+/** The origin of passkey ceremonies: APP_URL (test/setup/file-env.ts), the relying party's default. */
+const PASSKEY_ORIGIN = "http://app.gateway.test";
+
+/** A signed-in account with one passkey of a software authenticator. */
+async function accountWithPasskey() {
+  const cookie = await accountSession();
+  const client = cookieClient(cookie);
+  const started = await client.post("/auth/passkeys/registration-options");
+  const authenticator = new SoftwareAuthenticator(PASSKEY_ORIGIN);
+  const { response } = authenticator.register(started.body.options);
+  const registered = await client.post("/auth/passkeys/registration", {
+    challengeId: started.body.challengeId,
+    response,
+  });
+  if (registered.status !== 201)
+    throw new Error(`passkey registration: ${registered.status} ${JSON.stringify(registered.body)}`);
+  return { cookie, authenticator, passkeyId: String(registered.body.passkeys[0].passkeyId) };
 }
 
 /** A client that sends `cookie` and no token. */

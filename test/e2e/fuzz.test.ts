@@ -456,7 +456,7 @@ beforeAll(async () => {
   echoBase = `http://127.0.0.1:${(echo.address() as AddressInfo).port}`;
   // The authorizer's decision is cached per token, as API Gateway does in production: the fuzz
   // measures the handlers, not ~1,000 repeated token look-ups.
-  stack = await startTestStack({ authorizerCacheTtlSeconds: 300 });
+  stack = await startTestStack();
   owner = await stack.newUser();
   const clientId = await createClientFor(owner, "Fuzz Co");
   // A generous plan: the fuzz sends ~1,000 requests with one token within a minute.

@@ -1,6 +1,7 @@
 /**
- * Store round trips of common Core API calls, warm (authorizer decision cached, as API Gateway
- * caches it; the dispatcher still reads the presented token's item, issue 21), and of a warm proxied request on the data plane, counted by SDK middleware on every
+ * Store round trips of common Core API calls, warm (the authorizer runs for every request, without
+ * a cache: issue 21; the local runner runs it in-process, so its calls are counted), with a token
+ * and with a session cookie, and of a warm proxied request on the data plane, counted by SDK middleware on every
  * region's client: the figures of docs/architecture.md ("Request flow") and docs/data-plane.md
  * ("Store round trips per warm request"), held by this test so the docs cannot go stale silently.
  */
@@ -14,6 +15,7 @@ import { getConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { hashToken, LAST_USED_PRECISION_MS } from "#lib/domain/tokens.ts";
+import { send, signedInUser } from "../support/sessions.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -27,6 +29,7 @@ import {
 
 let stack: TestStack;
 let owner: TestUser;
+let browser: TestUser & { cookie: string };
 let clientId: string;
 let proxyId: string;
 let targetServer: Server;
@@ -74,9 +77,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => targetServer.listen(0, "127.0.0.1", resolve));
   targetBase = `http://127.0.0.1:${(targetServer.address() as AddressInfo).port}`;
-  stack = await startTestStack({ authorizerCacheTtlSeconds: 300 });
+  stack = await startTestStack();
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Round trips");
+  browser = await signedInUser(stack);
+  await createClientFor(browser, "Round trips by cookie");
   const api = `/api/clients/${clientId}`;
   const region = getConfig().homeRegion;
   const credential = (credentialType: "proxy" | "target") =>
@@ -131,12 +136,24 @@ afterAll(async () => {
 });
 
 describe("store round trips per warm Core API call", () => {
-  // Every authenticated call: the rate window's update and, in parallel, the presented token's
-  // item (a revoked token is a 401 on its next request, whatever the authorizer's cache holds).
-  it("GET /api/users: the rate window, the token, the user", async () => {
+  // Every authenticated call: the authorizer reads the token, then the user, then the user's
+  // clients' configurations (the rate limit; none when the user has no client); the dispatcher
+  // updates the rate window; then the handler's own calls.
+  it("GET /api/users: token, user, clients' configurations, the rate window, the user", async () => {
     const calls = await callsOf(() => owner.api.get("/api/users"));
     process.stdout.write(`round trips GET /api/users: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:GetItem": 2, "DynamoDB:UpdateItem": 1 });
+    expect(calls).toEqual({ "DynamoDB:BatchGetItem": 1, "DynamoDB:GetItem": 3, "DynamoDB:UpdateItem": 1 });
+  });
+
+  // By cookie: the session and the user in parallel (the cookie names its user), then the same.
+  it("GET /api/users by session cookie: session and user, clients' configurations, the rate window, the user", async () => {
+    const get = () => send(stack.baseUrl, "GET", "/api/users", { headers: { Cookie: browser.cookie } });
+    expect((await get()).status).toBe(200); // touches the session if due: not counted
+    counts.clear();
+    expect((await get()).status).toBe(200);
+    const calls = Object.fromEntries([...counts].sort());
+    process.stdout.write(`round trips GET /api/users by cookie: ${JSON.stringify(calls)}\n`);
+    expect(calls).toEqual({ "DynamoDB:BatchGetItem": 1, "DynamoDB:GetItem": 3, "DynamoDB:UpdateItem": 1 });
   });
 
   it("GET /api/users: over a minute after the token's last stamp, one more write stamps it", async () => {
@@ -153,32 +170,40 @@ describe("store round trips per warm Core API call", () => {
     counts.clear();
     expect((await owner.api.get("/api/users")).status).toBe(200);
     const calls = Object.fromEntries([...counts].sort());
-    expect(calls).toEqual({ "DynamoDB:GetItem": 2, "DynamoDB:UpdateItem": 2 });
+    expect(calls).toEqual({ "DynamoDB:BatchGetItem": 1, "DynamoDB:GetItem": 3, "DynamoDB:UpdateItem": 2 });
   });
 
-  it("GET /api/clients/{clientId}: rate window, token, membership, then the client and its members", async () => {
+  it("GET /api/clients/{clientId}: the authorizer's three, rate window, membership, then the client and its members", async () => {
     const calls = await callsOf(() => owner.api.get(`/api/clients/${clientId}`));
     process.stdout.write(`round trips GET client: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:GetItem": 3, "DynamoDB:Query": 1, "DynamoDB:UpdateItem": 1 });
+    expect(calls).toEqual({
+      "DynamoDB:BatchGetItem": 1,
+      "DynamoDB:GetItem": 4,
+      "DynamoDB:Query": 1,
+      "DynamoDB:UpdateItem": 1,
+    });
   });
 
-  it("POST /api/clients: rate window, token, the user, one transaction, the runtime item in every region", async () => {
+  it("POST /api/clients: the authorizer's three, rate window, the user, one transaction, the runtime item in every region", async () => {
     const calls = await callsOf(() => owner.api.post("/api/clients", { clientName: "Another" }), 201);
     process.stdout.write(`round trips POST client: ${JSON.stringify(calls)}\n`);
     // The plan and billing status the data plane reads are copied to each region's runtime item.
     expect(calls).toEqual({
-      "DynamoDB:GetItem": 2,
+      "DynamoDB:BatchGetItem": 1,
+      "DynamoDB:GetItem": 3,
       "DynamoDB:TransactWriteItems": 1,
       "DynamoDB:UpdateItem": 1 + getConfig().regions.length,
     });
   });
 
-  it("GET /api/clients/{clientId}/proxies/{proxyId}: rate window, token, membership, the proxy in every region", async () => {
+  it("GET /api/clients/{clientId}/proxies/{proxyId}: the authorizer's three, rate window, membership, the proxy in every region", async () => {
     const calls = await callsOf(() => owner.api.get(`/api/clients/${clientId}/proxies/${proxyId}`));
     process.stdout.write(`round trips GET proxy: ${JSON.stringify(calls)}\n`);
-    // The token, the membership (checked once, by the dispatcher), one per region for the proxy.
+    // The token and the user (authorizer), the membership (checked once, by the dispatcher), one
+    // per region for the proxy.
     expect(calls).toEqual({
-      "DynamoDB:GetItem": 2 + getConfig().regions.length,
+      "DynamoDB:BatchGetItem": 1,
+      "DynamoDB:GetItem": 3 + getConfig().regions.length,
       "DynamoDB:UpdateItem": 1,
     });
   });

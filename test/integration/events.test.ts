@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import type {
   APIGatewayProxyEvent,
   APIGatewayProxyEventV2,
-  APIGatewayTokenAuthorizerEvent,
+  APIGatewayRequestAuthorizerEvent,
 } from "aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
 import { getConfig } from "#lib/config.ts";
@@ -25,8 +25,8 @@ beforeAll(async () => {
 });
 
 describe("events/", () => {
-  it("authorizer-token.json: refused as it is, allowed with a real token", async () => {
-    const event = await sample<APIGatewayTokenAuthorizerEvent>("authorizer-token.json");
+  it("authorizer-request.json: refused as it is, allowed with a real token", async () => {
+    const event = await sample<APIGatewayRequestAuthorizerEvent>("authorizer-request.json");
     await expect(authorizer(event)).rejects.toThrow("Unauthorized");
     const user = await createUser({
       email: `events-${Date.now()}@example.test`,
@@ -34,8 +34,13 @@ describe("events/", () => {
       lastName: "Nt",
     });
     const { token } = await issueToken(String(user.userId));
-    const allowed = await authorizer({ ...event, authorizationToken: token });
+    const allowed = await authorizer({
+      ...event,
+      headers: { ...event.headers, Authorization: token },
+      multiValueHeaders: { ...event.multiValueHeaders, Authorization: [token] },
+    });
     expect(allowed.principalId).toBe(user.userId);
+    expect(allowed.context).toMatchObject({ userId: user.userId, authMethod: "token", sessionId: "" });
     expect(allowed.policyDocument.Statement[0]).toMatchObject({ Effect: "Allow" });
   });
 
@@ -47,7 +52,7 @@ describe("events/", () => {
       lastName: "Ser",
     });
     const userId = String(user.userId);
-    // The dispatcher checks the presented token itself (a revoked one is refused at once): a real one.
+    // The handler trusts the authorizer's context (the authorizer runs for every request).
     const { token, tokenId } = await issueToken(userId);
     const authorizerContext = {
       ...(event.requestContext.authorizer as object),

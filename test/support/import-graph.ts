@@ -30,6 +30,7 @@ export const LAYERS: ReadonlyArray<{ name: string; prefixes: string[] }> = [
       "lib/shared/",
       "lib/clock.ts",
       "lib/config.ts",
+      "lib/account-config.ts",
       "lib/log.ts",
       "lib/log-backend.ts",
       "lib/lazy.ts",

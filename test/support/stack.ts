@@ -72,7 +72,7 @@ export interface TestStack extends LocalStack {
 }
 
 export async function startTestStack(options: LocalStackOptions = {}): Promise<TestStack> {
-  const stack = await startLocalStack({ authorizerCacheTtlSeconds: 0, ...options });
+  const stack = await startLocalStack(options);
   // Every e2e file checks that configuration is only ever written with its version step.
   const configWrites = watchConfigWrites();
   return {

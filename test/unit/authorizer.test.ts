@@ -1,6 +1,6 @@
-/** The authorizer's policy resource: one ARN for the whole stage, so a cached decision fits every route. */
+/** The authorizer's pure parts: its policy resource (one ARN for the whole stage) and its header reading. */
 import { describe, expect, it } from "vitest";
-import { stageWideArn } from "#lib/domain/authorizer.ts";
+import { requestHeader, stageWideArn } from "#lib/domain/authorizer.ts";
 
 const PREFIX = "arn:aws:execute-api:us-east-1:123456789012:a1b2c3d4e5";
 
@@ -24,5 +24,32 @@ describe("stageWideArn", () => {
     expect(stageWideArn(PREFIX)).toBe(PREFIX);
     expect(stageWideArn(`${PREFIX}/prod`)).toBe(`${PREFIX}/prod`);
     expect(stageWideArn("")).toBe("");
+  });
+});
+
+describe("requestHeader", () => {
+  it("finds a header whatever its spelling, preferring the multi-value map", () => {
+    expect(
+      requestHeader({ headers: { authorization: "u-x" }, multiValueHeaders: null }, "Authorization"),
+    ).toBe("u-x");
+    expect(
+      requestHeader(
+        { headers: { Authorization: "last" }, multiValueHeaders: { Authorization: ["first", "last"] } },
+        "authorization",
+      ),
+    ).toBe("first, last");
+  });
+
+  it("joins repeated Cookie headers (HTTP/2 may split them) with '; '", () => {
+    expect(
+      requestHeader({ headers: { cookie: "b=2" }, multiValueHeaders: { cookie: ["a=1", "b=2"] } }, "Cookie"),
+    ).toBe("a=1; b=2");
+  });
+
+  it("answers undefined for a header not sent", () => {
+    expect(requestHeader({ headers: null, multiValueHeaders: null }, "cookie")).toBeUndefined();
+    expect(
+      requestHeader({ headers: { Host: "h" }, multiValueHeaders: { Host: ["h"] } }, "cookie"),
+    ).toBeUndefined();
   });
 });

@@ -8,7 +8,12 @@
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { AUTHENTICATED_ERRORS, openApiDocument, SECURITY_SCHEME } from "#lib/api/openapi.ts";
+import {
+  AUTHENTICATED_ERRORS,
+  COOKIE_SECURITY_SCHEME,
+  openApiDocument,
+  SECURITY_SCHEME,
+} from "#lib/api/openapi.ts";
 import { access, MessageResponse, type Operation, operation, pathParams } from "#lib/api/operation.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import packageJson from "../../package.json" with { type: "json" };
@@ -53,6 +58,16 @@ describe("the registry's OpenAPI document", () => {
       in: "header",
       name: "Authorization",
     });
+    expect(document.components.securitySchemes[SECURITY_SCHEME].description).toMatch(
+      /POST \/api\/users\/\{userId\}\/tokens.*npm run admin/,
+    );
+  });
+
+  it("carries the session cookie's scheme (issue 21), with its https name and the CSRF Origin rule", () => {
+    const scheme = document.components.securitySchemes[COOKIE_SECURITY_SCHEME];
+    expect(scheme).toMatchObject({ type: "apiKey", in: "cookie", name: "session" });
+    expect(scheme.description).toMatch(/__Host-session/);
+    expect(scheme.description).toMatch(/Origin/);
   });
 
   it("holds exactly the registry's operations, ids unique", () => {
@@ -73,7 +88,9 @@ describe("the registry's OpenAPI document", () => {
     expect(declared.tags).toEqual([op.group]);
     expect(declared["x-effect"]).toBe(op.effect);
     expect(declared["x-access"]).toEqual(op.access);
-    expect(declared.security).toEqual(op.access.kind === "public" ? [] : [{ [SECURITY_SCHEME]: [] }]);
+    expect(declared.security).toEqual(
+      op.access.kind === "public" ? [] : [{ [SECURITY_SCHEME]: [] }, { [COOKIE_SECURITY_SCHEME]: [] }],
+    );
   });
 
   it.each(OPERATIONS.map((op) => [op.id, op] as const))("%s: parameters and body", (_, op) => {
