@@ -430,7 +430,11 @@ export async function checkPassword(emailInput: string, password: string): Promi
   if (!reservation.reserved)
     return {
       kind: "locked",
-      retryAfterSeconds: Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+      // At most the window: a concurrent attempt that read the clock later may have opened it.
+      retryAfterSeconds: Math.min(
+        SIGN_IN_WINDOW_MS / 1000,
+        Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+      ),
     };
   const userId = await findUserIdByEmail(email);
   const account = userId ? await findAccount(userId) : undefined;
