@@ -103,9 +103,9 @@ function InboxSection({ title, inbox }: { title: string; inbox: Inbox }) {
               {notification.read ? "Read" : "Unread"}, {new Date(notification.createdAt).toLocaleString()}
             </span>
             {opened?.notificationId === notification.notificationId && (
-              <div role="region" aria-label={`Notification: ${notification.title}`}>
+              <section aria-label={`Notification: ${notification.title}`}>
                 <p>{opened.message}</p>
-              </div>
+              </section>
             )}
           </li>
         ))}
