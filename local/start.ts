@@ -3,9 +3,12 @@
  * serves the Core API and each region's data-plane address, creates a local user and token on
  * first start, prints them and writes them to .local/stack.json. Ctrl-C stops everything.
  */
+
+import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setFirstPassword } from "#lib/domain/accounts.ts";
 import { issueToken, resolveToken } from "#lib/domain/tokens.ts";
 import { createUser, findUserIdByEmail, getUser } from "#lib/domain/users.ts";
 import { ensureConsoleBuilt } from "./console-build.ts";
@@ -59,7 +62,7 @@ interface StackFile {
 }
 
 /** Reuse the saved user and token when the emulator still holds them (a long-lived LocalStack). */
-async function localUser(): Promise<{ userId: string; token: string; created: boolean }> {
+async function localUser(): Promise<{ userId: string; token: string; created: boolean; password?: string }> {
   try {
     const saved = JSON.parse(await readFile(stackFile, "utf8")) as Partial<StackFile>;
     if (saved.token && saved.userId) {
@@ -85,7 +88,10 @@ async function localUser(): Promise<{ userId: string; token: string; created: bo
       ).userId,
     );
   const { token } = await issueToken(userId);
-  return { userId, token, created: true };
+  // The console's way in for the operator: a random password, printed once (never written to a file).
+  const password = randomBytes(15).toString("base64url");
+  const set = await setFirstPassword(userId, password);
+  return { userId, token, created: true, ...(set ? { password } : {}) };
 }
 
 async function main(): Promise<void> {
@@ -138,7 +144,10 @@ async function main(): Promise<void> {
     "",
     "Proxy gateway running locally",
     // localhost, not 127.0.0.1: WebAuthn refuses an IP address as the relying-party id.
-    `  Web console:     http://localhost:${new URL(stack.baseUrl).port}/`,
+    `  Web console:     http://localhost:${new URL(stack.baseUrl).port}/  (sign up there, or sign in as below)`,
+    user.password
+      ? `  Console sign-in: ${LOCAL_USER_EMAIL} / ${user.password}  (shown once; "Forgot password?" sets another)`
+      : `  Console sign-in: ${LOCAL_USER_EMAIL} (its password was shown on the first start; "Forgot password?" sets another, the e-mail is in the emulator)`,
     `  Core API:        ${stack.baseUrl}`,
     ...Object.entries(stack.regions).map(([region, url]) => `  Data plane ${region.padEnd(10)} ${url}`),
     `  AWS emulator:    ${emulator.endpoint}${emulator.owned ? " (moto, started by npm start)" : " (AWS_ENDPOINT_URL)"}`,

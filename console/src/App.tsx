@@ -4,6 +4,8 @@ import { useEffect } from "react";
 import { setUnauthorizedHandler } from "./api/errors";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
 import { Home } from "./pages/home";
+import { Invite, InviteSignedOut, inviteIdOf } from "./pages/invite";
+import { Notifications, useUnreadCount } from "./pages/notifications";
 import { Organisation } from "./pages/organisation";
 import { Keys, Settings, useSignOut } from "./pages/settings";
 import { Link, matchPath, navigate, useLocation } from "./router";
@@ -26,6 +28,7 @@ const TITLES: Record<string, string> = {
   "/reset-password": "Reset password",
   "/settings": "Settings",
   "/settings/keys": "Keys",
+  "/notifications": "Notifications",
 };
 
 export function App() {
@@ -36,12 +39,14 @@ export function App() {
 
   // --- Organisation routes (pattern-matched; issue 22) ---
   const organisation = matchPath("/organisations/{clientId}", path);
+  const isOrganisation = organisation !== null;
   // --- end of organisation routes ---
 
   useEffect(() => {
-    const title = TITLES[path] ?? (organisation ? "Organisation" : "Not found");
+    const title =
+      TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : isOrganisation ? "Organisation" : "Not found");
     document.title = `${title} · Proxy Gateway`;
-  }, [path, organisation]);
+  }, [path, isOrganisation]);
   const queryClient = useQueryClient();
   useEffect(() => {
     // A 401 on a page: check the session again; once it is gone, the page sends to Sign-in (below).
@@ -49,14 +54,20 @@ export function App() {
   }, [queryClient]);
 
   const PublicPage = PUBLIC[path];
-  const needsSignIn = !PublicPage && !session.isPending && !user;
+  const inviteId = inviteIdOf(path);
+  const unread = useUnreadCount(user?.userId);
+  // The invite page explains itself to a signed-out visitor instead of sending them to Sign-in.
+  const needsSignIn = !PublicPage && !inviteId && !session.isPending && !user;
   useEffect(() => {
     if (needsSignIn) navigate(`/sign-in?next=${encodeURIComponent(path)}`, { replace: true });
   }, [needsSignIn, path]);
 
   let page: React.JSX.Element;
   if (PublicPage) page = <PublicPage />;
+  else if (inviteId && !session.isPending && !user) page = <InviteSignedOut inviteId={inviteId} />;
   else if (session.isPending || !user) page = <p>Loading…</p>;
+  else if (inviteId) page = <Invite inviteId={inviteId} user={user} />;
+  else if (path === "/notifications") page = <Notifications user={user} />;
   else if (path === "/") page = <Home />;
   else if (path === "/settings") page = <Settings user={user} />;
   else if (path === "/settings/keys") page = <Keys user={user} />;
@@ -92,6 +103,12 @@ export function App() {
                   <Link href="/" aria-current={current("/")}>
                     Organisations
                   </Link>
+                </li>
+                <li>
+                  <Link href="/notifications" aria-current={current("/notifications")}>
+                    Notifications
+                  </Link>
+                  {unread ? <span className="badge"> ({unread} unread)</span> : null}
                 </li>
                 <li>
                   <Link href="/settings" aria-current={current("/settings")}>

@@ -32,6 +32,7 @@ import {
   listSessions,
   putAccountCode,
   putDevice,
+  putNewAccount,
   putSession,
   redeemAccountCode,
   releaseSignInAttempt,
@@ -406,20 +407,21 @@ export type SignInResult =
   | { kind: "notVerified" }
   | { kind: "locked"; retryAfterSeconds: number };
 
+export type PasswordCheck =
+  | { kind: "valid"; user: UserItem }
+  | { kind: "invalid" }
+  | { kind: "notVerified" }
+  | { kind: "locked"; retryAfterSeconds: number };
+
 /**
- * Sign in with e-mail and password. Every attempt first takes one of the address's 5 attempts of
- * its 15-minute window (exactly, a conditional write); the right password gives it back, so only
- * failures stay counted. When none is left the answer is `locked` until the window ends, whatever
- * the password. An unknown address costs the same time and counts the same as a wrong password.
+ * Check an address's password under the sign-in rules, without starting a session (the MCP consent
+ * page, lib/oauth). Every attempt first takes one of the address's 5 attempts of its 15-minute
+ * window (exactly, a conditional write); the right password gives it back, so only failures stay
+ * counted. When none is left the answer is `locked` until the window ends, whatever the password.
+ * An unknown address costs the same time and counts the same as a wrong password.
  */
-export async function signIn(input: {
-  email: string;
-  password: string;
-  userAgent?: string;
-  /** The request's `Cookie` header: its device cookie tells a known browser from a new one. */
-  cookieHeader?: string;
-}): Promise<SignInResult> {
-  const email = normalEmail(input.email);
+export async function checkPassword(emailInput: string, password: string): Promise<PasswordCheck> {
+  const email = normalEmail(emailInput);
   const now = clockNow();
   const reservation = await reserveSignInAttempt(email, {
     nowMs: now,
@@ -429,17 +431,35 @@ export async function signIn(input: {
   if (!reservation.reserved)
     return {
       kind: "locked",
-      retryAfterSeconds: Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+      // At most the window: a concurrent attempt that read the clock later may have opened it.
+      retryAfterSeconds: Math.min(
+        SIGN_IN_WINDOW_MS / 1000,
+        Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+      ),
     };
   const userId = await findUserIdByEmail(email);
   const account = userId ? await findAccount(userId) : undefined;
   const right = account?.passwordHash
-    ? await verifyPassword(input.password, account.passwordHash)
-    : await verifyAgainstNothing(input.password);
+    ? await verifyPassword(password, account.passwordHash)
+    : await verifyAgainstNothing(password);
   const user = right && userId ? await findUser(userId) : undefined;
   if (!right || !account || !user) return { kind: "invalid" };
   await releaseSignInAttempt(email, reservation.windowEnd);
   if (!account.emailVerified) return { kind: "notVerified" };
+  return { kind: "valid", user };
+}
+
+/** Sign in with e-mail and password (the rules of checkPassword), starting a session. */
+export async function signIn(input: {
+  email: string;
+  password: string;
+  userAgent?: string;
+  /** The request's `Cookie` header: its device cookie tells a known browser from a new one. */
+  cookieHeader?: string;
+}): Promise<SignInResult> {
+  const checked = await checkPassword(input.email, input.password);
+  if (checked.kind !== "valid") return checked;
+  const { user } = checked;
   const cookieValue = await startSession(user.userId, input.userAgent);
   const deviceCookieValue = await recordBrowser(user.userId, input.cookieHeader, input.userAgent);
   return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS, deviceCookieValue };
@@ -615,4 +635,21 @@ export async function revokeUserSession(userId: string, sessionId: string): Prom
 export async function signOut(cookieHeader: string | undefined): Promise<void> {
   const cookie = sessionCookieOf(cookieHeader);
   if (cookie) await deleteSession(cookie.userId, sha256(cookie.secret));
+}
+
+/**
+ * An operator's first password for a user without an account (the local operator account of
+ * `npm start`): the account is created verified. False when the user has an account already.
+ */
+export async function setFirstPassword(userId: string, password: string): Promise<boolean> {
+  const now = nowIso();
+  return putNewAccount({
+    ...keys.userAccount(userId),
+    entity: "account",
+    userId,
+    passwordHash: await hashPassword(password),
+    emailVerified: true,
+    passwordChanged: now,
+    accountCreated: now,
+  });
 }

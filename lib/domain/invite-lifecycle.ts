@@ -194,7 +194,7 @@ export class InviteLifecycle<I extends StoredInvite, R extends string> {
     const text = [
       `${who} invited you to join ${this.config.describe.email(name)} as ${invite.roles.join(", ")}.`,
       "",
-      `Accept the invitation: ${appUrl}/invites/${invite.inviteId}`,
+      `Accept the invitation: ${appUrl}/invites/${invite.inviteId}?email=${encodeURIComponent(invite.userEmail)}`,
       "",
       `The invitation expires on ${new Date(invite.TTL * 1000).toUTCString()}.`,
       "",

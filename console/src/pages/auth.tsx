@@ -13,11 +13,19 @@ const values = (event: FormEvent<HTMLFormElement>) => {
   return Object.fromEntries(new FormData(event.currentTarget)) as Record<string, string>;
 };
 
+/** `&next=<path>` to carry on through sign-up, verification and sign-in (an invite's page), or "". */
+const nextParam = (search: URLSearchParams) => {
+  const next = search.get("next");
+  return next?.startsWith("/") && !next.startsWith("//") ? `&next=${encodeURIComponent(next)}` : "";
+};
+
 export function SignUp() {
+  const { search } = useLocation();
   const signUp = useMutation({
     mutationFn: async (body: { email: string; password: string; firstName: string; lastName: string }) =>
       must(await api.POST("/auth/sign-up", { body })),
-    onSuccess: (_data, body) => navigate(`/verify-email?email=${encodeURIComponent(body.email)}`),
+    onSuccess: (_data, body) =>
+      navigate(`/verify-email?email=${encodeURIComponent(body.email)}${nextParam(search)}`),
   });
   const error = signUp.error;
   return (
@@ -35,6 +43,7 @@ export function SignUp() {
           name="email"
           type="email"
           autoComplete="email"
+          defaultValue={search.get("email") ?? ""}
           required
           error={fieldError(error, "email")}
         />
@@ -97,7 +106,7 @@ export function Verify() {
         <>
           <Status>Your e-mail address is verified.</Status>
           <p>
-            <Link href={`/sign-in?email=${encodeURIComponent(email)}`}>Sign in</Link>
+            <Link href={`/sign-in?email=${encodeURIComponent(email)}${nextParam(search)}`}>Sign in</Link>
           </p>
         </>
       ) : (
@@ -262,7 +271,7 @@ export function ResetPassword() {
         <>
           <Status>{reset.data.message}</Status>
           <p>
-            <Link href={`/sign-in?email=${encodeURIComponent(email)}`}>Sign in</Link>
+            <Link href={`/sign-in?email=${encodeURIComponent(email)}${nextParam(search)}`}>Sign in</Link>
           </p>
         </>
       ) : (

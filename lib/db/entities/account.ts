@@ -140,6 +140,23 @@ export async function createUserWithAccount(
   return taken ?? "created";
 }
 
+/** A first account for a user that has none (an operator sets its password); false when it has one already. */
+export async function putNewAccount(account: AccountItem): Promise<boolean> {
+  try {
+    await homeDb().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: account,
+        ConditionExpression: "attribute_not_exists(pKey)",
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return false;
+    throw error;
+  }
+}
+
 /** A new password for an account whose e-mail is not verified yet (sign-up again); false when it is verified by now. */
 export async function replaceUnverifiedPassword(userId: string, passwordHash: string): Promise<boolean> {
   try {
