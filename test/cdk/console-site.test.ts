@@ -4,7 +4,7 @@
  * security headers, and the home template free of dependency cycles (the distribution references
  * the API, whose body references the functions).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -79,8 +79,10 @@ describe("ConsoleSite", () => {
     expect(cloudfront).toHaveLength(1);
     expect(cloudfront[0]?.Effect).toBe("Allow");
     expect(cloudfront[0]?.Action).toBe("s3:GetObject");
-    const condition = (cloudfront[0]?.Condition as { StringEquals: Record<string, Json> }).StringEquals;
-    expect(flat(condition["AWS:SourceArn"])).toBe(
+    const condition = (cloudfront[0]?.Condition as { StringEquals: Record<string, Json> } | undefined)
+      ?.StringEquals;
+    expect(condition).toBeDefined();
+    expect(flat(condition?.["AWS:SourceArn"])).toBe(
       `arn:<AWS::Partition>:cloudfront::<AWS::AccountId>:distribution/<${distributionId}>`,
     );
     expect(statements.every((s) => flat(s.Principal) !== "*" || s.Effect === "Deny")).toBe(true);
@@ -153,7 +155,10 @@ describe("ConsoleSite", () => {
         );
         expect(resources[logicalId(home.api.deploymentStage)]?.Properties?.StageName).toBe("v1");
       } else {
-        expect(flat(origin?.DomainName), behavior.PathPattern).toContain(`<${mcpUrlId}.FunctionUrl>`);
+        // The host of the function URL: https://<id>.lambda-url.<region>.on.aws/ split on "/".
+        expect(JSON.stringify(origin?.DomainName), behavior.PathPattern).toBe(
+          `{"Fn::Select":[2,{"Fn::Split":["/",{"Fn::GetAtt":["${mcpUrlId}","FunctionUrl"]}]}]}`,
+        );
         expect(origin?.OriginPath ?? "", behavior.PathPattern).toBe("");
       }
       expect(origin?.OriginAccessControlId, behavior.PathPattern).toBeUndefined();
@@ -253,15 +258,32 @@ describe("ConsoleSite", () => {
       const dist = mkdtempSync(join(tmpdir(), "console-dist-"));
       mkdirSync(join(dist, "assets"));
       writeFileSync(join(dist, "index.html"), "<!doctype html><title>console</title>");
+      writeFileSync(join(dist, "favicon.ico"), "icon");
       writeFileSync(join(dist, "assets", "index-3f2a.js"), "export {};");
-      const withDist = buildTestApp({}, { account: ACCOUNT, consoleDistDir: dist, nag: false });
+      const outdir = mkdtempSync(join(tmpdir(), "console-cdk-out-"));
+      const withDist = buildTestApp({}, { account: ACCOUNT, consoleDistDir: dist, nag: false, outdir });
       expect(withDist.homeStack.console.builtConsoleDeployed).toBe(true);
-      const all = deployments(Template.fromStack(withDist.homeStack));
-      const cacheControls = all
-        .map((d) => (d.SystemMetadata as Record<string, string>)["cache-control"])
-        .sort();
-      expect(cacheControls).toEqual(["no-cache", "public, max-age=31536000, immutable"]);
-      expect(all.every((d) => d.Prune === false)).toBe(true);
+      withDist.app.synth();
+      // Each deployment's cache-control, and the files of the asset it uploads (staged in the assembly).
+      const uploads = deployments(Template.fromStack(withDist.homeStack)).map((d) => {
+        const key = flat(d.SourceObjectKeys);
+        const staged = join(outdir, `asset.${key.replace(/\.zip$/, "")}`);
+        return {
+          cacheControl: (d.SystemMetadata as Record<string, string>)["cache-control"],
+          files: (readdirSync(staged, { recursive: true }) as string[])
+            .filter((file) => statSync(join(staged, file)).isFile())
+            .sort(),
+          prune: d.Prune,
+        };
+      });
+      expect(uploads.sort((a, b) => String(a.cacheControl).localeCompare(String(b.cacheControl)))).toEqual([
+        { cacheControl: "no-cache", files: ["favicon.ico", "index.html"], prune: false },
+        {
+          cacheControl: "public, max-age=31536000, immutable",
+          files: [join("assets", "index-3f2a.js")],
+          prune: false,
+        },
+      ]);
     });
   });
 
