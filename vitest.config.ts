@@ -29,8 +29,21 @@ export default defineConfig({
         test: {
           name: "emulator",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/unit/**"],
+          exclude: ["test/unit/**", "test/browser/**"],
           globalSetup: ["test/setup/global-setup.ts"],
+          setupFiles: ["test/setup/file-env.ts"],
+        },
+      },
+      {
+        // The web console in one shared Chromium (test/setup/browser-setup.ts builds the console
+        // first when stale), against the real local stack in the shared emulator.
+        extends: true,
+        test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          // A sign-in hashes a password: under load a page takes more than the default 1 s to change.
+          expect: { poll: { timeout: 10_000 } },
+          globalSetup: ["test/setup/global-setup.ts", "test/setup/browser-setup.ts"],
           setupFiles: ["test/setup/file-env.ts"],
         },
       },

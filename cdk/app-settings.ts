@@ -47,6 +47,12 @@ const originList = z
   .transform((values) => [...new Set(values.map((value) => value.trim()).filter(Boolean))])
   .pipe(z.array(origin).max(20));
 
+/** `-c signUpAllowedDomains=example.com,example.org` arrives as a string; cdk.json gives an array. */
+const domainList = z
+  .union([z.array(z.string()), z.string().transform((value) => value.split(","))])
+  .transform((values) => [...new Set(values.map((value) => value.trim().toLowerCase()).filter(Boolean))])
+  .pipe(z.array(z.string().regex(/^[a-z0-9.-]+\.[a-z]{2,}$/, "not a domain name")).max(100));
+
 const ContextSchema = z
   .object({
     appName,
@@ -83,6 +89,15 @@ const ContextSchema = z
      * caller's address (docs/telemetry.md).
      */
     trustCloudFrontViewerCountry: flag.default(false),
+    /**
+     * Who may open an account (SIGN_UP_POLICY of the auth function, docs/accounts.md): `open`
+     * (default) or `invite-only` (addresses with a pending invite).
+     */
+    signUpPolicy: z.enum(["open", "invite-only"]).default("open"),
+    /** E-mail domains sign-up is limited to (SIGN_UP_ALLOWED_DOMAINS); empty (default): any. */
+    signUpAllowedDomains: domainList.default([]),
+    /** Requests to `/auth/*` per source IP and minute (AUTH_REQUESTS_PER_IP_PER_MINUTE); default 300. */
+    authRequestsPerIpPerMinute: z.coerce.number().int().min(1).max(1_000_000).default(300),
   })
   .superRefine((settings, ctx) => {
     if (!settings.regions.includes(settings.homeRegion)) {
@@ -112,6 +127,9 @@ export const CONTEXT_KEYS = [
   "mcpDeleteEnabled",
   "mcpAllowedOrigins",
   "trustCloudFrontViewerCountry",
+  "signUpPolicy",
+  "signUpAllowedDomains",
+  "authRequestsPerIpPerMinute",
 ] as const satisfies readonly (keyof AppSettings)[];
 
 export function readAppSettings(node: Node): AppSettings {

@@ -22,6 +22,8 @@ const StackFile = z.object({
   homeRegion: z.string().min(1),
   /** Region name -> data-plane URL; the CLI only needs the names. */
   regions: z.record(z.string(), z.string()).optional(),
+  /** The base of the links in e-mails (the set-password e-mail of `users create`). */
+  appUrl: z.string().url().optional(),
 });
 
 /**
@@ -62,6 +64,7 @@ export function applyLocalStack(file: string): { file: string; tableName: string
   process.env.HOME_REGION = stack.homeRegion;
   process.env.REGIONS = regions.join(",");
   process.env.AWS_REGION ??= stack.homeRegion;
+  if (stack.appUrl) process.env.APP_URL ??= stack.appUrl;
   if (!process.env.AWS_ACCESS_KEY_ID) {
     process.env.AWS_ACCESS_KEY_ID = "local";
     process.env.AWS_SECRET_ACCESS_KEY = "local";

@@ -5,6 +5,7 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { resetClients } from "#lib/aws/clients.ts";
 import { MSP_BILLING_STATUSES } from "#lib/db/entities/msp.ts";
+import { sendSetPasswordEmail } from "#lib/domain/accounts.ts";
 import { createMsp, listMspMembers, requireMsp, setMspBillingStatus, setMspRates } from "#lib/domain/msps.ts";
 import { createNotification, toApiNotification } from "#lib/domain/notifications.ts";
 import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
@@ -54,12 +55,18 @@ function usersCommand(program: Command): void {
   example(
     users
       .command("create")
-      .description("create a user (e-mail addresses are unique) and print it")
+      .description(
+        "create a user (e-mail addresses are unique) and print it; the address gets an e-mail to set a password (a code valid 24 hours)",
+      )
       .requiredOption("--email <email>", "e-mail address (unique, stored lower-cased)")
       .requiredOption("--first-name <name>", "first name")
       .requiredOption("--last-name <name>", "last name")
       .option("--username <username>", "username (default: the e-mail address)")
       .option("--phone <phone>", "phone number")
+      .option(
+        "--no-password-email",
+        "do not send the set-password e-mail (the user can use forgot-password later)",
+      )
       .action(
         async (options: {
           email: string;
@@ -67,6 +74,7 @@ function usersCommand(program: Command): void {
           lastName: string;
           username?: string;
           phone?: string;
+          passwordEmail: boolean;
         }) => {
           const user = await createUser({
             email: options.email,
@@ -75,6 +83,7 @@ function usersCommand(program: Command): void {
             username: options.username,
             phone: options.phone,
           });
+          if (options.passwordEmail) await sendSetPasswordEmail(String(user.userId), user.userEmail);
           print(toApiUser(user));
         },
       ),

@@ -4,7 +4,7 @@
  */
 import * as z from "zod/mini";
 
-const csv = z.pipe(
+export const csv = z.pipe(
   z.pipe(
     z.string(),
     z.transform((value) =>
@@ -38,7 +38,9 @@ const EnvSchema = z.object({
   REGIONS: z._default(csv, ["us-east-1", "eu-west-1"]),
   KMS_KEY_ALIAS: z._default(z.string().check(z.startsWith("alias/")), "alias/proxy-gateway"),
   EMAIL_SENDER: z._default(z.email(), "no-reply@example.com"),
-  APP_URL: z._default(z.url(), "http://localhost:3000"),
+  /** Unset: `http://localhost:<PORT>` (the local Core API; the local runner sets its real port). */
+  APP_URL: z.optional(z.url()),
+  PORT: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(65535)), 3000),
   DATA_PLANE_URLS: z.optional(jsonRecord),
   STRIPE_SECRET_KEY: z.optional(z.string().check(z.minLength(1))),
   /** In AWS the key lives in Secrets Manager; the function reads it once at cold start. */
@@ -91,7 +93,7 @@ export function getConfig(): AppConfig {
     regions: env.REGIONS,
     kmsKeyAlias: env.KMS_KEY_ALIAS,
     emailSender: env.EMAIL_SENDER,
-    appUrl: env.APP_URL.replace(/\/$/, ""),
+    appUrl: (env.APP_URL ?? `http://localhost:${env.PORT}`).replace(/\/$/, ""),
     dataPlaneUrls: env.DATA_PLANE_URLS ?? {},
     stripe: {
       secretKey: env.STRIPE_SECRET_KEY,

@@ -7,16 +7,46 @@
 import { LogFormatter, Logger, LogItem } from "@aws-lambda-powertools/logger";
 import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 
-const SECRET_KEY = /authorization|token|secret|password|keyvalue|cookie|apikey|api-key/i;
+/** Keys whose value is a secret whatever it is (matched anywhere in the key, any case). */
+const SECRET_KEY =
+  /authorization|token|secret|password|passcode|keyvalue|cookie|apikey|api-key|verifier|verificationcode|resetcode|codehash|codesalt/i;
+/** Keys that are a secret only as the whole name: a one-time code (`statusCode` is not one). */
+const SECRET_EXACT_KEY = /^(code|codes|otp|session|sessionCookie)$/i;
 const REDACTED = "[redacted]";
 
+/**
+ * Secrets inside a text (a body, a URL, a header line written as one string): a raw user token,
+ * the session cookie's value, and JSON fields, query and form parameters named as secrets.
+ */
+const SECRET_IN_TEXT: Array<[RegExp, string]> = [
+  [/\bu-[A-Za-z0-9_-]{43,128}/g, `u-${REDACTED}`],
+  [/\b((?:__Host-)?session=)[^;,\s"']+/gi, `$1${REDACTED}`],
+  [
+    /("(?:password|newPassword|currentPassword|code|token|refresh_token|access_token|code_verifier|client_secret)"\s*:\s*")(?:[^"\\]|\\.)*"/gi,
+    `$1${REDACTED}"`,
+  ],
+  [
+    /([?&](?:password|code|token|refresh_token|access_token|code_verifier|client_secret)=)[^&\s"']*/gi,
+    `$1${REDACTED}`,
+  ],
+];
+
+export function redactText(text: string): string {
+  let result = text;
+  for (const [pattern, replacement] of SECRET_IN_TEXT) result = result.replace(pattern, replacement);
+  return result;
+}
+
+const isSecretKey = (key: string) => SECRET_KEY.test(key) || SECRET_EXACT_KEY.test(key);
+
 export function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return redactText(value);
   if (depth > 6 || value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
   return Object.fromEntries(
     Object.entries(value as Record<string, unknown>).map(([k, v]) => [
       k,
-      SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1),
+      isSecretKey(k) ? REDACTED : redact(v, depth + 1),
     ]),
   );
 }
@@ -28,7 +58,7 @@ class RedactingFormatter extends LogFormatter {
     const requestId = typeof fields.requestId === "string" ? fields.requestId : undefined;
     const base: LogAttributes = {
       level: attributes.logLevel.toLowerCase(),
-      message: attributes.message,
+      message: redactText(attributes.message),
       timestamp: this.formatTimestamp(attributes.timestamp),
       service: attributes.serviceName,
     };

@@ -1,7 +1,8 @@
 /**
  * Structured JSON logging through Powertools Logger (lib/log-backend.ts). Values under keys that
- * look secret are replaced before anything is written, so a careless call cannot put a token or
- * password in CloudWatch. The request id is the correlation id (`correlation_id`).
+ * look secret are replaced before anything is written, and so are secrets inside strings (a raw
+ * token, a session cookie, JSON/query/form fields named as secrets), so a careless call cannot put
+ * a token, password, code or session in CloudWatch. The request id is the correlation id (`correlation_id`).
  *
  * The writer is loaded on demand so that the data plane's cold start does not carry it
  * (docs/performance.md): a line logged before it is loaded waits in a bounded queue and is written,

@@ -51,6 +51,8 @@ export interface RestApiOptions {
   /** API Gateway's payload limit. */
   maxBodyBytes?: number;
   functionUrls?: readonly FunctionUrlRoute[];
+  /** Answers a request no route matches (the web console's files); false leaves it the API's 404. */
+  fallback?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
 }
 
 interface CompiledRoute extends RouteDefinition {
@@ -239,7 +241,10 @@ export function createRestApi(options: RestApiOptions) {
       .filter((r) => r.method === method)
       .map((r) => ({ route: r, found: r.pattern.exec(path) }))
       .find((m) => m.found);
-    if (!match?.found) return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
+    if (!match?.found) {
+      if (await options.fallback?.(req, res, path)) return;
+      return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
+    }
     const { route, found } = match;
     const requestId = randomUUID();
     const methodArn = `arn:aws:execute-api:${region}:000000000000:local/${stage}/${method}${route.path}`;

@@ -22,6 +22,8 @@ import {
   type ProxyHandler,
   type RequestAuthorizer,
 } from "./api-gateway.ts";
+import { CONSOLE_DIST } from "./console-build.ts";
+import { consoleStatic } from "./console-static.ts";
 import { provisionStack } from "./provision.ts";
 import { allPollers, type StreamHandler, type StreamPoller, startStreamPoller } from "./stream-poller.ts";
 
@@ -49,6 +51,11 @@ export interface LocalStackOptions {
    * place of the real one: tests place their requests in a window instead of waiting for one.
    */
   clock?: () => number;
+  /**
+   * The built web console served at the Core API's origin for the paths the API does not own
+   * (local/console-static.ts): a directory, or false for none. Default: console/dist when built.
+   */
+  consoleDir?: string | false;
 }
 
 export interface LocalStack {
@@ -179,6 +186,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     ],
     authorizer,
     region: config.homeRegion,
+    fallback: options.consoleDir === false ? undefined : consoleStatic(options.consoleDir ?? CONSOLE_DIST),
     loadHandler: (group) => {
       let handler = handlers.get(group);
       if (!handler) {
@@ -204,6 +212,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   process.env.DATA_PLANE_URLS = JSON.stringify(regions);
   // The MCP endpoint answers only to the names this machine serves it under (DNS rebinding).
   process.env.MCP_ALLOWED_HOSTS ??= ["localhost", "127.0.0.1", "[::1]", host].join(",");
+  // Links in e-mails go to this Core API unless APP_URL says otherwise: `localhost` with its real
+  // port (a browser's WebAuthn needs a name, not 127.0.0.1). Taken back on stop.
+  const ownAppUrl = process.env.APP_URL === undefined;
+  if (ownAppUrl) process.env.APP_URL = `http://localhost:${new URL(apiServer.url).port}`;
   resetConfig();
 
   // One poller per event source mapping (docs/streams.md): each reads the stream on its own.
@@ -243,13 +255,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 
   return {
-    config,
+    config: getConfig(),
     baseUrl: apiServer.url,
     mcpUrl: `${apiServer.url}/mcp`,
     regions,
     streams,
     async stop() {
       if (previousClock) setClock(previousClock);
+      if (ownAppUrl) {
+        delete process.env.APP_URL;
+        resetConfig();
+      }
       for (const timer of timers) clearInterval(timer);
       await streams?.stop();
       await Promise.all(

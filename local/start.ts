@@ -3,11 +3,15 @@
  * serves the Core API and each region's data-plane address, creates a local user and token on
  * first start, prints them and writes them to .local/stack.json. Ctrl-C stops everything.
  */
+
+import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setFirstPassword } from "#lib/domain/accounts.ts";
 import { issueToken, resolveToken } from "#lib/domain/tokens.ts";
 import { createUser, findUserIdByEmail, getUser } from "#lib/domain/users.ts";
+import { ensureConsoleBuilt } from "./console-build.ts";
 import { NO_EMULATOR_HELP, startEmulator } from "./emulator.ts";
 import { startLocalStack } from "./runner.ts";
 
@@ -53,10 +57,12 @@ interface StackFile {
   awsEndpointUrl: string;
   tableName: string;
   homeRegion: string;
+  /** APP_URL of the running stack: `npm run admin -- --local` links its e-mails to it. */
+  appUrl: string;
 }
 
 /** Reuse the saved user and token when the emulator still holds them (a long-lived LocalStack). */
-async function localUser(): Promise<{ userId: string; token: string; created: boolean }> {
+async function localUser(): Promise<{ userId: string; token: string; created: boolean; password?: string }> {
   try {
     const saved = JSON.parse(await readFile(stackFile, "utf8")) as Partial<StackFile>;
     if (saved.token && saved.userId) {
@@ -82,7 +88,10 @@ async function localUser(): Promise<{ userId: string; token: string; created: bo
       ).userId,
     );
   const { token } = await issueToken(userId);
-  return { userId, token, created: true };
+  // The console's way in for the operator: a random password, printed once (never written to a file).
+  const password = randomBytes(15).toString("base64url");
+  const set = await setFirstPassword(userId, password);
+  return { userId, token, created: true, ...(set ? { password } : {}) };
 }
 
 async function main(): Promise<void> {
@@ -97,6 +106,12 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.env.AWS_ENDPOINT_URL = emulator.endpoint;
+  // The web console (console/), rebuilt only when its sources changed since the last build.
+  try {
+    if (await ensureConsoleBuilt()) process.stdout.write("Web console built into console/dist\n");
+  } catch (error) {
+    process.stderr.write(`The web console could not be built (the API still starts): ${String(error)}\n`);
+  }
   let stack: Awaited<ReturnType<typeof startLocalStack>>;
   try {
     stack = await startLocalStack({
@@ -120,6 +135,7 @@ async function main(): Promise<void> {
     awsEndpointUrl: emulator.endpoint,
     tableName: stack.config.tableName,
     homeRegion: stack.config.homeRegion,
+    appUrl: stack.config.appUrl,
   };
   await mkdir(dirname(stackFile), { recursive: true });
   await writeFile(stackFile, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
@@ -127,6 +143,11 @@ async function main(): Promise<void> {
   const lines = [
     "",
     "Proxy gateway running locally",
+    // localhost, not 127.0.0.1: WebAuthn refuses an IP address as the relying-party id.
+    `  Web console:     http://localhost:${new URL(stack.baseUrl).port}/  (sign up there, or sign in as below)`,
+    user.password
+      ? `  Console sign-in: ${LOCAL_USER_EMAIL} / ${user.password}  (shown once; "Forgot password?" sets another)`
+      : `  Console sign-in: ${LOCAL_USER_EMAIL} (its password was shown on the first start; "Forgot password?" sets another, the e-mail is in the emulator)`,
     `  Core API:        ${stack.baseUrl}`,
     ...Object.entries(stack.regions).map(([region, url]) => `  Data plane ${region.padEnd(10)} ${url}`),
     `  AWS emulator:    ${emulator.endpoint}${emulator.owned ? " (moto, started by npm start)" : " (AWS_ENDPOINT_URL)"}`,

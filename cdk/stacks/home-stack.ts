@@ -166,6 +166,15 @@ export class HomeStack extends Stack {
       groupFunctions[key] = fn;
     }
     this.groupFunctions = groupFunctions as Record<FunctionGroupName, GatewayFunction>;
+    // The accounts policy (docs/accounts.md), read only by the auth function.
+    this.groupFunctions.auth
+      .addEnvironment("SIGN_UP_POLICY", settings.signUpPolicy)
+      .addEnvironment("AUTH_REQUESTS_PER_IP_PER_MINUTE", String(settings.authRequestsPerIpPerMinute));
+    if (settings.signUpAllowedDomains.length > 0)
+      this.groupFunctions.auth.addEnvironment(
+        "SIGN_UP_ALLOWED_DOMAINS",
+        settings.signUpAllowedDomains.join(","),
+      );
 
     this.authorizerFunction = new GatewayFunction(this, pascal(AUTHORIZER_FUNCTION.name), {
       name: AUTHORIZER_FUNCTION.name,

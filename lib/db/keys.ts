@@ -50,6 +50,8 @@ export const keys = {
   accountCode: (userId: string, purpose: "verify" | "reset") => key(`USER#${userId}`, `CODE#${purpose}`),
   /** A sign-in session of a user, addressed by the SHA-256 of its secret (the cookie holds the secret). */
   session: (userId: string, secretHash: string) => key(`USER#${userId}`, `SESSION#${secretHash}`),
+  /** A browser the user signed in from, addressed by the SHA-256 of its device cookie (new-browser notice). */
+  userDevice: (userId: string, deviceHash: string) => key(`USER#${userId}`, `DEVICE#${deviceHash}`),
   /** The sign-in failures of an address in its current 15-minute window (the lockout). */
   signInFailures: (email: string) => key(`SIGNIN#${email.toLowerCase()}`, "FAILURES"),
 

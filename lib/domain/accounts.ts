@@ -13,6 +13,7 @@
  * - no secret (password, code, session secret) is logged or answered after its creation.
  */
 import { createHash, randomBytes, randomInt, randomUUID, timingSafeEqual } from "node:crypto";
+import { getAccountConfig } from "#lib/account-config.ts";
 import { now as clockNow } from "#lib/clock.ts";
 import { getConfig } from "#lib/config.ts";
 import {
@@ -25,9 +26,13 @@ import {
   deleteSessionsOfUser,
   findAccount,
   findAccountCode,
+  findDevice,
   findSession,
+  hasDevice,
   listSessions,
   putAccountCode,
+  putDevice,
+  putNewAccount,
   putSession,
   redeemAccountCode,
   releaseSignInAttempt,
@@ -36,12 +41,14 @@ import {
   type SessionItem,
   touchSession,
 } from "#lib/db/entities/account.ts";
+import { listPendingInvitesAddressedTo } from "#lib/db/entities/invite.ts";
+import { listPendingMspInvitesAddressedTo } from "#lib/db/entities/msp.ts";
 import { findUser, type NewUserItem, type UserItem, userKeys } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
 import { nowIso } from "#lib/db/store.ts";
-import { sendEmail } from "#lib/email.ts";
+import { escapeHtml, sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
-import { limitReached } from "#lib/shared/errors.ts";
+import { limitReached, validationFailed } from "#lib/shared/errors.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
 import { createNotification } from "./notifications.ts";
 import { consumeRequest } from "./rate-limit.ts";
@@ -50,6 +57,10 @@ import { findUserIdByEmail } from "./users.ts";
 export const CODE_DIGITS = 6;
 export const VERIFY_CODE_LIFETIME_SECONDS = 24 * 3600;
 export const RESET_CODE_LIFETIME_SECONDS = 3600;
+/** The first password of a user an operator created (`admin users create`): a reset code that lasts a day. */
+export const SET_PASSWORD_CODE_LIFETIME_SECONDS = 24 * 3600;
+/** The device cookie (new-browser notice) lives a year; its item's TTL a year after the last sign-in. */
+export const DEVICE_SECONDS = 365 * 24 * 3600;
 export const MAX_CODE_ATTEMPTS = 5;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
 export const MAX_SIGN_IN_FAILURES = 5;
@@ -77,6 +88,8 @@ export const EMAIL_LIMIT_MESSAGE = "Too many e-mails sent to this address; try a
 
 /** The cookie that carries a session: `__Host-` prefixed (and Secure) over https. */
 export const sessionCookieName = (secure: boolean) => (secure ? "__Host-session" : "session");
+/** The cookie that marks a browser a user signed in from (the new-browser notice). */
+export const deviceCookieName = (secure: boolean) => (secure ? "__Host-device" : "device");
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 const nowSeconds = () => Math.floor(clockNow() / 1000);
@@ -97,10 +110,13 @@ function codeHashOf(code: string, salt: string) {
   return sha256(`${salt}:${code}`);
 }
 
-async function issueCode(userId: string, purpose: CodePurpose): Promise<string> {
+async function issueCode(
+  userId: string,
+  purpose: CodePurpose,
+  lifetime = purpose === "verify" ? VERIFY_CODE_LIFETIME_SECONDS : RESET_CODE_LIFETIME_SECONDS,
+): Promise<string> {
   const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, "0");
   const salt = randomBytes(16).toString("hex");
-  const lifetime = purpose === "verify" ? VERIFY_CODE_LIFETIME_SECONDS : RESET_CODE_LIFETIME_SECONDS;
   const expiresAt = nowSeconds() + lifetime;
   await putAccountCode({
     ...keys.accountCode(userId, purpose),
@@ -127,7 +143,7 @@ const matches = (stored: AccountCodeItem, code: string) => {
  * Use the pending code of `purpose` of the address's user: true when it was the right code, in
  * time, not void, and this use won it (of racing uses exactly one does). A wrong code is counted.
  */
-async function useCode(
+async function spendCode(
   email: string,
   purpose: CodePurpose,
   code: string,
@@ -174,18 +190,46 @@ async function sendVerification(email: string, code: string) {
   });
 }
 
+/** An e-mail whose HTML part is its text, escaped (textToHtml). */
+async function sendPlain(email: string, subject: string, lines: string[]) {
+  const text = lines.join("\n");
+  await sendEmail({ to: email, subject, text, html: textToHtml(text) });
+}
+
 async function sendAlreadyRegistered(email: string) {
   const { appUrl } = getConfig();
-  await sendEmail({
-    to: email,
-    subject: "You already have an account",
-    text: [
-      "Someone (perhaps you) tried to sign up with this address, which already has an account.",
-      "",
-      `Sign in at ${appUrl}, or reset your password at ${appUrl}/forgot-password if you forgot it.`,
-      signature(appUrl),
-    ].join("\n"),
-  });
+  await sendPlain(email, "You already have an account", [
+    "Someone (perhaps you) tried to sign up with this address, which already has an account.",
+    "",
+    `Sign in at ${appUrl}, or reset your password at ${appUrl}/forgot-password if you forgot it.`,
+    signature(appUrl),
+  ]);
+}
+
+async function sendInvitationOnly(email: string) {
+  const { appUrl } = getConfig();
+  await sendPlain(email, "Sign-up is by invitation", [
+    "Someone (perhaps you) tried to sign up with this address. Accounts here are opened by invitation only, and this address has no pending invitation, so no account was opened.",
+    "",
+    "Ask a member of the organisation you want to join to invite this address, then sign up again.",
+    signature(appUrl),
+  ]);
+}
+
+async function sendSetPassword(email: string, code: string) {
+  const { appUrl } = getConfig();
+  const link = `${appUrl}/reset-password?email=${encodeURIComponent(email)}&code=${code}`;
+  await sendPlain(email, "Set your password", [
+    "An operator of the API gateway opened an account for this address.",
+    "",
+    `Your code to choose a password is ${code}. It expires in 24 hours.`,
+    "",
+    `Or open this link to choose your password: ${link}`,
+    "",
+    `When it has expired, ask for a new code at ${appUrl}/forgot-password.`,
+    "\n--",
+    `Sent by the API gateway at ${appUrl} because an operator created an account for this address. If you did not expect it, ignore this message.`,
+  ]);
 }
 
 async function sendReset(email: string, code: string) {
@@ -204,8 +248,6 @@ async function sendReset(email: string, code: string) {
   });
 }
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
 // ---- flows ----
 
 export interface SignUpInput {
@@ -223,9 +265,21 @@ export interface SignUpInput {
  */
 export async function signUp(input: SignUpInput): Promise<void> {
   const email = normalEmail(input.email);
+  const { policy, allowedDomains } = getAccountConfig().signUp;
+  // The domain list is no secret: an address outside it is told so (400 naming `email`).
+  const domain = email.slice(email.lastIndexOf("@") + 1);
+  if (allowedDomains.length > 0 && !allowedDomains.includes(domain))
+    throw validationFailed([
+      { field: "email", problem: `sign-up is limited to addresses at ${allowedDomains.join(", ")}` },
+    ]);
   await spendEmail(email);
   const passwordHash = await hashPassword(input.password);
   const existing = await findUserIdByEmail(email);
+  if (!existing && policy === "invite-only" && !(await hasPendingInvite(email))) {
+    // Same answer as any sign-up (no enumeration of invites); the address's owner hears why.
+    await sendInvitationOnly(email);
+    return;
+  }
   if (existing) {
     const account = await findAccount(existing);
     if (account && !account.emailVerified && (await replaceUnverifiedPassword(existing, passwordHash))) {
@@ -274,9 +328,28 @@ export async function signUp(input: SignUpInput): Promise<void> {
   await sendVerification(email, await issueCode(userId, "verify"));
 }
 
+/** Whether an invite (to a client or an MSP) addressed to `email` is pending: two Queries of GSI1. */
+async function hasPendingInvite(email: string): Promise<boolean> {
+  const [clientInvites, mspInvites] = await Promise.all([
+    listPendingInvitesAddressedTo(email),
+    listPendingMspInvitesAddressedTo(email),
+  ]);
+  return clientInvites.length > 0 || mspInvites.length > 0;
+}
+
+/**
+ * The set-password e-mail of a user an operator created (`admin users create`): a reset code that
+ * lasts 24 hours and the reset link. Not counted against the address's e-mail limit (an operator
+ * asked for it).
+ */
+export async function sendSetPasswordEmail(userId: string, emailInput: string): Promise<void> {
+  const email = normalEmail(emailInput);
+  await sendSetPassword(email, await issueCode(userId, "reset", SET_PASSWORD_CODE_LIFETIME_SECONDS));
+}
+
 /** Verify an address with its code: true once (the single use), false for a wrong, used, void or expired code. */
 export async function verifyEmail(input: { email: string; code: string }): Promise<boolean> {
-  return (await useCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
+  return (await spendCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
 }
 
 /** A new verification code for an address whose account waits for verification; nothing otherwise. */
@@ -306,7 +379,7 @@ export async function resetPassword(input: {
 }): Promise<boolean> {
   const email = normalEmail(input.email);
   const passwordHash = await hashPassword(input.password);
-  const used = await useCode(email, "reset", input.code.trim(), passwordHash);
+  const used = await spendCode(email, "reset", input.code.trim(), passwordHash);
   if (!used) return false;
   await deleteSessionsOfUser(used.userId);
   await createNotification(
@@ -322,23 +395,33 @@ export async function resetPassword(input: {
 }
 
 export type SignInResult =
-  | { kind: "signedIn"; user: UserItem; cookieValue: string; maxAgeSeconds: number }
+  | {
+      kind: "signedIn";
+      user: UserItem;
+      cookieValue: string;
+      maxAgeSeconds: number;
+      /** The browser's device cookie value to set (a new one, or the known one with its year renewed). */
+      deviceCookieValue: string;
+    }
+  | { kind: "invalid" }
+  | { kind: "notVerified" }
+  | { kind: "locked"; retryAfterSeconds: number };
+
+export type PasswordCheck =
+  | { kind: "valid"; user: UserItem }
   | { kind: "invalid" }
   | { kind: "notVerified" }
   | { kind: "locked"; retryAfterSeconds: number };
 
 /**
- * Sign in with e-mail and password. Every attempt first takes one of the address's 5 attempts of
- * its 15-minute window (exactly, a conditional write); the right password gives it back, so only
- * failures stay counted. When none is left the answer is `locked` until the window ends, whatever
- * the password. An unknown address costs the same time and counts the same as a wrong password.
+ * Check an address's password under the sign-in rules, without starting a session (the MCP consent
+ * page, lib/oauth). Every attempt first takes one of the address's 5 attempts of its 15-minute
+ * window (exactly, a conditional write); the right password gives it back, so only failures stay
+ * counted. When none is left the answer is `locked` until the window ends, whatever the password.
+ * An unknown address costs the same time and counts the same as a wrong password.
  */
-export async function signIn(input: {
-  email: string;
-  password: string;
-  userAgent?: string;
-}): Promise<SignInResult> {
-  const email = normalEmail(input.email);
+export async function checkPassword(emailInput: string, password: string): Promise<PasswordCheck> {
+  const email = normalEmail(emailInput);
   const now = clockNow();
   const reservation = await reserveSignInAttempt(email, {
     nowMs: now,
@@ -348,19 +431,109 @@ export async function signIn(input: {
   if (!reservation.reserved)
     return {
       kind: "locked",
-      retryAfterSeconds: Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+      // At most the window: a concurrent attempt that read the clock later may have opened it.
+      retryAfterSeconds: Math.min(
+        SIGN_IN_WINDOW_MS / 1000,
+        Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
+      ),
     };
   const userId = await findUserIdByEmail(email);
   const account = userId ? await findAccount(userId) : undefined;
   const right = account?.passwordHash
-    ? await verifyPassword(input.password, account.passwordHash)
-    : await verifyAgainstNothing(input.password);
+    ? await verifyPassword(password, account.passwordHash)
+    : await verifyAgainstNothing(password);
   const user = right && userId ? await findUser(userId) : undefined;
   if (!right || !account || !user) return { kind: "invalid" };
   await releaseSignInAttempt(email, reservation.windowEnd);
   if (!account.emailVerified) return { kind: "notVerified" };
+  return { kind: "valid", user };
+}
+
+/** Sign in with e-mail and password (the rules of checkPassword), starting a session. */
+export async function signIn(input: {
+  email: string;
+  password: string;
+  userAgent?: string;
+  /** The request's `Cookie` header: its device cookie tells a known browser from a new one. */
+  cookieHeader?: string;
+}): Promise<SignInResult> {
+  const checked = await checkPassword(input.email, input.password);
+  if (checked.kind !== "valid") return checked;
+  const { user } = checked;
   const cookieValue = await startSession(user.userId, input.userAgent);
-  return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS };
+  const deviceCookieValue = await recordBrowser(user.userId, input.cookieHeader, input.userAgent);
+  return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS, deviceCookieValue };
+}
+
+/** The value of cookie `name` (either of `names`) in a `Cookie` header. */
+function cookieValueOf(cookieHeader: string | undefined, names: readonly string[]): string | undefined {
+  for (const part of cookieHeader?.split(";") ?? []) {
+    const at = part.indexOf("=");
+    if (at >= 0 && names.includes(part.slice(0, at).trim())) return part.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+/** A short name of the browser of a User-Agent ("Firefox on Linux"), or the header itself, truncated. */
+export function browserOf(userAgent: string | undefined): string {
+  const ua = userAgent?.trim() ?? "";
+  if (!ua) return "an unknown browser";
+  const browser = /Edg\//.test(ua)
+    ? "Edge"
+    : /Firefox\//.test(ua)
+      ? "Firefox"
+      : /Chrome\//.test(ua)
+        ? "Chrome"
+        : /Safari\//.test(ua)
+          ? "Safari"
+          : undefined;
+  const system = /Android/.test(ua)
+    ? "Android"
+    : /iPhone|iPad/.test(ua)
+      ? "iOS"
+      : /Windows/.test(ua)
+        ? "Windows"
+        : /Mac OS X|Macintosh/.test(ua)
+          ? "macOS"
+          : /Linux/.test(ua)
+            ? "Linux"
+            : undefined;
+  if (browser) return system ? `${browser} on ${system}` : browser;
+  return ua.length > 80 ? `${ua.slice(0, 79)}…` : ua;
+}
+
+/**
+ * Sign-in from a browser: a browser that carries a known device cookie of the user is refreshed; any
+ * other gets a new device cookie, and the user a "New sign-in" notification, unless the user has no
+ * known browser at all (the first sign-in, after sign-up or a first password: nobody to warn yet).
+ * The table keeps only SHA-256 of the cookie's value.
+ */
+async function recordBrowser(userId: string, cookieHeader: string | undefined, userAgent?: string) {
+  const presented = cookieValueOf(cookieHeader, [deviceCookieName(true), deviceCookieName(false)]);
+  const valid = presented && /^[A-Za-z0-9_-]{43}$/.test(presented) ? presented : undefined;
+  const known = valid ? await findDevice(userId, sha256(valid)) : undefined;
+  const value = known && valid ? valid : randomBytes(32).toString("base64url");
+  if (!known && (await hasDevice(userId))) {
+    const at = new Date(clockNow()).toUTCString();
+    await createNotification(
+      { kind: "user", userId },
+      {
+        type: "newSignIn",
+        title: "New sign-in",
+        message: `Your account was signed in to from ${browserOf(userAgent)} on ${at}. If that was not you, reset your password: that signs every session out.`,
+      },
+    );
+  }
+  const deviceHash = sha256(value);
+  await putDevice({
+    ...keys.userDevice(userId, deviceHash),
+    entity: "device",
+    userId,
+    deviceHash,
+    lastSignInAt: nowIso(),
+    TTL: nowSeconds() + DEVICE_SECONDS,
+  });
+  return value;
 }
 
 /** Start a session of `userId` (the user signed in: a password, or a passkey, lib/domain/passkeys.ts); answers the cookie's value. */
@@ -462,4 +635,21 @@ export async function revokeUserSession(userId: string, sessionId: string): Prom
 export async function signOut(cookieHeader: string | undefined): Promise<void> {
   const cookie = sessionCookieOf(cookieHeader);
   if (cookie) await deleteSession(cookie.userId, sha256(cookie.secret));
+}
+
+/**
+ * An operator's first password for a user without an account (the local operator account of
+ * `npm start`): the account is created verified. False when the user has an account already.
+ */
+export async function setFirstPassword(userId: string, password: string): Promise<boolean> {
+  const now = nowIso();
+  return putNewAccount({
+    ...keys.userAccount(userId),
+    entity: "account",
+    userId,
+    passwordHash: await hashPassword(password),
+    emailVerified: true,
+    passwordChanged: now,
+    accountCreated: now,
+  });
 }

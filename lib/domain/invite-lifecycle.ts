@@ -26,7 +26,7 @@ import {
   type TransactionStep,
   tableName,
 } from "#lib/db/store.ts";
-import { sendEmail } from "#lib/email.ts";
+import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { badRequest, conflict, notFound, upstreamFailed } from "#lib/shared/errors.ts";
 import { createNotification } from "./notifications.ts";
@@ -190,16 +190,22 @@ export class InviteLifecycle<I extends StoredInvite, R extends string> {
       ? `${inviter.userFirstName} ${inviter.userLastName}`.trim() || inviter.userEmail
       : "A member";
     const name = this.config.parentNameOf(invite);
+    const { appUrl } = getConfig();
+    const text = [
+      `${who} invited you to join ${this.config.describe.email(name)} as ${invite.roles.join(", ")}.`,
+      "",
+      `Accept the invitation: ${appUrl}/invites/${invite.inviteId}?email=${encodeURIComponent(invite.userEmail)}`,
+      "",
+      `The invitation expires on ${new Date(invite.TTL * 1000).toUTCString()}.`,
+      "",
+      "--",
+      `Sent by the API gateway at ${appUrl} because ${who} invited this address. If you do not expect it, ignore this message.`,
+    ].join("\n");
     await sendEmail({
       to: invite.userEmail,
       subject: `You are invited to join ${name}`,
-      text: [
-        `${who} invited you to join ${this.config.describe.email(name)} as ${invite.roles.join(", ")}.`,
-        "",
-        `Accept the invitation: ${getConfig().appUrl}/invites/${invite.inviteId}`,
-        "",
-        `The invitation expires on ${new Date(invite.TTL * 1000).toUTCString()}.`,
-      ].join("\n"),
+      text,
+      html: textToHtml(text),
     });
   }
 

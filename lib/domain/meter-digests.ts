@@ -30,7 +30,7 @@ import {
 } from "#lib/db/entities/notification.ts";
 import { findUser } from "#lib/db/entities/user.ts";
 import { nowIso } from "#lib/db/store.ts";
-import { sendEmail } from "#lib/email.ts";
+import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { isAdministrator } from "#lib/shared/roles.ts";
 import {
@@ -175,11 +175,15 @@ async function deliver(
   try {
     const to = await recipients(occurrence.clientId);
     if (to.length > 0) {
-      await sendEmail({
-        to,
-        subject: notification.title,
-        text: `${notification.message}\n\nThis digest is also in the organisation's notifications (id ${notification.notificationId}).`,
-      });
+      const text = [
+        notification.message,
+        "",
+        `This digest is also in the organisation's notifications (id ${notification.notificationId}).`,
+        "",
+        "--",
+        `Sent by the API gateway at ${getConfig().appUrl} because a meter of an organisation you belong to has alerts turned on.`,
+      ].join("\n");
+      await sendEmail({ to, subject: notification.title, text, html: textToHtml(text) });
     }
     await recordNotificationEmailSent(scope, notification.notificationId, to.length);
     return { created, emailed: to.length > 0 };

@@ -85,6 +85,10 @@ export const MCP_EXCLUDED_OPERATIONS: Readonly<Record<string, string>> = {
 /** Why an operation is not a tool, or undefined when it is one. */
 export function exclusionOf(operation: Operation): string | undefined {
   if (operation.unsupported) return "unsupported route (answers 405 only)";
+  // Whatever their access becomes (public today, a session cookie later): passwords, codes and
+  // sessions are the person's own, in the browser, and never an agent's argument or result.
+  if (operation.path.startsWith("/auth/"))
+    return "accounts (sign-up, sign-in, sessions, passwords): the person's own, never an agent's";
   if (operation.access.kind === "public")
     return "public route (OAuth2 redirect or document), not an API action";
   return MCP_EXCLUDED_OPERATIONS[operation.id];

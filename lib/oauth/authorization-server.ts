@@ -33,7 +33,7 @@ import {
 import { findUser } from "#lib/db/entities/user.ts";
 import { nowIso, nowSeconds } from "#lib/db/store.ts";
 import { consumeRequest } from "#lib/domain/rate-limit.ts";
-import { resolveToken } from "#lib/domain/tokens.ts";
+import { issueToken, MAX_TOKEN_NAME_LENGTH } from "#lib/domain/tokens.ts";
 import { ACCESS_TOKEN_TTL_SECONDS, signAccessToken } from "./access-tokens.ts";
 import { type ClientRegistration, registrationResponse } from "./client-metadata.ts";
 import { oauthError } from "./errors.ts";
@@ -183,19 +183,24 @@ function checkResource(params: Map<string, string>, resource: string) {
     throw oauthError("invalid_target", `resource: this server issues tokens for ${resource} only`);
 }
 
+/** The name of the API token an approval issues: `MCP: <client name>`, within the name's bound. */
+export const mcpTokenNameOf = (clientName: string) => `MCP: ${clientName}`.slice(0, MAX_TOKEN_NAME_LENGTH);
+
 /**
- * Approve an authorization request with the user's API token: a single-use code bound to the
- * client, redirect URI, PKCE challenge, resource, user and API token. Undefined when the token is
- * not valid (the consent page asks again); `invalid_request` when the client has gone meanwhile.
+ * Approve an authorization request for a signed-in user (password or session checked by the
+ * caller): a new API token of the user named `MCP: <client name>` (its raw value is dropped here,
+ * never shown or stored in clear), and a single-use code bound to the client, redirect URI, PKCE
+ * challenge, resource, user and that token. Revoking the token cuts the agent off. Throws
+ * `invalid_request` when the client has gone meanwhile, and the tokens' ApiError (400) when the
+ * user holds the most tokens allowed.
  */
 export async function approveAuthorization(
   request: ClientAndRedirect & AuthorizationParams,
-  rawToken: string,
-): Promise<string | undefined> {
-  const token = await resolveToken(rawToken.trim());
-  if (!token) return undefined;
+  userId: string,
+): Promise<string> {
   const extended = await extendOAuthClient(request.client.clientId);
   if (!extended) throw oauthError("invalid_request", "client_id: unknown client");
+  const token = await issueToken(userId, { tokenName: mcpTokenNameOf(request.client.clientName) });
   // Its first approval: the client no longer counts among the pending ones.
   if (extended.pendingBucket !== undefined) await releasePendingClientPlace(extended.pendingBucket);
   const code = secret();
@@ -206,7 +211,7 @@ export async function approveAuthorization(
     redirectUri: request.redirectUri,
     codeChallenge: request.codeChallenge,
     resource: request.resource,
-    userId: token.userId,
+    userId,
     tokenId: token.tokenId,
     createdAt: nowIso(),
     TTL: nowSeconds() + AUTHORIZATION_CODE_TTL_SECONDS,

@@ -5,7 +5,15 @@
  * lib/oauth/authorization-server.ts, and shape the answer.
  */
 import { isServiceUnavailable } from "#lib/aws/clients.ts";
+import {
+  checkPassword,
+  INVALID_CREDENTIALS_MESSAGE,
+  LOCKED_MESSAGE,
+  NOT_VERIFIED_MESSAGE,
+  sessionFromCookie,
+} from "#lib/domain/accounts.ts";
 import { describeError, log } from "#lib/log.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 import {
   approveAuthorization,
   checkAuthorizationParams,
@@ -16,7 +24,7 @@ import {
   singleParams,
 } from "./authorization-server.ts";
 import { MAX_OAUTH_BODY_BYTES, parseClientRegistration } from "./client-metadata.ts";
-import { consentPage, errorPage, pageHeaders } from "./consent-page.ts";
+import { type ConsentPageOptions, consentPage, errorPage, pageHeaders } from "./consent-page.ts";
 import { OAuthError, oauthError } from "./errors.ts";
 import {
   authorizationServerMetadata,
@@ -127,6 +135,13 @@ const errorAnswer = (error: OAuthError) => htmlPage(400, errorPage(error.code, e
  */
 const authorize: Endpoint = async (request, { issuer, resource }) => {
   const isPost = request.method === "POST";
+  // Anti-forgery of the form (besides SameSite=Lax on the session cookie, the CSP's form-action
+  // and frame-ancestors): a POST must come from this server's own page.
+  if (isPost && !sameOriginPost(request, issuer))
+    return htmlPage(
+      403,
+      errorPage("access_denied", "The consent form must be sent from this server's own page"),
+    );
   let params: Map<string, string>;
   let authorization: Awaited<ReturnType<typeof resolveClientAndRedirect>> &
     ReturnType<typeof checkAuthorizationParams>;
@@ -141,7 +156,28 @@ const authorize: Endpoint = async (request, { issuer, resource }) => {
   const redirectUri = authorization.redirectUri;
   const redirectOrigin = new URL(redirectUri).origin;
   const authorizeUrl = `${issuer}${OAUTH_PATHS.authorize}`;
-  if (!isPost) return htmlPage(200, consentPage(authorization, params, { authorizeUrl }), redirectOrigin);
+  const email = params.get("email")?.trim() ?? "";
+  const password = params.get("password") ?? "";
+  const withPassword = isPost && (email !== "" || password !== "");
+  // The console session's user, unless the form was filled in (then only the password counts).
+  const session = withPassword
+    ? undefined
+    : await sessionFromCookie(request.headers.get("cookie") ?? undefined);
+  const signedInAs = session?.user.userEmail;
+  const again = (
+    status: number,
+    error: ConsentPageOptions["error"],
+    headers: Record<string, string> = {},
+  ) => {
+    const answer = htmlPage(
+      status,
+      consentPage(authorization, params, { authorizeUrl, signedInAs, email, error }),
+      redirectOrigin,
+    );
+    for (const [name, value] of Object.entries(headers)) answer.headers.set(name, value);
+    return answer;
+  };
+  if (!isPost) return again(200, undefined);
   if (params.get("consent") !== "approve")
     return redirectTo(redirectUri, 303, {
       error: "access_denied",
@@ -149,21 +185,46 @@ const authorize: Endpoint = async (request, { issuer, resource }) => {
       state: authorization.state,
       iss: issuer,
     });
-  let code: string | undefined;
+  let userId: string;
+  if (withPassword) {
+    if (!email) return again(400, { message: "Enter your email address", field: "email" });
+    const checked = await checkPassword(email, password);
+    if (checked.kind === "locked")
+      return again(429, { message: LOCKED_MESSAGE }, { "Retry-After": String(checked.retryAfterSeconds) });
+    if (checked.kind === "notVerified") return again(403, { message: NOT_VERIFIED_MESSAGE, field: "email" });
+    if (checked.kind === "invalid")
+      return again(401, { message: INVALID_CREDENTIALS_MESSAGE, field: "password" });
+    userId = checked.user.userId;
+  } else if (session) {
+    userId = session.user.userId;
+  } else {
+    return again(401, { message: "Enter your email address and password", field: "email" });
+  }
+  let code: string;
   try {
-    code = await approveAuthorization(authorization, params.get("token") ?? "");
+    code = await approveAuthorization(authorization, userId);
   } catch (error) {
     if (error instanceof OAuthError) return errorAnswer(error);
+    // The most API tokens a user may hold: the page says so (revoke one, then approve again).
+    if (error instanceof DomainError && error.kind === "validation")
+      return again(400, { message: error.message });
     throw error;
   }
-  if (!code)
-    return htmlPage(
-      401,
-      consentPage(authorization, params, { authorizeUrl, error: "That API token is not valid. Try again." }),
-      redirectOrigin,
-    );
   return redirectTo(redirectUri, 303, { code, state: authorization.state, iss: issuer });
 };
+
+/**
+ * Whether a POST to the authorization endpoint comes from this server's own page: its `Origin`,
+ * when the browser sends one, is the issuer's, and `Sec-Fetch-Site`, when sent, is same-origin
+ * (or none: typed by the user). Clients without either header (not browsers) pass: they cannot
+ * carry a victim's session cookie anyway.
+ */
+function sameOriginPost(request: Request, issuer: string): boolean {
+  const origin = request.headers.get("origin");
+  if (origin !== null && origin !== new URL(issuer).origin) return false;
+  const site = request.headers.get("sec-fetch-site");
+  return site === null || site === "same-origin" || site === "none";
+}
 
 const ROUTES: Record<string, { methods: string[]; endpoint: Endpoint; cors: boolean }> = {
   [OAUTH_PATHS.protectedResource]: { methods: ["GET"], endpoint: protectedResource, cors: true },

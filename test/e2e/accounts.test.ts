@@ -8,6 +8,7 @@ import { dynamo } from "#lib/aws/clients.ts";
 import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
+import { setFirstPassword } from "#lib/domain/accounts.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { TestClock } from "../support/clock.ts";
 import { sentEmails } from "../support/emulator.ts";
@@ -541,5 +542,16 @@ describe("POST /auth/forgot-password, POST /auth/reset-password", () => {
     });
     expect(answer.status).toBe(400);
     expect(answer.body.fields).toEqual(["password"]);
+  });
+});
+
+describe("an operator's first password (the local operator account of npm start)", () => {
+  it("creates a verified account once: sign-in works; a second call changes nothing", async () => {
+    const user = await stack.newUser();
+    expect(await setFirstPassword(user.userId, PASSWORD)).toBe(true);
+    expect((await post("/auth/sign-in", { email: user.email, password: PASSWORD })).status).toBe(200);
+    expect(await setFirstPassword(user.userId, NEW_PASSWORD)).toBe(false);
+    expect((await post("/auth/sign-in", { email: user.email, password: NEW_PASSWORD })).status).toBe(401);
+    expect((await post("/auth/sign-in", { email: user.email, password: PASSWORD })).status).toBe(200);
   });
 });

@@ -214,8 +214,12 @@ describe("predicate_match, minute cadence", () => {
     ]);
     expect(await usageNotificationsOf(quiet)).toEqual([]);
     // One e-mail per notification, to the owner (admin), none to the reader.
-    expect(await emailsAbout(owner.email, meterId)).toHaveLength(2);
+    const mails = await emailsAbout(owner.email, meterId);
+    expect(mails).toHaveLength(2);
     expect(await emailsAbout(reader.email, meterId)).toHaveLength(0);
+    // The HTML part (what the emulator keeps), saying who sent it and why.
+    expect(mails[0]?.body).toMatch(/^<!doctype html>/);
+    expect(mails[0]?.body).toContain("because a meter of an organisation you belong to has alerts turned on");
   });
 
   it("reruns change nothing, even with the run records lost", async () => {

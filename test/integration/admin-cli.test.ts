@@ -18,6 +18,7 @@ import { createClient } from "#lib/domain/clients.ts";
 import { resolveToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
 import { provisionStack } from "#local/provision.ts";
+import { sentEmails } from "../support/emulator.ts";
 import { storedItem } from "../support/stack.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -320,7 +321,7 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
     expectOneLineError(empty, /--title/);
   });
 
-  it("--local <file> takes the endpoint, table and region from a stack file", async () => {
+  it("--local <file> takes the endpoint, table, region and APP_URL from a stack file", async () => {
     const file = join(tempDir, "stack.json");
     await writeFile(
       file,
@@ -332,6 +333,7 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
         awsEndpointUrl: process.env.AWS_ENDPOINT_URL,
         tableName: getConfig().tableName,
         homeRegion: getConfig().homeRegion,
+        appUrl: "http://localhost:4321",
       }),
     );
     // Nothing about the stack in the environment: without --local the CLI cannot know the table.
@@ -343,6 +345,7 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
       "REGIONS",
       "AWS_ACCESS_KEY_ID",
       "AWS_SECRET_ACCESS_KEY",
+      "APP_URL",
     ]) {
       delete env[name];
     }
@@ -355,6 +358,11 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
     ]);
     expect(created).toMatchObject({ userEmail: email });
     expect(await storedItem(keys.user(created.userId))).toMatchObject({ userEmail: email });
+    // The set-password e-mail links to the local stack's APP_URL.
+    const [setPassword] = (await sentEmails(email)).filter((mail) => mail.subject === "Set your password");
+    expect(setPassword?.body).toContain(
+      `http://localhost:4321/reset-password?email=${encodeURIComponent(email)}&#38;code=`,
+    );
     expectOneLineError(withoutLocal, /TABLE_NAME/);
     expectOneLineError(missingFile, /cannot read .*missing\.json/);
   });

@@ -15,8 +15,6 @@ import { getConfig } from "#lib/config.ts";
 import { countPendingClients } from "#lib/db/entities/oauth-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, nowSeconds, tableName } from "#lib/db/store.ts";
-import { issueToken } from "#lib/domain/tokens.ts";
-import { createUser } from "#lib/domain/users.ts";
 import { handleOAuthRequest } from "#lib/oauth/http.ts";
 import { s256Challenge } from "#lib/oauth/pkce.ts";
 import {
@@ -26,6 +24,7 @@ import {
   pendingBucketsAt,
 } from "#lib/oauth/registration-limits.ts";
 import { provisionSigningKey, provisionTable } from "#local/provision.ts";
+import { newAccountHolder } from "../support/accounts.ts";
 import { storedItem } from "../support/stack.ts";
 import { serveWebHandler, type WebHandlerServer } from "../support/web-handler-server.ts";
 
@@ -173,12 +172,7 @@ describe("clients waiting for a first approval", () => {
       expect(stored).toMatchObject({ pendingBucket: expect.any(Number) });
       expect(stored?.TTL).toBeGreaterThan(nowSeconds() + PENDING_CLIENT_TTL_SECONDS - 60);
       expect(stored?.TTL).toBeLessThanOrEqual(nowSeconds() + PENDING_CLIENT_TTL_SECONDS);
-      const user = await createUser({
-        email: `limits-${randomBytes(4).toString("hex")}@example.test`,
-        firstName: "L",
-        lastName: "Imit",
-      });
-      const token = await issueToken(user.userId);
+      const user = await newAccountHolder("limits");
       const approval = await fetch(`${server.baseUrl}/oauth/authorize`, {
         method: "POST",
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -188,7 +182,8 @@ describe("clients waiting for a first approval", () => {
           redirect_uri: REDIRECT_URI,
           code_challenge: s256Challenge(randomBytes(32).toString("base64url")),
           code_challenge_method: "S256",
-          token: token.token,
+          email: user.email,
+          password: user.password,
           consent: "approve",
         }),
         redirect: "manual",

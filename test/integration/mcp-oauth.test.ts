@@ -11,13 +11,15 @@ import { decodeJwt, decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getConfig } from "#lib/config.ts";
 import { findAuthorizationCode, redeemAuthorizationCode } from "#lib/db/entities/oauth-code.ts";
+import { findUser } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
-import { issueToken, revokeToken } from "#lib/domain/tokens.ts";
-import { createUser } from "#lib/domain/users.ts";
+import { signIn, signOut, signUp } from "#lib/domain/accounts.ts";
+import { issueToken, listUserTokens, revokeToken } from "#lib/domain/tokens.ts";
 import { signAccessToken, verifyAccessToken } from "#lib/oauth/access-tokens.ts";
 import { handleOAuthRequest } from "#lib/oauth/http.ts";
 import { s256Challenge } from "#lib/oauth/pkce.ts";
 import { provisionSigningKey, provisionTable } from "#local/provision.ts";
+import { type AccountHolder, newAccountHolder } from "../support/accounts.ts";
 import { storedItem } from "../support/stack.ts";
 import { serveWebHandler, type WebHandlerServer } from "../support/web-handler-server.ts";
 
@@ -46,17 +48,15 @@ afterAll(async () => {
   await server?.close();
 });
 
-let userCounter = 0;
-async function newUser() {
-  userCounter += 1;
-  const user = await createUser({
-    email: `oauth${userCounter}-${randomBytes(4).toString("hex")}@example.test`,
-    firstName: "O",
-    lastName: "Auth",
-  });
-  const token = await issueToken(user.userId);
-  return { userId: user.userId, token: token.token, tokenId: token.tokenId };
+/** A person with a verified account and a password; `tokenId` is the API token of their latest approval. */
+interface Person extends AccountHolder {
+  tokenId: string;
 }
+async function newUser(): Promise<Person> {
+  return { ...(await newAccountHolder("oauth")), tokenId: "" };
+}
+
+const tokenIdsOf = async (userId: string) => Object.keys((await findUser(userId))?.tokens ?? {});
 
 const form = (fields: Record<string, string | undefined>) =>
   new URLSearchParams(
@@ -107,12 +107,25 @@ async function newAuthorization(overrides: Record<string, string> = {}): Promise
   };
 }
 
-/** Approve on the consent page; the redirect's query (code, state, iss, or an error). */
-async function approve(authorization: Authorization, apiToken: string, consent = "approve") {
-  const response = await post("/oauth/authorize", { ...authorization.params, token: apiToken, consent });
+/**
+ * Approve on the consent page, signing in with the person's e-mail and password; the redirect's
+ * query (code, state, iss, or an error). The API token the approval issued becomes `user.tokenId`.
+ */
+async function approve(authorization: Authorization, user: Person | undefined, consent = "approve") {
+  const before = user ? await tokenIdsOf(user.userId) : [];
+  const response = await post("/oauth/authorize", {
+    ...authorization.params,
+    ...(user ? { email: user.email, password: user.password } : {}),
+    consent,
+  });
   expect(response.status, await response.clone().text()).toBe(303);
   const location = new URL(response.headers.get("location") ?? "");
   expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
+  if (user && consent === "approve") {
+    const added = (await tokenIdsOf(user.userId)).filter((id) => !before.includes(id));
+    expect(added).toHaveLength(1);
+    user.tokenId = added[0] ?? "";
+  }
   return location.searchParams;
 }
 
@@ -129,9 +142,9 @@ const refresh = (clientId: string, refreshToken: string) =>
   post("/oauth/token", { grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId });
 
 /** The whole flow: register, consent, approve, exchange. */
-async function tokensFor(user: { token: string }) {
+async function tokensFor(user: Person) {
   const authorization = await newAuthorization();
-  const code = (await approve(authorization, user.token)).get("code") ?? "";
+  const code = (await approve(authorization, user)).get("code") ?? "";
   const response = await exchange(authorization, code);
   const body = (await response.json()) as Record<string, any>;
   expect(response.status, JSON.stringify(body)).toBe(200);
@@ -247,7 +260,13 @@ describe("the authorization endpoint", () => {
     expect(html).not.toContain("<script>");
     expect(html).not.toContain("<b>");
     expect(html).toContain(resource);
-    expect(html).toContain('name="token" type="password"');
+    expect(html).toMatch(
+      /<label for="email">Email<\/label>\s*<input id="email" name="email" type="email" autocomplete="username"/,
+    );
+    expect(html).toMatch(
+      /<label for="password">Password<\/label>\s*<input id="password" name="password" type="password" autocomplete="current-password"/,
+    );
+    expect(html).not.toContain('name="token"');
     expect(html).toContain(`name="code_challenge" value="${s256Challenge(verifier)}"`);
   });
 
@@ -302,22 +321,170 @@ describe("the authorization endpoint", () => {
     },
   );
 
-  it("answers a denial with access_denied, and a wrong API token with the page again and no code", async () => {
+  it("answers a denial with access_denied, and a wrong password with the page again and no code", async () => {
     const user = await newUser();
     const authorization = await newAuthorization();
-    const denied = await approve(authorization, "", "deny");
+    const denied = await approve(authorization, undefined, "deny");
     expect(denied.get("error")).toBe("access_denied");
     expect(denied.get("state")).toBe(authorization.params.state);
     expect(denied.get("code")).toBeNull();
 
+    const before = await tokenIdsOf(user.userId);
     const wrong = await post("/oauth/authorize", {
       ...authorization.params,
-      token: `${user.token.slice(0, -2)}xx`,
+      email: user.email,
+      password: `${user.password}x`,
       consent: "approve",
     });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("location")).toBeNull();
-    expect(await wrong.text()).toContain("That API token is not valid");
+    expect(wrong.headers.get("content-type")).toMatch(/^text\/html/);
+    const html = await wrong.text();
+    expect(html).toContain(
+      '<p id="password-error" class="field-error" role="alert">Invalid email or password</p>',
+    );
+    // The address is kept, the password is not.
+    expect(html).toContain(`value="${user.email}"`);
+    expect(html).not.toContain(user.password);
+    expect(await tokenIdsOf(user.userId)).toEqual(before);
+
+    // An unknown address answers the same; an empty form asks for the fields.
+    const unknown = await post("/oauth/authorize", {
+      ...authorization.params,
+      email: "nobody-here@accounts.example.test",
+      password: "whatever-it-is",
+      consent: "approve",
+    });
+    expect(unknown.status).toBe(401);
+    expect(await unknown.text()).toContain("Invalid email or password");
+    const empty = await post("/oauth/authorize", { ...authorization.params, consent: "approve" });
+    expect(empty.status).toBe(401);
+    expect(await empty.text()).toContain("Enter your email address and password");
+  });
+
+  it("applies the sign-in lockout: after 5 failures even the right password is refused", async () => {
+    const user = await newUser();
+    const authorization = await newAuthorization();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const wrong = await post("/oauth/authorize", {
+        ...authorization.params,
+        email: user.email,
+        password: "not-the-password",
+        consent: "approve",
+      });
+      expect(wrong.status).toBe(401);
+    }
+    const locked = await post("/oauth/authorize", {
+      ...authorization.params,
+      email: user.email,
+      password: user.password,
+      consent: "approve",
+    });
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get("location")).toBeNull();
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await locked.text()).toContain("Too many failed sign-ins for this address; try again later");
+  });
+
+  it("refuses an address not verified yet, with the message next to the address", async () => {
+    const email = `unverified-${randomBytes(6).toString("hex")}@accounts.example.test`;
+    await newAccountHolder("provision");
+    await signUp({ email, password: "a-long-password-1", firstName: "U", lastName: "V" });
+    const authorization = await newAuthorization();
+    const answer = await post("/oauth/authorize", {
+      ...authorization.params,
+      email,
+      password: "a-long-password-1",
+      consent: "approve",
+    });
+    expect(answer.status).toBe(403);
+    expect(answer.headers.get("location")).toBeNull();
+    expect(await answer.text()).toContain(
+      '<p id="email-error" class="field-error" role="alert">Email address not verified</p>',
+    );
+  });
+
+  it("approves as the console session's user without a password", async () => {
+    const user = await newUser();
+    const signedIn = await signIn({ email: user.email, password: user.password });
+    if (signedIn.kind !== "signedIn") throw new Error(signedIn.kind);
+    const cookie = `session=${signedIn.cookieValue}`;
+    const authorization = await newAuthorization();
+    const page = await fetch(`${base}/oauth/authorize?${form(authorization.params)}`, {
+      headers: { cookie },
+    });
+    const html = await page.text();
+    expect(html).toContain(`Signed in as <strong>${user.email}</strong>`);
+    expect(html).not.toContain('name="password"');
+
+    const answer = await fetch(`${base}/oauth/authorize`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", cookie, origin: base },
+      body: form({ ...authorization.params, consent: "approve" }),
+      redirect: "manual",
+    });
+    expect(answer.status, await answer.clone().text()).toBe(303);
+    const code = new URL(answer.headers.get("location") ?? "").searchParams.get("code") ?? "";
+    const tokens = (await (await exchange(authorization, code)).json()) as Record<string, any>;
+    expect(await verifyAccessToken(tokens.access_token, resource)).toMatchObject({ userId: user.userId });
+
+    // A session that was signed out approves nothing.
+    await signOut(cookie);
+    const after = await fetch(`${base}/oauth/authorize`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", cookie, origin: base },
+      body: form({ ...authorization.params, consent: "approve" }),
+      redirect: "manual",
+    });
+    expect(after.status).toBe(401);
+    expect(after.headers.get("location")).toBeNull();
+  });
+
+  it("refuses a POST from another origin (cross-site form), whatever it carries", async () => {
+    const user = await newUser();
+    const authorization = await newAuthorization();
+    const forged: Record<string, string>[] = [
+      { origin: "https://evil.example" },
+      { "sec-fetch-site": "cross-site" },
+    ];
+    for (const headers of forged) {
+      const answer = await fetch(`${base}/oauth/authorize`, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+        body: form({
+          ...authorization.params,
+          email: user.email,
+          password: user.password,
+          consent: "approve",
+        }),
+        redirect: "manual",
+      });
+      expect(answer.status).toBe(403);
+      expect(answer.headers.get("location")).toBeNull();
+      expect(await answer.text()).toContain("must be sent from this server&#39;s own page");
+    }
+    expect(await tokenIdsOf(user.userId)).toEqual([]);
+  });
+
+  it("names the issued API token after the client, and says so when the user holds 20 tokens", async () => {
+    const user = await newUser();
+    const authorization = await newAuthorization();
+    await approve(authorization, user);
+    const tokens = await listUserTokens(user.userId);
+    expect(tokens.map((token) => token.tokenName)).toEqual(["MCP: Test agent"]);
+    expect(JSON.stringify(tokens)).not.toMatch(/u-[A-Za-z0-9_-]{43}/);
+    for (let index = 1; index < 20; index++) await issueToken(user.userId);
+    const full = await post("/oauth/authorize", {
+      ...(await newAuthorization()).params,
+      email: user.email,
+      password: user.password,
+      consent: "approve",
+    });
+    expect(full.status).toBe(400);
+    expect(full.headers.get("location")).toBeNull();
+    expect(await full.text()).toContain(
+      "A user can hold at most 20 API tokens; revoke one before creating another",
+    );
   });
 });
 
@@ -327,7 +494,7 @@ describe("the full flow with PKCE", () => {
     const authorization = await newAuthorization();
     const consent = await fetch(`${base}/oauth/authorize?${form(authorization.params)}`);
     expect(consent.status).toBe(200);
-    const answer = await approve(authorization, user.token);
+    const answer = await approve(authorization, user);
     expect(answer.get("state")).toBe(authorization.params.state);
     expect(answer.get("iss")).toBe(base);
     const code = answer.get("code") ?? "";
@@ -357,7 +524,7 @@ describe("the full flow with PKCE", () => {
   it("refuses a wrong verifier with invalid_grant, and the code still works with the right one", async () => {
     const user = await newUser();
     const authorization = await newAuthorization();
-    const code = (await approve(authorization, user.token)).get("code") ?? "";
+    const code = (await approve(authorization, user)).get("code") ?? "";
     const wrong = await exchange(authorization, code, randomBytes(32).toString("base64url"));
     expect(wrong.status).toBe(400);
     expect(await wrong.json()).toMatchObject({ error: "invalid_grant", error_description: /code_verifier/ });
@@ -367,7 +534,7 @@ describe("the full flow with PKCE", () => {
   it("refuses another client's or another redirect URI's use of a code", async () => {
     const user = await newUser();
     const authorization = await newAuthorization();
-    const code = (await approve(authorization, user.token)).get("code") ?? "";
+    const code = (await approve(authorization, user)).get("code") ?? "";
     const other = await newAuthorization();
     const stolen = await exchange({ ...other, verifier: authorization.verifier }, code);
     expect(stolen.status).toBe(400);
@@ -391,7 +558,7 @@ describe("the full flow with PKCE", () => {
   it("decides single use by the conditional write: a second redemption of a read code loses and writes nothing", async () => {
     const user = await newUser();
     const authorization = await newAuthorization();
-    const code = (await approve(authorization, user.token)).get("code") ?? "";
+    const code = (await approve(authorization, user)).get("code") ?? "";
     const codeHash = createHash("sha256").update(code).digest("hex");
     const stored = await findAuthorizationCode(codeHash);
     expect(stored?.redeemedAt).toBeUndefined();
@@ -418,7 +585,7 @@ describe("the full flow with PKCE", () => {
   it("lets exactly one of two concurrent redemptions of a code win", async () => {
     const user = await newUser();
     const authorization = await newAuthorization();
-    const code = (await approve(authorization, user.token)).get("code") ?? "";
+    const code = (await approve(authorization, user)).get("code") ?? "";
     const statuses = (await Promise.all([exchange(authorization, code), exchange(authorization, code)])).map(
       (response) => response.status,
     );
@@ -628,12 +795,12 @@ describe("the MCP SDK's own OAuth client", () => {
     expect(authorizationUrl.searchParams.get("code_challenge_method")).toBe("S256");
     expect(authorizationUrl.searchParams.get("resource")).toBe(resource);
 
-    // The browser's part: the consent page, then the user approves with their API token.
+    // The browser's part: the consent page, then the user signs in there and approves.
     const page = await fetch(authorizationUrl);
     expect(page.status).toBe(200);
     const answer = await approve(
       { clientId: "", verifier: "", params: Object.fromEntries(authorizationUrl.searchParams) },
-      user.token,
+      user,
     );
     expect(answer.get("state")).toBe("sdk-state");
 

@@ -20,6 +20,10 @@ const OPTIONAL = [
   "WEBAUTHN_RP_ID",
   "WEBAUTHN_ORIGIN",
   "WEBAUTHN_RP_NAME",
+  "PORT",
+  "SIGN_UP_POLICY",
+  "SIGN_UP_ALLOWED_DOMAINS",
+  "AUTH_REQUESTS_PER_IP_PER_MINUTE",
 ];
 
 beforeEach(() => {
@@ -59,6 +63,7 @@ describe("getConfig", () => {
     ["DATA_PLANE_URLS", '{"us-east-1": 5}'],
     ["CLIENT_DELETION_GRACE_DAYS", "-1"],
     ["CLIENT_DELETION_GRACE_DAYS", "lots"],
+    ["PORT", "http"],
   ])("rejects %s=%j, naming it", (name, value) => {
     process.env[name] = value;
     expect(() => getConfig()).toThrow(new RegExp(`Invalid configuration: .*${name}`));
@@ -77,6 +82,45 @@ describe("getConfig", () => {
       stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
+    });
+  });
+
+  it.each([
+    ["SIGN_UP_POLICY", "closed"],
+    ["SIGN_UP_ALLOWED_DOMAINS", "example.com, not a domain"],
+    ["AUTH_REQUESTS_PER_IP_PER_MINUTE", "0"],
+    ["WEBAUTHN_ORIGIN", "not a url"],
+  ])("rejects the account setting %s=%j, naming it", (name, value) => {
+    minimalEnv();
+    process.env[name] = value;
+    expect(() => getAccountConfig()).toThrow(new RegExp(`Invalid configuration: .*${name}`));
+  });
+
+  it("applies the account settings' defaults", () => {
+    minimalEnv();
+    expect(getAccountConfig()).toEqual({
+      signUp: { policy: "open", allowedDomains: [] },
+      authRequestsPerIpPerMinute: 300,
+      webauthn: { rpId: "localhost", origin: "http://localhost:3000", rpName: "API gateway" },
+    });
+  });
+
+  it("defaults APP_URL to the local Core API on PORT", () => {
+    minimalEnv();
+    process.env.PORT = "4010";
+    expect(getConfig().appUrl).toBe("http://localhost:4010");
+  });
+
+  it("reads the accounts policy: invite-only, the allowed domains lower-cased, the per-IP limit", () => {
+    minimalEnv();
+    Object.assign(process.env, {
+      SIGN_UP_POLICY: "invite-only",
+      SIGN_UP_ALLOWED_DOMAINS: " Example.com ,example.org,",
+      AUTH_REQUESTS_PER_IP_PER_MINUTE: "60",
+    });
+    expect(getAccountConfig()).toMatchObject({
+      signUp: { policy: "invite-only", allowedDomains: ["example.com", "example.org"] },
+      authRequestsPerIpPerMinute: 60,
     });
   });
 

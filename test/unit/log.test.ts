@@ -128,6 +128,97 @@ describe("log", () => {
       expect(stdout[0]).not.toContain(secret);
   });
 
+  it("redacts the accounts' secrets: codes, session cookies, verifiers, by key (issue 21)", () => {
+    log.info("Accounts", {
+      code: "123456",
+      Code: "654321",
+      verificationCode: "111111",
+      resetCode: "222222",
+      codeHash: "h-1",
+      codeSalt: "s-salt",
+      otp: "333333",
+      session: "user.sessionsecret1",
+      sessionCookie: "user.sessionsecret2",
+      "set-cookie": "__Host-session=user.sessionsecret3",
+      cookies: ["session=user.sessionsecret4"],
+      code_verifier: "verifier-value",
+      newPassword: "new-hunter2",
+      passwordHash: "scrypt$hash",
+      statusCode: 401,
+      errorCode: "ConditionalCheckFailed",
+      sessionId: "0d3c1d6e-9d1e-4f55-bd7e-3f1c7b1a4e21",
+    });
+    const [entry] = lines(stdout);
+    for (const key of [
+      "code",
+      "Code",
+      "verificationCode",
+      "resetCode",
+      "codeHash",
+      "codeSalt",
+      "otp",
+      "session",
+      "sessionCookie",
+      "set-cookie",
+      "cookies",
+      "code_verifier",
+      "newPassword",
+      "passwordHash",
+    ])
+      expect(entry?.[key], key).toBe("[redacted]");
+    // Not secrets: kept, so lines stay useful.
+    expect(entry).toMatchObject({
+      statusCode: 401,
+      errorCode: "ConditionalCheckFailed",
+      sessionId: "0d3c1d6e-9d1e-4f55-bd7e-3f1c7b1a4e21",
+    });
+    for (const secret of [
+      "123456",
+      "654321",
+      "111111",
+      "222222",
+      "333333",
+      "sessionsecret",
+      "verifier-value",
+      "hunter2",
+    ])
+      expect(stdout[0]).not.toContain(secret);
+  });
+
+  it("redacts secrets inside text: a raw token, the session cookie, JSON, query and form fields", () => {
+    const token = `u-${"A".repeat(43)}`;
+    const cookie = "0d3c1d6e-9d1e-4f55-bd7e-3f1c7b1a4e21.BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
+    log.warn(`Refused ${token}`, {
+      body: JSON.stringify({ email: "ada@example.test", password: "pw-in-json", code: "424242" }),
+      url: "/verify-email?email=ada%40example.test&code=515151",
+      form: "grant_type=refresh_token&refresh_token=g-x.rt-secret&code_verifier=cv-secret",
+      header: `Cookie: theme=dark; __Host-session=${cookie}`,
+      note: `plain session=${cookie}`,
+      errorMessage: `Bad token ${token}`,
+    });
+    const [entry] = lines(stderr);
+    expect(entry?.message).toBe("Refused u-[redacted]");
+    expect(JSON.parse(entry?.body)).toEqual({
+      email: "ada@example.test",
+      password: "[redacted]",
+      code: "[redacted]",
+    });
+    expect(entry?.url).toBe("/verify-email?email=ada%40example.test&code=[redacted]");
+    expect(entry?.form).toBe("grant_type=refresh_token&refresh_token=[redacted]&code_verifier=[redacted]");
+    expect(entry?.header).toBe("Cookie: theme=dark; __Host-session=[redacted]");
+    for (const secret of [
+      token,
+      cookie,
+      "BBBBBBBB",
+      "pw-in-json",
+      "424242",
+      "515151",
+      "rt-secret",
+      "cv-secret",
+    ])
+      expect(stderr[0]).not.toContain(secret);
+  });
+
   it("does not modify the caller's object", () => {
     const fields = { headers: { authorization: "u-keep" } };
     log.info("x", fields);

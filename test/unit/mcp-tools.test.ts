@@ -35,6 +35,7 @@ describe("derivation from the registry", () => {
     for (const operation of OPERATIONS) {
       const excluded =
         operation.unsupported ||
+        operation.path.startsWith("/auth/") ||
         operation.access.kind === "public" ||
         operation.id in MCP_EXCLUDED_OPERATIONS;
       expect(offered.has(toolNameOf(operation.id)), operation.id).toBe(!excluded);
@@ -60,6 +61,22 @@ describe("derivation from the registry", () => {
     for (const operation of tokenOperations) {
       expect(offered.has(toolNameOf(operation.id)), operation.id).toBe(false);
       expect(exclusionOf(operation), operation.id).toMatch(/API tokens/);
+    }
+  });
+
+  it("offers no /auth operation, so a password, code or session is never a tool argument or result (issue 21)", () => {
+    const authOperations = OPERATIONS.filter((operation) => operation.path.startsWith("/auth/"));
+    expect(authOperations.map((operation) => operation.id)).toEqual(
+      expect.arrayContaining(["signUp", "verifyEmail", "signIn", "forgotPassword", "resetPassword"]),
+    );
+    const offered = new Set(OPERATION_TOOLS.map((tool) => tool.name));
+    for (const operation of authOperations) {
+      expect(offered.has(toolNameOf(operation.id)), operation.id).toBe(false);
+      // Excluded by its path, whatever its access (public today, a session cookie later).
+      expect(
+        exclusionOf({ ...operation, access: { kind: "self" } } as typeof operation),
+        operation.id,
+      ).toMatch(/accounts/);
     }
   });
 

@@ -227,37 +227,62 @@ describe("the consent page", () => {
     ["client_id", 'c"><script>'],
     ["redirect_uri", "https://a.example/cb"],
     ["state", "<b>"],
-    ["token", "u-never-echoed"],
+    ["password", "never-echoed"],
   ]);
-  const html = consentPage(
-    {
-      client: {
-        pKey: "p",
-        sKey: "s",
-        entity: "oauthClient",
-        clientId: 'c"><script>',
-        clientName: "<img src=x onerror=alert(1)>",
-        redirectUris: ["https://a.example/cb"],
-        createdAt: "",
-        TTL: 0,
-      },
-      redirectUri: "https://a.example/cb",
-      codeChallenge: "x",
-      resource: "https://gw.example/mcp",
-      state: "<b>",
+  const request: Parameters<typeof consentPage>[0] = {
+    client: {
+      pKey: "p",
+      sKey: "s",
+      entity: "oauthClient",
+      clientId: 'c"><script>',
+      clientName: "<img src=x onerror=alert(1)>",
+      redirectUris: ["https://a.example/cb"],
+      createdAt: "",
+      TTL: 0,
     },
-    params,
-    { authorizeUrl: "https://gw.example/oauth/authorize" },
-  );
+    redirectUri: "https://a.example/cb",
+    codeChallenge: "x",
+    resource: "https://gw.example/mcp",
+    state: "<b>",
+  };
+  const html = consentPage(request, params, { authorizeUrl: "https://gw.example/oauth/authorize" });
 
-  it("escapes every value and posts the request's parameters back, never the token", () => {
+  it("escapes every value and posts the request's parameters back, never the password", () => {
     expect(escapeHtml(`<a href="x">'&`)).toBe("&lt;a href=&quot;x&quot;&gt;&#39;&amp;");
     expect(html).not.toMatch(/<script>|<img|<b>/);
     expect(html).toContain("&lt;img src=x onerror=alert(1)&gt;");
     expect(html).toContain('name="state" value="&lt;b&gt;"');
-    expect(html).not.toContain("u-never-echoed");
+    expect(html).not.toContain("never-echoed");
     expect(html).toContain('name="consent" value="approve"');
     expect(html).toContain("https://gw.example/mcp");
+    expect(html).toContain('<label for="email">Email</label>');
+    expect(html).toContain('autocomplete="username"');
+    expect(html).toContain('<label for="password">Password</label>');
+    expect(html).toContain('autocomplete="current-password"');
+    expect(html).not.toContain('name="token"');
+  });
+
+  it("puts an error next to its field, escaped, and keeps the address but not the password", () => {
+    const page = consentPage(request, params, {
+      authorizeUrl: "https://gw.example/oauth/authorize",
+      email: '"><i>a@b.example',
+      error: { message: "Invalid <email> or password", field: "password" },
+    });
+    expect(page).toContain('value="&quot;&gt;&lt;i&gt;a@b.example"');
+    expect(page).toMatch(
+      /id="password"[^>]*aria-describedby="password-error">\s*<p id="password-error" class="field-error" role="alert">Invalid &lt;email&gt; or password<\/p>/,
+    );
+    expect(page).not.toContain("never-echoed");
+  });
+
+  it("shows the session's user and no password field when signed in", () => {
+    const page = consentPage(request, params, {
+      authorizeUrl: "https://gw.example/oauth/authorize",
+      signedInAs: "<ada>@example.test",
+    });
+    expect(page).toContain("Signed in as <strong>&lt;ada&gt;@example.test</strong>");
+    expect(page).not.toContain('name="password"');
+    expect(page).not.toContain('name="email"');
   });
 
   it("is served with a CSP that allows the form to post here and redirect to the client only", () => {

@@ -3,9 +3,14 @@
  * password reset. Public routes (no `Authorization`); the session travels in an HttpOnly cookie.
  * Not MCP tools: the spec keeps passwords in the web UI (lib/mcp/tools.ts leaves public routes out).
  */
+import type middy from "@middy/core";
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { z } from "zod";
+import { getAccountConfig } from "#lib/account-config.ts";
 import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
+  DEVICE_SECONDS,
+  deviceCookieName,
   FORGOT_MESSAGE,
   forgotPassword,
   INVALID_CODE_MESSAGE,
@@ -30,6 +35,7 @@ import {
   VERIFIED_MESSAGE,
   verifyEmail,
 } from "#lib/domain/accounts.ts";
+import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/passwords.ts";
@@ -75,9 +81,18 @@ const isSecure = (baseUrl: string) => baseUrl.startsWith("https://");
 
 /** The session cookie: HttpOnly, SameSite=Lax, Path=/, and Secure with the `__Host-` prefix over https. */
 export function sessionCookie(baseUrl: string, value: string, maxAgeSeconds: number): string {
+  return cookie(baseUrl, sessionCookieName, value, maxAgeSeconds);
+}
+
+function cookie(
+  baseUrl: string,
+  nameOf: (secure: boolean) => string,
+  value: string,
+  maxAgeSeconds: number,
+): string {
   const secure = isSecure(baseUrl);
   return [
-    `${sessionCookieName(secure)}=${value}`,
+    `${nameOf(secure)}=${value}`,
     "Path=/",
     `Max-Age=${maxAgeSeconds}`,
     "HttpOnly",
@@ -88,7 +103,45 @@ export function sessionCookie(baseUrl: string, value: string, maxAgeSeconds: num
 
 export const NO_STORE = { "Cache-Control": "no-store" };
 
-export const authOperations = [
+/**
+ * Several cookies of one answer travel in its `Set-Cookie` header joined by newlines (a newline is
+ * never part of a header value); the auth function's middleware sends them as separate headers.
+ */
+const COOKIE_SEPARATOR = "\n";
+
+export const AUTH_IP_LIMIT_MESSAGE = "Too many requests from this address; try again later";
+
+/**
+ * The middleware of the `auth` function (functions/auth.ts), for every `/auth/*` route in one place:
+ * - the per-IP limit: each request counts one on `IP#<sourceIp>` in its UTC minute
+ *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 300), 429 with `Retry-After` beyond;
+ * - several `Set-Cookie` values of an answer (session and device cookie) as separate headers.
+ */
+export const authGroupMiddleware = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
+  before: async (request) => {
+    const sourceIp = request.event.requestContext?.identity?.sourceIp || "unknown";
+    const limit = getAccountConfig().authRequestsPerIpPerMinute;
+    const decision = await consumeRequest(`IP#${sourceIp}`, limit);
+    if (!decision.allowed)
+      throw new HttpError(429, AUTH_IP_LIMIT_MESSAGE, {
+        body: { retryAfter: decision.retryAfterSeconds },
+        headers: { "Retry-After": String(decision.retryAfterSeconds) },
+      });
+  },
+  after: async (request) => {
+    const response = request.response;
+    const setCookie = response?.headers?.["Set-Cookie"];
+    if (!response || typeof setCookie !== "string" || !setCookie.includes(COOKIE_SEPARATOR)) return;
+    const { "Set-Cookie": _joined, ...headers } = response.headers ?? {};
+    response.headers = headers;
+    response.multiValueHeaders = {
+      ...response.multiValueHeaders,
+      "Set-Cookie": setCookie.split(COOKIE_SEPARATOR),
+    };
+  },
+});
+
+const routes = [
   operation({
     id: "signUp",
     method: "POST",
@@ -154,7 +207,11 @@ export const authOperations = [
     response: { status: 200, schema: Users },
     errors: [403],
     handler: async ({ body, baseUrl, headers }) => {
-      const result = await signIn({ ...body, userAgent: headers["user-agent"] });
+      const result = await signIn({
+        ...body,
+        userAgent: headers["user-agent"],
+        cookieHeader: headers.cookie,
+      });
       switch (result.kind) {
         case "locked":
           throw new HttpError(429, LOCKED_MESSAGE, {
@@ -170,7 +227,10 @@ export const authOperations = [
             body: { message: SIGNED_IN_MESSAGE, users: [toApiUser(result.user)] },
             headers: {
               ...NO_STORE,
-              "Set-Cookie": sessionCookie(baseUrl, result.cookieValue, result.maxAgeSeconds),
+              "Set-Cookie": [
+                sessionCookie(baseUrl, result.cookieValue, result.maxAgeSeconds),
+                cookie(baseUrl, deviceCookieName, result.deviceCookieValue, DEVICE_SECONDS),
+              ].join(COOKIE_SEPARATOR),
             },
           };
       }
@@ -290,3 +350,20 @@ export const authOperations = [
     },
   }),
 ];
+
+/**
+ * The errors every `/auth` route may answer besides its own: 429 (the per-IP limit), 400 for a
+ * malformed body, 401 where the route needs a session or a password.
+ */
+const SESSION_ROUTES = new Set(["signIn", "getSession", "listSessions", "revokeSession"]);
+export const authOperations = routes.map((route) => ({
+  ...route,
+  errors: [
+    ...new Set([
+      ...(route.body ? [400] : []),
+      ...(SESSION_ROUTES.has(route.id) ? [401] : []),
+      ...route.errors,
+      429,
+    ]),
+  ].sort((a, b) => a - b),
+}));

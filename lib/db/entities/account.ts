@@ -77,6 +77,18 @@ export const SessionItem = z.object({
 });
 export type SessionItem = z.infer<typeof SessionItem>;
 
+/** A browser a user signed in from: the SHA-256 of its device cookie, kept a year after its last sign-in. */
+export const DeviceItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  entity: z.literal("device"),
+  userId: z.string(),
+  deviceHash: z.string(),
+  lastSignInAt: z.string(),
+  TTL: z.int(),
+});
+export type DeviceItem = z.infer<typeof DeviceItem>;
+
 export const accountItemOf = (item: Record<string, unknown>): AccountItem =>
   parseStored(AccountItem, "account", item);
 export const accountCodeItemOf = (item: Record<string, unknown>): AccountCodeItem =>
@@ -88,6 +100,7 @@ export const accountKeys = {
   account: keys.userAccount,
   code: keys.accountCode,
   session: keys.session,
+  device: keys.userDevice,
   signInFailures: keys.signInFailures,
 } as const;
 
@@ -125,6 +138,23 @@ export async function createUserWithAccount(
     cancelled: ({ failed }) => (failed.includes("claim email") ? ("emailTaken" as const) : undefined),
   });
   return taken ?? "created";
+}
+
+/** A first account for a user that has none (an operator sets its password); false when it has one already. */
+export async function putNewAccount(account: AccountItem): Promise<boolean> {
+  try {
+    await homeDb().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: account,
+        ConditionExpression: "attribute_not_exists(pKey)",
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return false;
+    throw error;
+  }
 }
 
 /** A new password for an account whose e-mail is not verified yet (sign-up again); false when it is verified by now. */
@@ -375,4 +405,25 @@ export async function releaseSignInAttempt(email: string, windowEnd: number): Pr
   } catch (error) {
     if (!isConditionalCheckFailure(error)) throw error;
   }
+}
+
+/** Access pattern "device of a user": a consistent GetItem of `USER#<id>` / `DEVICE#<sha256>`. */
+export async function findDevice(userId: string, deviceHash: string): Promise<DeviceItem | undefined> {
+  const item = await getItem(accountKeys.device(userId, deviceHash));
+  return item ? parseStored(DeviceItem, "device", item) : undefined;
+}
+
+/** Record (or refresh) a browser of a user: its last sign-in and TTL move on. */
+export async function putDevice(device: DeviceItem): Promise<void> {
+  await homeDb().send(new PutCommand({ TableName: tableName(), Item: device }));
+}
+
+/** Access pattern "has the user a known browser": a consistent Query of `DEVICE#`, at most one item. */
+export async function hasDevice(userId: string): Promise<boolean> {
+  const items = await queryPartition(keys.userAccount(userId).pKey, {
+    sKeyPrefix: "DEVICE#",
+    max: 1,
+    consistent: true,
+  });
+  return items.length > 0;
 }

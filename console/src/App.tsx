@@ -1,0 +1,134 @@
+/** The frame (skip link, header, navigation, main) and the routes. */
+import { useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
+import { setUnauthorizedHandler } from "./api/errors";
+import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
+import { Home } from "./pages/home";
+import { Invite, InviteSignedOut, inviteIdOf } from "./pages/invite";
+import { Notifications, useUnreadCount } from "./pages/notifications";
+import { Keys, Settings, useSignOut } from "./pages/settings";
+import { Link, navigate, useLocation } from "./router";
+import { SESSION_KEY, useSession } from "./session";
+
+const PUBLIC: Record<string, () => React.JSX.Element> = {
+  "/sign-up": SignUp,
+  "/verify-email": Verify,
+  "/sign-in": SignIn,
+  "/forgot-password": ForgotPassword,
+  "/reset-password": ResetPassword,
+};
+
+const TITLES: Record<string, string> = {
+  "/": "Organisations",
+  "/sign-up": "Sign up",
+  "/verify-email": "Verify",
+  "/sign-in": "Sign in",
+  "/forgot-password": "Forgot password",
+  "/reset-password": "Reset password",
+  "/settings": "Settings",
+  "/settings/keys": "Keys",
+  "/notifications": "Notifications",
+};
+
+export function App() {
+  const { path } = useLocation();
+  const session = useSession();
+  const user = session.data ?? null;
+  const signOut = useSignOut();
+
+  useEffect(() => {
+    document.title = `${TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : "Not found")} · Proxy Gateway`;
+  }, [path]);
+  const queryClient = useQueryClient();
+  useEffect(() => {
+    // A 401 on a page: check the session again; once it is gone, the page sends to Sign-in (below).
+    setUnauthorizedHandler(() => void queryClient.invalidateQueries({ queryKey: SESSION_KEY }));
+  }, [queryClient]);
+
+  const PublicPage = PUBLIC[path];
+  const inviteId = inviteIdOf(path);
+  const unread = useUnreadCount(user?.userId);
+  // The invite page explains itself to a signed-out visitor instead of sending them to Sign-in.
+  const needsSignIn = !PublicPage && !inviteId && !session.isPending && !user;
+  useEffect(() => {
+    if (needsSignIn) navigate(`/sign-in?next=${encodeURIComponent(path)}`, { replace: true });
+  }, [needsSignIn, path]);
+
+  let page: React.JSX.Element;
+  if (PublicPage) page = <PublicPage />;
+  else if (inviteId && !session.isPending && !user) page = <InviteSignedOut inviteId={inviteId} />;
+  else if (session.isPending || !user) page = <p>Loading…</p>;
+  else if (inviteId) page = <Invite inviteId={inviteId} user={user} />;
+  else if (path === "/notifications") page = <Notifications user={user} />;
+  else if (path === "/") page = <Home />;
+  else if (path === "/settings") page = <Settings user={user} />;
+  else if (path === "/settings/keys") page = <Keys user={user} />;
+  else
+    page = (
+      <section aria-labelledby="not-found-title">
+        <h1 id="not-found-title">Page not found</h1>
+        <p>
+          <Link href="/">Go to your organisations</Link>
+        </p>
+      </section>
+    );
+
+  const current = (href: string) => (path === href ? ("page" as const) : undefined);
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="site-header">
+        <p className="product">
+          <Link href="/">Proxy Gateway</Link>
+        </p>
+        <nav aria-label="Main">
+          <ul className="inline">
+            {user ? (
+              <>
+                <li>
+                  <Link href="/" aria-current={current("/")}>
+                    Organisations
+                  </Link>
+                </li>
+                <li>
+                  <Link href="/notifications" aria-current={current("/notifications")}>
+                    Notifications
+                  </Link>
+                  {unread ? <span className="badge"> ({unread} unread)</span> : null}
+                </li>
+                <li>
+                  <Link href="/settings" aria-current={current("/settings")}>
+                    Settings
+                  </Link>
+                </li>
+                <li>
+                  <button type="button" className="link" onClick={() => signOut.mutate()}>
+                    Sign out
+                  </button>
+                </li>
+              </>
+            ) : (
+              <>
+                <li>
+                  <Link href="/sign-in" aria-current={current("/sign-in")}>
+                    Sign in
+                  </Link>
+                </li>
+                <li>
+                  <Link href="/sign-up" aria-current={current("/sign-up")}>
+                    Sign up
+                  </Link>
+                </li>
+              </>
+            )}
+          </ul>
+        </nav>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page}
+      </main>
+    </>
+  );
+}

@@ -1,0 +1,63 @@
+/**
+ * Browser test support: the shared Chromium, a local stack serving the built console at
+ * http://localhost:PORT (WebAuthn refuses IP addresses), axe checks and screenshots.
+ */
+import { mkdir } from "node:fs/promises";
+import { AxeBuilder } from "@axe-core/playwright";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { expect, inject } from "vitest";
+import { sentEmails } from "../support/emulator.ts";
+import { startTestStack, type TestStack } from "../support/stack.ts";
+
+export const PASSWORD = "correct horse battery staple";
+export const SCREENSHOTS = "test-results/screenshots";
+
+export async function connectBrowser(): Promise<Browser> {
+  return chromium.connect(inject("browserWsEndpoint"));
+}
+
+/** The local stack with the console, and its origin on localhost. */
+export async function startConsoleStack(): Promise<{ stack: TestStack; origin: string }> {
+  const stack = await startTestStack();
+  return { stack, origin: `http://localhost:${new URL(stack.baseUrl).port}` };
+}
+
+/** No axe violation of impact serious or critical on the page as it is now. */
+export async function expectAccessible(page: Page): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(
+    serious.map(
+      (v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+    ),
+  ).toEqual([]);
+}
+
+/** Checks the page with axe and saves its screenshot as test-results/screenshots/<name>.png. */
+export async function checkPage(page: Page, name: string): Promise<void> {
+  await expectAccessible(page);
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
+}
+
+/** The path and query of the newest link to `path` e-mailed to `email` (to open on the test's origin). */
+export async function emailedLink(email: string, subject: string, path: string): Promise<string> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const messages = (await sentEmails(email)).filter((message) => message.subject === subject);
+    const body = messages.at(-1)?.body.replace(/&amp;/g, "&") ?? "";
+    const link = new RegExp(`https?://[^\\s"<>]+${path.replace("/", "\\/")}\\?[^\\s"<>]+`).exec(body)?.[0];
+    if (link) {
+      const url = new URL(link);
+      return `${url.pathname}${url.search}`;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no ${path} link e-mailed to ${email} (${subject})`);
+}
+
+export async function emailedCode(email: string, subject: string): Promise<string> {
+  const messages = (await sentEmails(email)).filter((message) => message.subject === subject);
+  const code = /code is (\d{6})/.exec(messages.at(-1)?.body.replace(/<[^>]*>/g, "") ?? "")?.[1];
+  if (!code) throw new Error(`no code e-mailed to ${email} (${subject})`);
+  return code;
+}
