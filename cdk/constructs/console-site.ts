@@ -209,7 +209,7 @@ export class ConsoleSite extends Construct {
     if (this.builtConsoleDeployed) {
       // Content-hashed files: cached for a year, never revalidated.
       new s3deploy.BucketDeployment(this, "DeployAssets", {
-        sources: [s3deploy.Source.asset(distDir, { exclude: ["*", "!assets", "!assets/**"] })],
+        sources: [s3deploy.Source.asset(distDir, { exclude: ["*", "!assets", "!assets/**", ".*", "**/.*"] })],
         destinationBucket: this.bucket,
         cacheControl: [
           s3deploy.CacheControl.setPublic(),
@@ -224,7 +224,8 @@ export class ConsoleSite extends Construct {
     const deployIndex = new s3deploy.BucketDeployment(this, "DeployIndex", {
       sources: [
         this.builtConsoleDeployed
-          ? s3deploy.Source.asset(distDir, { exclude: ["assets", "assets/**"] })
+          ? // Not assets/, nor dot files (local/console-build.ts's .build-stamp).
+            s3deploy.Source.asset(distDir, { exclude: ["assets", "assets/**", ".*", "**/.*"] })
           : s3deploy.Source.data("index.html", PLACEHOLDER_HTML),
       ],
       destinationBucket: this.bucket,

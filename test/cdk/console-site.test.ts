@@ -259,6 +259,7 @@ describe("ConsoleSite", () => {
       mkdirSync(join(dist, "assets"));
       writeFileSync(join(dist, "index.html"), "<!doctype html><title>console</title>");
       writeFileSync(join(dist, "favicon.ico"), "icon");
+      writeFileSync(join(dist, ".build-stamp"), "hash of the sources (local/console-build.ts)");
       writeFileSync(join(dist, "assets", "index-3f2a.js"), "export {};");
       const outdir = mkdtempSync(join(tmpdir(), "console-cdk-out-"));
       const withDist = buildTestApp({}, { account: ACCOUNT, consoleDistDir: dist, nag: false, outdir });
