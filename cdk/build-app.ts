@@ -20,6 +20,8 @@ export interface BuildAppOptions {
   readonly account?: string;
   /** Directory of the function entry points; defaults to functions/. */
   readonly functionsDir?: string;
+  /** The built web console; defaults to console/dist (a placeholder page is deployed without it). */
+  readonly consoleDistDir?: string;
   /** Where to write the cloud assembly (defaults to the CLI's, or a temporary directory). */
   readonly outdir?: string;
 }
@@ -58,9 +60,10 @@ export function buildApp(options: BuildAppOptions = {}): GatewayApp {
 
   const homeStack = new HomeStack(app, homeStackName(settings), {
     env: { account, region: settings.homeRegion },
-    description: `${settings.appName}: Core API, authorizer and scheduled jobs (home region)`,
+    description: `${settings.appName}: Core API, authorizer, scheduled jobs and web console (home region)`,
     settings,
     functionsDir: options.functionsDir,
+    consoleDistDir: options.consoleDistDir,
   });
   for (const regional of Object.values(regionalStacks)) {
     homeStack.addStackDependency(regional, "the home functions use every regional table (by name)");

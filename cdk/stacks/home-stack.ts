@@ -9,6 +9,12 @@
  *
  * The MCP endpoint (issue 13) lives here too: a function URL, not an API Gateway route (its
  * requests authenticate in the function, with a user token or an OAuth access token).
+ *
+ * The web console (issue 22, constructs/console-site.ts) is here as well: its CloudFront
+ * distribution routes the API's paths to this stack's REST API and MCP function URL, so it lives
+ * beside them (no cross-stack export to keep in step). The functions' APP_URL stays the `appUrl`
+ * context: the distribution's own domain cannot be given to them in this template (functions ->
+ * distribution -> REST API -> functions is a cycle CloudFormation refuses); see cdk/README.md.
  */
 
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
@@ -35,6 +41,7 @@ import {
   type ScheduledFunction,
 } from "#lib/infra/api-manifest.ts";
 import { type AppSettings, kmsKeyAliasOf, oauthSigningKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import { ConsoleSite } from "../constructs/console-site.ts";
 import { coreApiDefinition } from "../constructs/core-api-definition.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
 
@@ -42,6 +49,8 @@ export interface HomeStackProps extends StackProps {
   readonly settings: AppSettings;
   /** Directory of the function entry points (tests use stubs); defaults to functions/. */
   readonly functionsDir?: string;
+  /** The built web console; defaults to console/dist (a placeholder page is deployed without it). */
+  readonly consoleDistDir?: string;
 }
 
 /** Stage-wide throttling (per account and region, API Gateway's own limit is 10,000 rps). */
@@ -92,6 +101,8 @@ export class HomeStack extends Stack {
   readonly emailIdentity: ses.EmailIdentity;
   /** The MCP endpoint (issue 13): its function, function URL, OAuth signing key and errors alarm. */
   readonly mcp: McpEndpoint;
+  /** The web console (issue 22): its bucket and the CloudFront distribution in front of it and the API. */
+  readonly console: ConsoleSite;
 
   constructor(scope: Construct, id: string, props: HomeStackProps) {
     super(scope, id, props);
@@ -231,6 +242,13 @@ export class HomeStack extends Stack {
     new CfnOutput(this, "CoreApiUrl", {
       description: "Base URL of the Core API (stage v1)",
       value: this.api.url,
+    });
+
+    this.console = new ConsoleSite(this, "Console", {
+      appName: settings.appName,
+      api: this.api,
+      mcpUrl: this.mcp.url,
+      distDir: props.consoleDistDir,
     });
   }
 
