@@ -2,6 +2,7 @@
  * The commands of the admin CLI (docs/admin-cli.md). Each one parses its arguments, calls the
  * domain module that owns the rule, and prints JSON on stdout. Failures: one line on stderr, exit 1.
  */
+
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { resetClients } from "#lib/aws/clients.ts";
 import { MSP_BILLING_STATUSES } from "#lib/db/entities/msp.ts";
@@ -12,6 +13,7 @@ import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
 import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/domain/tokens.ts";
 import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser } from "#lib/domain/users.ts";
 import { notFound } from "#lib/http/errors.ts";
+import { NOTIFICATION_TYPES, type NotificationType } from "#lib/shared/notification-types.ts";
 import { BILLING_STATUSES, type PlanStatus, setClientBillingStatus, setClientPlan } from "./client-plan.ts";
 import { applyLocalStack, DEFAULT_STACK_FILE, normalizeLocalFlag, resolveStackFile } from "./environment.ts";
 import { CliError, describeError } from "./errors.ts";
@@ -291,8 +293,10 @@ function notificationsCommand(program: Command): void {
       .description("send a system notification (platform-wide: every user sees it)")
       .requiredOption("--title <title>", "title", requireText())
       .requiredOption("--message <message>", "message text", requireText())
-      .option("--type <type>", "notification type", requireText(), "system")
-      .action(async (options: { title: string; message: string; type: string }) => {
+      .addOption(
+        new Option("--type <type>", "notification type").choices(NOTIFICATION_TYPES).default("system"),
+      )
+      .action(async (options: { title: string; message: string; type: NotificationType }) => {
         const scope = { kind: "system" } as const;
         const item = await createNotification(scope, {
           type: options.type,

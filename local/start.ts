@@ -127,8 +127,11 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const user = await localUser();
+  // localhost, not 127.0.0.1: WebAuthn refuses an IP address as the relying-party id, and the
+  // console, the API, APP_URL and the links in e-mails share this one origin (cookies, passkeys).
+  const baseUrl = `http://localhost:${new URL(stack.baseUrl).port}`;
   const file: StackFile = {
-    baseUrl: stack.baseUrl,
+    baseUrl,
     regions: stack.regions,
     userId: user.userId,
     token: user.token,
@@ -143,19 +146,18 @@ async function main(): Promise<void> {
   const lines = [
     "",
     "Proxy gateway running locally",
-    // localhost, not 127.0.0.1: WebAuthn refuses an IP address as the relying-party id.
-    `  Web console:     http://localhost:${new URL(stack.baseUrl).port}/  (sign up there, or sign in as below)`,
+    `  Web console:     ${baseUrl}/  (sign up there, or sign in as below)`,
     user.password
       ? `  Console sign-in: ${LOCAL_USER_EMAIL} / ${user.password}  (shown once; "Forgot password?" sets another)`
       : `  Console sign-in: ${LOCAL_USER_EMAIL} (its password was shown on the first start; "Forgot password?" sets another, the e-mail is in the emulator)`,
-    `  Core API:        ${stack.baseUrl}`,
+    `  Core API:        ${baseUrl}`,
     ...Object.entries(stack.regions).map(([region, url]) => `  Data plane ${region.padEnd(10)} ${url}`),
     `  AWS emulator:    ${emulator.endpoint}${emulator.owned ? " (moto, started by npm start)" : " (AWS_ENDPOINT_URL)"}`,
     `  User id:         ${user.userId}${user.created ? " (created now)" : ""}`,
     `  Token:           ${user.token}`,
     `  Written to:      ${stackFile}`,
     "",
-    `  Try: curl -s ${stack.baseUrl}/api/users -H "Authorization: $(jq -r .token .local/stack.json)"`,
+    `  Try: curl -s ${baseUrl}/api/users -H "Authorization: $(jq -r .token .local/stack.json)"`,
     "  Data lives as long as the emulator runs. Ctrl-C stops everything started here.",
     "",
   ];

@@ -15,7 +15,7 @@ import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
 import { notFound } from "#lib/shared/errors.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
-import { PLATFORM_MAX_REQUESTS_PER_MINUTE, rateLimitForPlan } from "./plans.ts";
+import { PLATFORM_MAX_REQUESTS_PER_MINUTE, type PlanTier, planTierOf, rateLimitForPlan } from "./plans.ts";
 
 export const UpdateLimitOverridesBody = z
   .object({
@@ -49,7 +49,7 @@ export interface ApiLimitOverrides {
   clientId: string;
   /** The override; null: none, the plan's figure applies. */
   requestsPerMinute: number | null;
-  planTier: string;
+  planTier: PlanTier;
   /** What the plan alone grants. */
   planRequestsPerMinute: number;
   /** What applies: the override when set, else the plan's figure. */
@@ -63,7 +63,7 @@ function toApi(clientId: string, stored: StoredPlan): ApiLimitOverrides {
   return {
     clientId,
     requestsPerMinute: override,
-    planTier: stored.planTier ?? "basic",
+    planTier: planTierOf(stored.planTier),
     planRequestsPerMinute: rateLimitForPlan(plan),
     effectiveRequestsPerMinute: rateLimitForPlan({ ...plan, limitOverrides: stored.limitOverrides }),
     updatedAt: stored.limitOverrides?.updatedAt ?? null,

@@ -49,7 +49,12 @@ import { applyRates, applyThresholds, type Rates, type Thresholds } from "./msp-
 import { toApiMspMember } from "./msp-team.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { deleteCustomer, hasDefaultPaymentMethod, provisionCustomer } from "./payments.ts";
-import { PLATFORM_MAX_REQUESTS_PER_DAY, PLATFORM_MAX_REQUESTS_PER_MINUTE } from "./plans.ts";
+import {
+  PLATFORM_MAX_REQUESTS_PER_DAY,
+  PLATFORM_MAX_REQUESTS_PER_MINUTE,
+  planStatusOf,
+  planTierOf,
+} from "./plans.ts";
 
 export const NO_INDEPENDENT_OWNER = "Cannot detach client, no independent owner";
 export const BILLED_TO_MSP = "Cannot detach client, billing is charged to the MSP";
@@ -197,8 +202,8 @@ export async function getManagedClient(access: MspAccess) {
     mspLinkedAt: link.linkedAt,
     billingTo: config.billingTo,
     billingStatus: config.billingStatus,
-    planTier: config.planTier,
-    planStatus: config.planStatus,
+    planTier: planTierOf(config.planTier),
+    planStatus: planStatusOf(config.planStatus),
   };
 }
 
@@ -474,8 +479,8 @@ export function toApiClientConfiguration(config: ClientConfigItem) {
     limits: { ...config.limits },
     budget: { ...config.budget },
     rates: { ...config.rates },
-    planTier: config.planTier,
-    planStatus: config.planStatus,
+    planTier: planTierOf(config.planTier),
+    planStatus: planStatusOf(config.planStatus),
     planPendingTier: config.planPendingTier,
     planPendingInvoiceId: config.planPendingInvoiceId,
     planPendingEffectiveAt: config.planPendingEffectiveAt,

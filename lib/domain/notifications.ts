@@ -24,6 +24,7 @@ import {
 import { type PageRequest, paginate } from "#lib/db/pagination.ts";
 import { nowIso, nowSeconds } from "#lib/db/store.ts";
 import { notFound } from "#lib/shared/errors.ts";
+import { isNotificationType, type NotificationType } from "#lib/shared/notification-types.ts";
 import type { ClientAccess } from "./access.ts";
 
 export type { NotificationScope } from "#lib/db/entities/notification.ts";
@@ -70,7 +71,8 @@ const logicalOwner = (scope: NotificationScope) =>
 export function toApiNotification(item: NotificationItem, scope: NotificationScope, read?: boolean) {
   return {
     notificationId: item.notificationId,
-    type: item.type,
+    // Stored before the list was closed, an unknown type reads as a system notification.
+    type: isNotificationType(item.type) ? item.type : ("system" as const),
     title: item.title,
     message: item.message,
     read: read ?? item.read,
@@ -83,7 +85,7 @@ export function toApiNotification(item: NotificationItem, scope: NotificationSco
 
 export async function createNotification(
   scope: NotificationScope,
-  input: { type: string; title: string; message: string },
+  input: { type: NotificationType; title: string; message: string },
 ): Promise<NotificationItem> {
   const notificationId = uuidv7();
   const item: NotificationItem = {

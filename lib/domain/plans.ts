@@ -25,6 +25,16 @@ export const PLAN_STATUSES = [
   "expired",
 ] as const;
 
+export type PlanStatus = (typeof PLAN_STATUSES)[number];
+
+/** A stored tier as the API names it: an unknown or missing one is `basic` (what it is charged as). */
+export const planTierOf = (value: string | undefined): PlanTier =>
+  (PLAN_TIERS as readonly string[]).includes(value ?? "") ? (value as PlanTier) : "basic";
+
+/** A stored plan status as the API names it: an unknown or missing one is `active`. */
+export const planStatusOf = (value: string | undefined): PlanStatus =>
+  (PLAN_STATUSES as readonly string[]).includes(value ?? "") ? (value as PlanStatus) : "active";
+
 /** Requests per minute per token on the Core API (and per proxy credential on the data plane). */
 export const PLAN_RATE_LIMITS: Record<PlanTier, number> = {
   basic: 100,
@@ -58,9 +68,7 @@ export function rateLimitForPlan(settings: PlanSettings | undefined): number {
   const override = settings?.limitOverrides?.requestsPerMinute;
   if (typeof override === "number" && override > 0)
     return Math.min(override, PLATFORM_MAX_REQUESTS_PER_MINUTE);
-  const tier = (PLAN_TIERS as readonly string[]).includes(settings?.planTier ?? "")
-    ? (settings?.planTier as PlanTier)
-    : "basic";
+  const tier = planTierOf(settings?.planTier);
   // An expired plan falls back to basic.
   const effectiveTier = settings?.planStatus === "expired" ? "basic" : tier;
   const custom = settings?.limits?.requestsPerMinute;

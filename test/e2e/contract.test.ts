@@ -1278,18 +1278,14 @@ beforeAll(async () => {
   expect(f.requestId).not.toBe("");
 
   f.systemNotificationId = String(
-    (
-      await createNotification(
-        { kind: "system" },
-        { type: "announcement", title: "Contract", message: "Hello" },
-      )
-    ).notificationId,
+    (await createNotification({ kind: "system" }, { type: "system", title: "Contract", message: "Hello" }))
+      .notificationId,
   );
   f.userNotificationId = String(
     (
       await createNotification(
         { kind: "user", userId: f.owner.userId },
-        { type: "announcement", title: "Contract", message: "Hello" },
+        { type: "system", title: "Contract", message: "Hello" },
       )
     ).notificationId,
   );

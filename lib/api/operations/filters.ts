@@ -18,7 +18,7 @@ import {
   setLimitOverrides,
   UpdateLimitOverridesBody,
 } from "#lib/domain/limit-overrides.ts";
-import { PLATFORM_MAX_REQUESTS_PER_MINUTE } from "#lib/domain/plans.ts";
+import { PLAN_TIERS, PLATFORM_MAX_REQUESTS_PER_MINUTE } from "#lib/domain/plans.ts";
 import {
   clearFilters,
   clearOverrides,
@@ -66,7 +66,7 @@ export const OverridesSchema = z.object({
 export const LimitOverridesSchema = z.object({
   clientId: z.string(),
   requestsPerMinute: z.number().int().nullable().describe("The override (null: the plan's figure applies)"),
-  planTier: z.string(),
+  planTier: z.enum(PLAN_TIERS),
   planRequestsPerMinute: z.number().int().describe("What the plan alone grants"),
   effectiveRequestsPerMinute: z.number().int().describe("What applies now"),
   updatedAt: UpdatedAt,

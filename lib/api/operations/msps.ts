@@ -4,6 +4,7 @@
  * role (msp_reader < msp_user < msp_admin < msp_owner), checked by the dispatcher with the
  * client's link to the MSP when the path names one.
  */
+
 import { z } from "zod";
 import {
   access,
@@ -42,6 +43,7 @@ import {
 import { manualTopUp } from "#lib/domain/msp-top-ups.ts";
 import { mspUsageReport, usageCsv } from "#lib/domain/msp-usage.ts";
 import { getMspConfiguration, updateMspConfiguration } from "#lib/domain/msps.ts";
+import { PLAN_STATUSES, PLAN_TIERS } from "#lib/domain/plans.ts";
 import {
   CreateMspClientBody,
   CreateMspInviteBody,
@@ -71,8 +73,8 @@ export const ManagedClientSchema = ManagedClientSummary.extend({
   mspLinkedAt: z.string().describe("When the client was linked to the MSP"),
   billingTo: z.enum(["client", "msp"]),
   billingStatus: z.enum(["active", "suspended"]),
-  planTier: z.string(),
-  planStatus: z.string(),
+  planTier: z.enum(PLAN_TIERS),
+  planStatus: z.enum(PLAN_STATUSES),
 });
 
 /** A member through the MSP path: no phone (spec 2.2). */
@@ -148,8 +150,8 @@ export const ClientConfigurationSchema = ConfigurationUpdateSchema.extend({
   configurationType: z.literal("client"),
   mspId: z.string().nullable(),
   billingStatus: z.enum(MSP_BILLING_STATUSES),
-  planTier: z.string(),
-  planStatus: z.string(),
+  planTier: z.enum(PLAN_TIERS),
+  planStatus: z.enum(PLAN_STATUSES),
   planPendingTier: nullableText,
   planPendingInvoiceId: nullableText,
   planPendingEffectiveAt: nullableText,

@@ -15,11 +15,16 @@ import {
 } from "#lib/api/operation.ts";
 import { PaginationQuery } from "#lib/db/pagination.ts";
 import { listNotifications, type NotificationInbox, readNotification } from "#lib/domain/notifications.ts";
+import { NOTIFICATION_TYPES } from "#lib/shared/notification-types.ts";
 
 /** A notification as the API shows it (spec 2.13). */
 export const NotificationSchema = z.object({
   notificationId: z.string(),
-  type: z.string().describe("system, invitation, billing or usage (a meter alert digest)"),
+  type: z
+    .enum(NOTIFICATION_TYPES)
+    .describe(
+      "system, invitation, billing, usage (a meter alert digest); for a user: passwordChanged, newSignIn, passkeyAdded, passkeyRemoved",
+    ),
   title: z.string(),
   message: z.string(),
   read: z.boolean().describe("In the system inbox: whether the caller has read it"),
