@@ -11,6 +11,7 @@
  * - the period is recorded delivered (home table) only when all of it was; until then each run
  *   retries it (catch-up over the last DIGEST_LOOKBACK_PERIODS periods of the cadence).
  */
+
 import { getConfig } from "#lib/config.ts";
 import { listMembersOfClient } from "#lib/db/entities/member.ts";
 import {
@@ -32,6 +33,7 @@ import { findUser } from "#lib/db/entities/user.ts";
 import { nowIso } from "#lib/db/store.ts";
 import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
+import type { NotificationType } from "#lib/shared/notification-types.ts";
 import { isAdministrator } from "#lib/shared/roles.ts";
 import {
   ALERT_CADENCES,
@@ -46,7 +48,7 @@ import {
 import { derivedNotificationId, NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
 
 /** The notification type of a digest (spec 6.3 leaves it open). */
-export const USAGE_NOTIFICATION_TYPE = "usage";
+export const USAGE_NOTIFICATION_TYPE: NotificationType = "usage";
 
 /**
  * A period is digested once it ended at least this long ago: room for the stream's delivery lag

@@ -8,6 +8,7 @@
  * Idempotent: the notification id is derived from the request log (clientId, proxyId, requestId)
  * and written with a conditional put, so a redelivered record changes nothing.
  */
+
 import { z } from "zod";
 import {
   type NotificationItem,
@@ -17,10 +18,11 @@ import {
 import { nowIso } from "#lib/db/store.ts";
 import { REGION_STREAM_FILTERS } from "#lib/infra/region-stream.ts";
 import { describeError, log } from "#lib/log.ts";
+import type { NotificationType } from "#lib/shared/notification-types.ts";
 import type { DecodedStreamRecord, StreamProcessor } from "#lib/streams/stream-batch.ts";
 import { derivedNotificationId, NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
 
-export const TRANSFORM_SUSPENDED_TYPE = "transform-suspended";
+export const TRANSFORM_SUSPENDED_TYPE: NotificationType = "transform-suspended";
 
 /** The request-log fields read here (written by the data plane, lib/data-plane/stages/log.ts). */
 const SuspendingLog = z.object({

@@ -1,6 +1,7 @@
 /**
  * The types of notifications (spec 2.13; docs/accounts.md for the account ones), one list for the
- * writers (lib/domain/notifications.ts `createNotification`), the API's schema (an enum in the
+ * writers (lib/domain/notifications.ts `createNotification`, the meter digests, the transform
+ * suspension alerts), the API's schema (an enum in the
  * OpenAPI document) and the admin CLI's `--type` choices.
  */
 export const NOTIFICATION_TYPES = [
@@ -8,6 +9,7 @@ export const NOTIFICATION_TYPES = [
   "invitation",
   "billing",
   "usage",
+  "transform-suspended",
   "passwordChanged",
   "newSignIn",
   "passkeyAdded",

@@ -23,7 +23,7 @@ export const NotificationSchema = z.object({
   type: z
     .enum(NOTIFICATION_TYPES)
     .describe(
-      "system, invitation, billing, usage (a meter alert digest); for a user: passwordChanged, newSignIn, passkeyAdded, passkeyRemoved",
+      "system, invitation, billing, usage (a meter alert digest), transform-suspended (a client's transform suspended on a data-plane instance); for a user: passwordChanged, newSignIn, passkeyAdded, passkeyRemoved",
     ),
   title: z.string(),
   message: z.string(),
