@@ -465,14 +465,17 @@ export async function signIn(input: {
   return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS, deviceCookieValue };
 }
 
-/** The value of cookie `name` (either of `names`) in a `Cookie` header. */
-function cookieValueOf(cookieHeader: string | undefined, names: readonly string[]): string | undefined {
+/** The values of the cookies named one of `names` in a `Cookie` header, in order. */
+function* cookieValuesOf(cookieHeader: string | undefined, names: readonly string[]): Generator<string> {
   for (const part of cookieHeader?.split(";") ?? []) {
     const at = part.indexOf("=");
-    if (at >= 0 && names.includes(part.slice(0, at).trim())) return part.slice(at + 1).trim();
+    if (at >= 0 && names.includes(part.slice(0, at).trim())) yield part.slice(at + 1).trim();
   }
-  return undefined;
 }
+
+/** The value of the first cookie named one of `names` in a `Cookie` header. */
+const cookieValueOf = (cookieHeader: string | undefined, names: readonly string[]): string | undefined =>
+  cookieValuesOf(cookieHeader, names).next().value ?? undefined;
 
 /** A short name of the browser of a User-Agent ("Firefox on Linux"), or the header itself, truncated. */
 export function browserOf(userAgent: string | undefined): string {
@@ -561,13 +564,8 @@ export async function startSession(userId: string, userAgent?: string): Promise<
 
 /** The session cookie's value in a `Cookie` header (either name), split into the user id and the secret. */
 function sessionCookieOf(cookieHeader: string | undefined): { userId: string; secret: string } | undefined {
-  if (!cookieHeader) return undefined;
-  for (const part of cookieHeader.split(";")) {
-    const at = part.indexOf("=");
-    if (at < 0) continue;
-    const name = part.slice(0, at).trim();
-    if (name !== sessionCookieName(true) && name !== sessionCookieName(false)) continue;
-    const match = /^([0-9a-f-]{36})\.([A-Za-z0-9_-]{43})$/.exec(part.slice(at + 1).trim());
+  for (const value of cookieValuesOf(cookieHeader, [sessionCookieName(true), sessionCookieName(false)])) {
+    const match = /^([0-9a-f-]{36})\.([A-Za-z0-9_-]{43})$/.exec(value);
     if (match?.[1] && match[2]) return { userId: match[1], secret: match[2] };
   }
   return undefined;
