@@ -1,7 +1,9 @@
 /** The frame (skip link, header, navigation, main) and the routes. */
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect } from "react";
+import { Suspense, useEffect } from "react";
 import { setUnauthorizedHandler } from "./api/errors";
+import { OrgFrame } from "./org-frame";
+import { ORG_ROUTES } from "./org-routes";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
 import { Home } from "./pages/home";
 import { Invite, InviteSignedOut, inviteIdOf } from "./pages/invite";
@@ -37,16 +39,24 @@ export function App() {
   const user = session.data ?? null;
   const signOut = useSignOut();
 
-  // --- Organisation routes (pattern-matched; issue 22) ---
-  const organisation = matchPath("/organisations/{clientId}", path);
-  const isOrganisation = organisation !== null;
-  // --- end of organisation routes ---
+  // An organisation's pages: its overview (members, invites, settings), then ORG_ROUTES in order.
+  const overview = matchPath("/organisations/{clientId}", path);
+  let orgRoute: {
+    title: string;
+    params: Record<string, string>;
+    route?: (typeof ORG_ROUTES)[number];
+  } | null = overview && { title: "Organisation", params: overview };
+  for (const route of ORG_ROUTES) {
+    if (orgRoute) break;
+    const params = matchPath(route.pattern, path);
+    if (params) orgRoute = { title: route.title, params, route };
+  }
+  const isOrganisation = orgRoute !== null;
 
   useEffect(() => {
-    const title =
-      TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : isOrganisation ? "Organisation" : "Not found");
+    const title = TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : (orgRoute?.title ?? "Not found"));
     document.title = `${title} · Proxy Gateway`;
-  }, [path, isOrganisation]);
+  }, [path, orgRoute?.title]);
   const queryClient = useQueryClient();
   useEffect(() => {
     // A 401 on a page: check the session again; once it is gone, the page sends to Sign-in (below).
@@ -71,11 +81,21 @@ export function App() {
   else if (path === "/") page = <Home />;
   else if (path === "/settings") page = <Settings user={user} />;
   else if (path === "/settings/keys") page = <Keys user={user} />;
-  // Organisation routes
-  else if (organisation?.clientId)
-    page = <Organisation key={organisation.clientId} clientId={organisation.clientId} userId={user.userId} />;
-  // end of organisation routes
-  else
+  else if (orgRoute?.params.clientId) {
+    const clientId = orgRoute.params.clientId;
+    const Page = orgRoute.route?.page;
+    page = (
+      <OrgFrame clientId={clientId} path={path}>
+        {Page ? (
+          <Suspense fallback={<p>Loading…</p>}>
+            <Page key={path} clientId={clientId} params={orgRoute.params} user={user} />
+          </Suspense>
+        ) : (
+          <Organisation key={clientId} clientId={clientId} userId={user.userId} />
+        )}
+      </OrgFrame>
+    );
+  } else
     page = (
       <section aria-labelledby="not-found-title">
         <h1 id="not-found-title">Page not found</h1>
@@ -100,7 +120,7 @@ export function App() {
             {user ? (
               <>
                 <li>
-                  <Link href="/" aria-current={current("/")}>
+                  <Link href="/" aria-current={current("/") ?? (isOrganisation ? "page" : undefined)}>
                     Organisations
                   </Link>
                 </li>

@@ -4,10 +4,11 @@
  */
 import { mkdir } from "node:fs/promises";
 import { AxeBuilder } from "@axe-core/playwright";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { expect, inject } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
-import { startTestStack, type TestStack } from "../support/stack.ts";
+import { signedInUser } from "../support/sessions.ts";
+import { startTestStack, type TestStack, type TestUser } from "../support/stack.ts";
 
 export const PASSWORD = "correct horse battery staple";
 export const SCREENSHOTS = "test-results/screenshots";
@@ -60,4 +61,33 @@ export async function emailedCode(email: string, subject: string): Promise<strin
   const code = /code is (\d{6})/.exec(messages.at(-1)?.body.replace(/<[^>]*>/g, "") ?? "")?.[1];
   if (!code) throw new Error(`no code e-mailed to ${email} (${subject})`);
   return code;
+}
+
+/**
+ * A browser context signed in as a new user of `stack` (their session cookie set for `origin`), with
+ * a page whose relative URLs are on the console's origin. The user also has a token (`user.api`
+ * calls the API with it) for set-up through the API.
+ */
+export async function signedInConsole(
+  browser: Browser,
+  stack: TestStack,
+  origin: string,
+): Promise<{ context: BrowserContext; page: Page; user: TestUser & { cookie: string } }> {
+  const user = await signedInUser(stack);
+  const context = await browser.newContext({ baseURL: origin });
+  const [name = "", value = ""] = user.cookie.split(/=(.*)/s);
+  await context.addCookies([{ name, value, url: origin, httpOnly: true, sameSite: "Lax" }]);
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  return { context, page, user };
+}
+
+/** A new organisation of `user` (through the API), answering its clientId. */
+export async function newOrganisation(
+  user: TestUser,
+  name = `Org ${Math.random().toString(36).slice(2, 8)}`,
+) {
+  const answer = await user.api.post("/api/clients", { clientName: name });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  return String((answer.body as { clients: Array<{ clientId: string }> }).clients[0]?.clientId);
 }

@@ -137,3 +137,13 @@ export function Notifications({ user }: { user: { userId: string } }) {
     </>
   );
 }
+
+/** One organisation's inbox (its navigation's "Notifications"). */
+export function OrganisationNotifications({ clientId }: { clientId: string }) {
+  return (
+    <>
+      <h1>Notifications</h1>
+      <InboxSection title="This organisation's notifications" inbox={{ kind: "client", clientId }} />
+    </>
+  );
+}

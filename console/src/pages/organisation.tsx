@@ -7,6 +7,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
+import { clientKey } from "../org-frame";
 import { Link, navigate } from "../router";
 import { ConfirmDialog, Field, FormError, fieldError, Status } from "../ui";
 import { CLIENTS_KEY } from "./home";
@@ -49,7 +50,6 @@ const displayName = (member: { userFirstName: string; userLastName: string; user
   return name ? `${name} (${member.userEmail})` : member.userEmail;
 };
 
-const clientKey = (clientId: string) => ["client", clientId] as const;
 const membersKey = (clientId: string) => ["members", clientId] as const;
 const invitesKey = (clientId: string) => ["invites", clientId] as const;
 
@@ -95,15 +95,6 @@ export function Organisation({ clientId, userId }: { clientId: string; userId: s
           .
         </p>
       )}
-      <nav aria-label="Organisation">
-        <ul className="inline">
-          <li>
-            <Link href={`/organisations/${encodeURIComponent(clientId)}`} aria-current="page">
-              Members
-            </Link>
-          </li>
-        </ul>
-      </nav>
       <Members clientId={clientId} userId={userId} members={members} canManage={isAdmin} isOwner={isOwner} />
       {isAdmin && (
         <Invites clientId={clientId} isOwner={isOwner} closed={data.clientStatus === "pendingDeletion"} />
