@@ -59,6 +59,11 @@ export const ORG_ROUTES: OrgRoute[] = [
     title: "Request logs",
     page: page(requestLogs, "RequestLogsPage"),
   },
+  {
+    pattern: "/organisations/{clientId}/request-logs/{proxyId}/{requestId}",
+    title: "Request",
+    page: page(requestLogs, "RequestLogPage"),
+  },
   // --- end of request logs ---
 
   // --- telemetry ---
@@ -66,6 +71,11 @@ export const ORG_ROUTES: OrgRoute[] = [
     pattern: "/organisations/{clientId}/telemetry",
     title: "Telemetry",
     page: page(telemetry, "TelemetryPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/telemetry",
+    title: "Telemetry",
+    page: page(telemetry, "ProxyTelemetryPage"),
   },
   // --- end of telemetry ---
 

@@ -6,6 +6,7 @@ import { mkdir } from "node:fs/promises";
 import { AxeBuilder } from "@axe-core/playwright";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { expect, inject } from "vitest";
+import type { LocalStackOptions } from "#local/runner.ts";
 import { sentEmails } from "../support/emulator.ts";
 import { signedInUser } from "../support/sessions.ts";
 import { startTestStack, type TestStack, type TestUser } from "../support/stack.ts";
@@ -17,9 +18,11 @@ export async function connectBrowser(): Promise<Browser> {
   return chromium.connect(inject("browserWsEndpoint"));
 }
 
-/** The local stack with the console, and its origin on localhost. */
-export async function startConsoleStack(): Promise<{ stack: TestStack; origin: string }> {
-  const stack = await startTestStack();
+/** The local stack with the console, and its origin on localhost (`streams` for telemetry). */
+export async function startConsoleStack(
+  options: LocalStackOptions = {},
+): Promise<{ stack: TestStack; origin: string }> {
+  const stack = await startTestStack(options);
   return { stack, origin: `http://localhost:${new URL(stack.baseUrl).port}` };
 }
 

@@ -7,6 +7,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
+import { orgPath } from "../org-frame";
+import { Link } from "../router";
 
 interface Notification {
   notificationId: string;
@@ -15,6 +17,8 @@ interface Notification {
   message: string;
   read: boolean;
   createdAt: string;
+  /** Details by type: a usage digest (a meter alert) names its proxyId and meterId. */
+  data?: Record<string, unknown>;
 }
 
 type Inbox = { kind: "user"; userId: string } | { kind: "system" } | { kind: "client"; clientId: string };
@@ -102,6 +106,7 @@ function InboxSection({ title, inbox }: { title: string; inbox: Inbox }) {
             <span>
               {notification.read ? "Read" : "Unread"}, {new Date(notification.createdAt).toLocaleString()}
             </span>
+            <MeterLink inbox={inbox} notification={notification} />
             {opened?.notificationId === notification.notificationId && (
               <section aria-label={`Notification: ${notification.title}`}>
                 <p>{opened.message}</p>
@@ -144,6 +149,23 @@ export function OrganisationNotifications({ clientId }: { clientId: string }) {
     <>
       <h1>Notifications</h1>
       <InboxSection title="This organisation's notifications" inbox={{ kind: "client", clientId }} />
+    </>
+  );
+}
+
+/** A meter alert digest (type usage) links to its proxy's meters (issue 23). */
+function MeterLink({ inbox, notification }: { inbox: Inbox; notification: Notification }) {
+  const proxyId = notification.data?.proxyId;
+  const meterId = notification.data?.meterId;
+  if (notification.type !== "usage" || inbox.kind !== "client" || typeof proxyId !== "string") return null;
+  return (
+    <>
+      {" "}
+      <Link
+        href={`${orgPath(inbox.clientId, "proxies", proxyId, "meters")}${typeof meterId === "string" ? `#meter-${encodeURIComponent(meterId)}` : ""}`}
+      >
+        Open the meter of “{notification.title}”
+      </Link>
     </>
   );
 }
