@@ -61,7 +61,6 @@ export function isoOfLocal(value: string | null | undefined): string | undefined
 
 const formatTime = (ms: number) =>
   new Date(ms).toLocaleString(undefined, {
-    year: "numeric",
     month: "short",
     day: "numeric",
     hour: "2-digit",

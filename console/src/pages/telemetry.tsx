@@ -328,6 +328,7 @@ function Charts({
           labels,
           kind: "bars",
           yLabel: "Requests",
+          whole: true,
           format: (value) => String(value),
           series: [
             { label: "Successful", values: withTraffic.map((row) => row.success), color: "#1b6e35" },
@@ -384,6 +385,7 @@ function Charts({
           labels: countries.map((item) => item.name),
           kind: "bars",
           yLabel: "Requests",
+          whole: true,
           format: (value) => String(value),
           series: [{ label: "Requests", values: countries.map((item) => item.count), color: "#0b57d0" }],
         }}
@@ -397,6 +399,7 @@ function Charts({
           labels: codes.map((item) => item.name),
           kind: "bars",
           yLabel: "Requests",
+          whole: true,
           format: (value) => String(value),
           series: [{ label: "Requests", values: codes.map((item) => item.count), color: "#5b5b5b" }],
         }}
@@ -414,6 +417,8 @@ interface ChartSpec {
   kind: "bars" | "lines";
   yLabel: string;
   max?: number;
+  /** Whole numbers only on the y axis (counts). */
+  whole?: boolean;
   format: (value: number) => string;
   series: { label: string; values: (number | null)[]; color: string; dash?: number[] }[];
 }
@@ -471,6 +476,9 @@ function ChartSection({
   );
 }
 
+const WHOLE_STEPS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 1e6, 1e7,
+];
 const AXIS_FONT = "13px system-ui, sans-serif";
 const LABEL_FONT = "600 13px system-ui, sans-serif";
 
@@ -519,6 +527,7 @@ function Chart({ label, spec }: { label: string; spec: ChartSpec }) {
           label: spec.yLabel,
           labelSize: 24,
           size: 56,
+          ...(spec.whole ? { incrs: WHOLE_STEPS } : {}),
           values: (_u, splits) => splits.map((value) => spec.format(value)),
         },
       ],
