@@ -72,6 +72,8 @@ export interface RequestLogInput {
   sentAt: number;
   /** HTTP status the proxy returned. */
   status: number;
+  /** The `service-proxy-code` the proxy answered (spec 4.13), shown by the console's request logs. */
+  code?: string;
   message: string;
   arnBase: string;
   /**
@@ -388,6 +390,7 @@ export function buildRequestLogItem(input: RequestLogInput): Record<string, unkn
       sentAt,
       duration: seconds(receivedAt, sentAt),
       status: finite(input.status),
+      ...(input.code ? { code: cappedText(input.code, 64) } : {}),
       message: cappedText(redactor.text(String(input.message ?? ""))),
       arnBase: cappedText(input.arnBase),
       apiHeaders: requestHeaders.map,

@@ -83,7 +83,11 @@ beforeAll(async () => {
   });
   proxyId = await createProxyOf(user, clientId, REGION, parts, "Echo proxy");
 
-  // First batch: four reads. Then, from the next whole second on: an order, a 404 and a 503.
+  // First batch: a caller with a wrong key (refused: never forwarded), then four reads.
+  expect((await call("/items/0", { headers: { "x-api-key": "wrong-key-000000000000000000" } })).status).toBe(
+    403,
+  );
+  // Then four reads. Then, from the next whole second on: an order, a 404 and a 503.
   for (let i = 1; i <= 4; i++) expect((await call(`/items/${i}`)).status).toBe(200);
   cut = Math.ceil((Date.now() + 1) / 1000) * 1000;
   await new Promise((resolve) => setTimeout(resolve, cut - Date.now() + 20));
@@ -102,13 +106,13 @@ beforeAll(async () => {
   expect(order.text).toContain(TARGET_TOKEN);
   expect(order.text).toContain(PROXY_KEY);
 
-  // The data plane writes its log after answering: wait (bounded) until the API lists all seven.
+  // The data plane writes its log after answering: wait (bounded) until the API lists all eight.
   const deadline = Date.now() + 20_000;
   const listed = async () =>
     (await user.api.get(`/api/clients/${clientId}/proxies/${proxyId}/requests`)).body.totalRequests;
-  while ((await listed()) < 7 && Date.now() < deadline)
+  while ((await listed()) < 8 && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 200));
-  expect(await listed()).toBe(7);
+  expect(await listed()).toBe(8);
 });
 
 afterAll(async () => {
@@ -125,12 +129,16 @@ describe("request logs in the console", () => {
   it("lists the calls just made, newest first, with their status and duration", async () => {
     await page.goto(`/organisations/${clientId}/request-logs`);
     await expect.poll(() => heading(/^request logs$/i).count()).toBe(1);
-    await expect.poll(rowCount).toBe(7);
+    await expect.poll(rowCount).toBe(8);
     const text = (await table().textContent()) ?? "";
     for (const path of ["/items/1", "/items/4", "/orders", "/status/404", "/status/503"])
       expect(text).toContain(path);
     expect(text).toContain("404 (client error)");
     expect(text).toContain("503 (server error)");
+    // The service code the proxy answered (service-proxy-code), as the API lists it.
+    expect(text).toContain("proxy-access-granted");
+    expect(text).toContain("proxy-access-denied");
+    expect(await table().getByRole("row").nth(8).textContent()).toContain("403 (client error)");
     // Newest first: the first body row is the last call.
     expect(await table().getByRole("row").nth(1).textContent()).toContain("/status/503");
     // The API's list, in the same order.
@@ -139,9 +147,12 @@ describe("request logs in the console", () => {
       (record: { proxyData: { apiPath: string } }) => record.proxyData.apiPath,
     );
     const shown: string[] = [];
-    for (let i = 1; i <= 7; i++)
+    for (let i = 1; i <= 8; i++)
       shown.push((await table().getByRole("row").nth(i).getByRole("link").textContent()) ?? "");
     expect(shown).toEqual(paths);
+    expect(
+      listed.body.requests.map((record: { proxyData: { code: string } }) => record.proxyData.code),
+    ).toEqual([...Array(7).fill("proxy-access-granted"), "proxy-access-denied"]);
     await checkPage(page, "request-logs");
   });
 
@@ -181,17 +192,18 @@ describe("request logs in the console", () => {
     await checkPage(page, "request-log-detail");
 
     await page.getByRole("link", { name: /^back to the requests of echo proxy$/i }).click();
-    await expect.poll(rowCount).toBe(7);
+    await expect.poll(rowCount).toBe(8);
   });
 
   it("filters by status class and by time range", async () => {
     const filters = page.getByRole("form", { name: /^filter$/i });
     await filters.getByLabel("Status").selectOption({ label: "4xx client error" });
     await filters.getByRole("button", { name: /^show requests$/i }).click();
-    await expect.poll(rowCount).toBe(1);
+    await expect.poll(rowCount).toBe(2);
     expect(await table().textContent()).toContain("/status/404");
+    expect(await table().textContent()).toContain("/items/0");
     await expect
-      .poll(() => page.getByText("1 of the 7 requests loaded are 4xx client error.").count())
+      .poll(() => page.getByText("2 of the 8 requests loaded are 4xx client error.").count())
       .toBe(1);
     await checkPage(page, "request-logs-4xx");
 
@@ -219,7 +231,7 @@ describe("request logs in the console", () => {
     await checkPage(page, "request-logs-empty");
   });
 
-  it("pages further back: five, then the two older ones", async () => {
+  it("pages further back: five, then the three older ones", async () => {
     const filters = page.getByRole("form", { name: /^filter$/i });
     await filters.getByLabel("To").fill("");
     await filters.getByLabel("Requests per page").selectOption("5");
@@ -230,12 +242,13 @@ describe("request logs in the console", () => {
     expect(firstPage).not.toContain("/items/2");
     await checkPage(page, "request-logs-paged");
     await page.getByRole("button", { name: /^load older requests$/i }).click();
-    await expect.poll(rowCount).toBe(7);
+    await expect.poll(rowCount).toBe(8);
     const both = (await table().textContent()) ?? "";
     expect(both).toContain("/items/1");
     expect(both).toContain("/items/2");
+    expect(both).toContain("/items/0");
     // Each request once, oldest last.
-    expect(await table().getByRole("row").nth(7).textContent()).toContain("/items/1");
+    expect(await table().getByRole("row").nth(8).textContent()).toContain("/items/0");
     await expect.poll(() => page.getByText("These are all the requests in the range.").count()).toBe(1);
     expect(await page.getByRole("button", { name: /^load older requests$/i }).count()).toBe(0);
   });

@@ -7,7 +7,8 @@
  * time range, with `limitReached` when more match: the next page is the same query with
  * `processedBefore` at the oldest record shown (records of that millisecond already shown are
  * dropped by request id, a UUIDv7 that orders them). The status class is not a query of the API:
- * it filters the records of the pages loaded.
+ * it filters the records of the pages loaded. The service code is the `service-proxy-code` the proxy
+ * answered (records written before it was stored show a dash), with its message beneath.
  */
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useId } from "react";
@@ -270,7 +271,7 @@ function RequestTable({
                 <th scope="col">Method</th>
                 <th scope="col">Path</th>
                 <th scope="col">Status</th>
-                <th scope="col">Service message</th>
+                <th scope="col">Service code</th>
                 <th scope="col">Duration</th>
               </tr>
             </thead>
@@ -294,7 +295,10 @@ function RequestTable({
                       </Link>
                     </td>
                     <td>{data ? `${data.status} (${statusClassName(data.status)})` : "—"}</td>
-                    <td>{data?.message || "—"}</td>
+                    <td>
+                      {data?.code ? <code>{data.code}</code> : "—"}
+                      {data?.message && <span className="cell-note">{data.message}</span>}
+                    </td>
                     <td className="number">{data ? `${Math.round(data.duration * 1000)} ms` : "—"}</td>
                   </tr>
                 );

@@ -441,7 +441,8 @@ function ChartSection({
     <section aria-labelledby={id} className="chart-section">
       <h2 id={id}>{title}</h2>
       <Chart label={`Chart: ${description}.`} spec={chart} />
-      <div className="table-scroll chart-data">
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a long table scrolls; the keyboard reaches it */}
+      <section className="table-scroll chart-data" aria-label={`Data of the ${title} chart`} tabIndex={0}>
         <table>
           <caption>Data of the chart: {description}</caption>
           <thead>
@@ -471,7 +472,7 @@ function ChartSection({
             ))}
           </tbody>
         </table>
-      </div>
+      </section>
     </section>
   );
 }

@@ -19,7 +19,11 @@ const ProxyDataSchema = z.object({
   sentAt: z.number(),
   duration: z.number().describe("Seconds"),
   status: z.number().int().describe("The HTTP status the proxy answered"),
-  message: z.string(),
+  code: z
+    .string()
+    .optional()
+    .describe("The service-proxy-code the proxy answered (spec 4.13); absent on older records"),
+  message: z.string().describe("The service-proxy-message the proxy answered"),
   arnBase: z.string(),
   apiHeaders: HeaderMap.describe("The caller's headers, sensitive values redacted"),
   apiParams: HeaderMap.describe("The caller's query parameters, sensitive values redacted"),

@@ -52,6 +52,7 @@ export async function requestLogItem(ctx: RequestContext, answer: Answer, answer
     receivedAt: ctx.receivedAt,
     sentAt: answeredAt,
     status: answer.response.status,
+    code: answer.outcome.code,
     message: answer.outcome.message,
     arnBase: ctx.request.arnBase,
     sourceIp: ctx.request.sourceIp,

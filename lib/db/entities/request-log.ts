@@ -36,6 +36,8 @@ export const StoredProxyData = z.object({
   sentAt: z.number(),
   duration: z.number(),
   status: z.number(),
+  /** The service-proxy-code answered; absent on records written before it was stored. */
+  code: z.string().optional(),
   message: z.string(),
   arnBase: z.string(),
   apiHeaders: HeaderMap,
