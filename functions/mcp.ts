@@ -4,7 +4,9 @@
  * function URL's result. The local runner serves the same handler at `{base_url}/mcp` (and
  * `/.well-known/*`, `/oauth/*`).
  */
+
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { loadAppUrl } from "#lib/app-url.ts";
 import { logReady, setCorrelationId } from "#lib/log.ts";
 import { handleMcpHttp } from "#lib/mcp/http.ts";
 
@@ -31,6 +33,7 @@ export function requestOf(event: APIGatewayProxyEventV2): Request {
 
 export async function handler(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
   await logReady();
+  await loadAppUrl();
   const requestId = event.requestContext.requestId;
   setCorrelationId(requestId);
   try {
