@@ -222,6 +222,15 @@ describe("request logs in the console", () => {
     expect(text).not.toContain("/items/");
     await checkPage(page, "request-logs-time-range");
 
+    // A range that ends before it begins: the API's message next to From.
+    await filters.getByLabel("To").fill(await localValue(cut - 3_600_000));
+    await filters.getByRole("button", { name: /^show requests$/i }).click();
+    await expect.poll(() => filters.getByLabel("From").getAttribute("aria-invalid")).toBe("true");
+    await expect
+      .poll(() => page.getByText(/^error: must not be later than processedBefore/i).count())
+      .toBe(1);
+    await checkPage(page, "request-logs-range-error");
+
     // Until before the first call: nothing, and the empty state says what to do next.
     await filters.getByLabel("From").fill("");
     await filters.getByLabel("To").fill(await localValue(cut - 3_600_000));

@@ -188,7 +188,7 @@ beforeAll(async () => {
   browser = await connectBrowser();
   ({ context, page, user } = await signedInConsole(browser, stack, origin));
   await page.setViewportSize({ width: 1100, height: 900 });
-  clientId = await newOrganisation(user, `Telemetry ${randomUUID().slice(0, 6)}`);
+  clientId = await newOrganisation(user, "Acme Shop");
   const target = await listenWithBody((req, _body, res) => {
     const status = Number(/^\/status\/(\d{3})/.exec(req.url ?? "")?.[1] ?? 200);
     const delay = Number(new URL(req.url ?? "/", "http://x").searchParams.get("delay") ?? 0);
@@ -288,6 +288,12 @@ describe("telemetry in the console", () => {
     await expect.poll(() => page.getByText(/^no traffic in this range/i).count()).toBe(1);
     expect(await page.getByRole("img").count()).toBe(0);
     await checkPage(page, "telemetry-empty");
+
+    // A range that ends before it begins: the API's message next to From.
+    await range.getByLabel("From").fill("2021-01-01T00:00");
+    await range.getByRole("button", { name: /^show telemetry$/i }).click();
+    await expect.poll(() => range.getByLabel("From").getAttribute("aria-invalid")).toBe("true");
+    await checkPage(page, "telemetry-range-error");
   });
 
   it("links a meter alert digest in the organisation's inbox to its proxy's meters", async () => {

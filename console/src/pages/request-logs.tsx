@@ -17,6 +17,7 @@ import { errorText, must } from "../api/errors";
 import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
 import { Link, navigate, useLocation } from "../router";
+import { Field, FormError, fieldError } from "../ui";
 
 const STATUS_CLASSES = [
   { value: "", name: "All statuses" },
@@ -87,7 +88,8 @@ export function RequestLogsPage({ clientId }: OrgPageProps) {
   const proxies = useProxies(clientId);
   const proxyId = query.proxyId || proxies.data?.[0]?.proxyId || "";
   const proxy = proxies.data?.find((item) => item.proxyId === proxyId);
-  const ids = { proxy: useId(), from: useId(), to: useId(), status: useId(), limit: useId() };
+  const ids = { proxy: useId(), status: useId(), limit: useId() };
+  const pages = useRequestPages(clientId, proxy ? proxyId : "", query);
 
   return (
     <>
@@ -132,14 +134,22 @@ export function RequestLogsPage({ clientId }: OrgPageProps) {
                   ))}
                 </select>
               </div>
-              <div className="field">
-                <label htmlFor={ids.from}>From</label>
-                <input id={ids.from} name="from" type="datetime-local" step="1" defaultValue={query.from} />
-              </div>
-              <div className="field">
-                <label htmlFor={ids.to}>To</label>
-                <input id={ids.to} name="to" type="datetime-local" step="1" defaultValue={query.to} />
-              </div>
+              <Field
+                label="From"
+                name="from"
+                type="datetime-local"
+                step="1"
+                defaultValue={query.from}
+                error={fieldError(pages.error, "processedAfter")}
+              />
+              <Field
+                label="To"
+                name="to"
+                type="datetime-local"
+                step="1"
+                defaultValue={query.to}
+                error={fieldError(pages.error, "processedBefore")}
+              />
               <div className="field">
                 <label htmlFor={ids.status}>Status</label>
                 <select id={ids.status} name="status" defaultValue={query.status}>
@@ -166,14 +176,11 @@ export function RequestLogsPage({ clientId }: OrgPageProps) {
           </form>
           {proxy && (
             <RequestTable
-              key={`${proxyId} ${query.from} ${query.to} ${query.limit}`}
               clientId={clientId}
               proxyId={proxyId}
               proxyName={proxy.proxyName}
-              from={query.from}
-              to={query.to}
               status={query.status}
-              limit={query.limit}
+              pages={pages}
             />
           )}
           {!proxy && proxies.data && <p role="alert">Error: this proxy is not one of the organisation's.</p>}
@@ -183,25 +190,11 @@ export function RequestLogsPage({ clientId }: OrgPageProps) {
   );
 }
 
-function RequestTable({
-  clientId,
-  proxyId,
-  proxyName,
-  from,
-  to,
-  status,
-  limit,
-}: {
-  clientId: string;
-  proxyId: string;
-  proxyName: string;
-  from: string;
-  to: string;
-  status: string;
-  limit: number;
-}) {
-  const captionId = useId();
-  const pages = useInfiniteQuery({
+type ListQuery = ReturnType<typeof listQueryOf>;
+
+/** The proxy's requests for the query, page after page further back. */
+function useRequestPages(clientId: string, proxyId: string, { from, to, limit }: ListQuery) {
+  return useInfiniteQuery({
     queryKey: ["request-logs", clientId, proxyId, from, to, limit],
     initialPageParam: null as null | { before: number; requestId: string },
     queryFn: async ({ pageParam }) => {
@@ -229,7 +222,26 @@ function RequestTable({
       const oldest = last.requests.at(-1);
       return last.limitReached && oldest ? { before: oldest.processedAt, requestId: oldest.requestId } : null;
     },
+    enabled: Boolean(proxyId),
   });
+}
+
+type RequestPages = ReturnType<typeof useRequestPages>;
+
+function RequestTable({
+  clientId,
+  proxyId,
+  proxyName,
+  status,
+  pages,
+}: {
+  clientId: string;
+  proxyId: string;
+  proxyName: string;
+  status: string;
+  pages: RequestPages;
+}) {
+  const captionId = useId();
   const all = pages.data?.pages.flatMap((page) => page.requests) ?? [];
   const shown = status
     ? all.filter((record) => String(record.proxyData?.status ?? "").startsWith(status))
@@ -242,7 +254,7 @@ function RequestTable({
         <Link href={orgPath(clientId, "proxies", proxyId, "telemetry")}>Telemetry of {proxyName}</Link>
       </p>
       {pages.isPending && <p>Loading…</p>}
-      {pages.isError && <p role="alert">Error: {errorText(pages.error)}</p>}
+      <FormError error={pages.error} fields={["processedAfter", "processedBefore", "limit"]} />
       {pages.data && (
         <p role="status">
           {all.length === 0

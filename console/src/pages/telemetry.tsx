@@ -14,6 +14,7 @@ import { errorText, must } from "../api/errors";
 import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
 import { Link, navigate, useLocation } from "../router";
+import { Field, FormError, fieldError } from "../ui";
 import { isoOfLocal, useProxies } from "./request-logs";
 
 const INTERVALS = [
@@ -167,7 +168,7 @@ export function ProxyTelemetryPage({ clientId, params }: OrgPageProps) {
 function Telemetry({ clientId, proxyId }: { clientId: string; proxyId?: string }) {
   const { path, search } = useLocation();
   const query = queryOf(search);
-  const ids = { interval: useId(), from: useId(), to: useId(), source: useId() };
+  const ids = { interval: useId(), source: useId() };
   const telemetry = useQuery({
     queryKey: ["telemetry", clientId, proxyId ?? null, query.interval, query.from, query.to],
     queryFn: async () => {
@@ -221,14 +222,20 @@ function Telemetry({ clientId, proxyId }: { clientId: string; proxyId?: string }
               ))}
             </select>
           </div>
-          <div className="field">
-            <label htmlFor={ids.from}>From</label>
-            <input id={ids.from} name="from" type="datetime-local" defaultValue={query.from} />
-          </div>
-          <div className="field">
-            <label htmlFor={ids.to}>To</label>
-            <input id={ids.to} name="to" type="datetime-local" defaultValue={query.to} />
-          </div>
+          <Field
+            label="From"
+            name="from"
+            type="datetime-local"
+            defaultValue={query.from}
+            error={fieldError(telemetry.error, "startDate")}
+          />
+          <Field
+            label="To"
+            name="to"
+            type="datetime-local"
+            defaultValue={query.to}
+            error={fieldError(telemetry.error, "endDate")}
+          />
           <div className="field">
             <label htmlFor={ids.source}>Leg</label>
             <select id={ids.source} name="source" defaultValue={query.source}>
@@ -257,7 +264,7 @@ function Telemetry({ clientId, proxyId }: { clientId: string; proxyId?: string }
         </div>
       </form>
       {telemetry.isPending && <p>Loading…</p>}
-      {telemetry.isError && <p role="alert">Error: {errorText(telemetry.error)}</p>}
+      <FormError error={telemetry.error} fields={["interval", "startDate", "endDate", "limit"]} />
       {telemetry.data && (
         <Charts
           buckets={telemetry.data}
