@@ -117,50 +117,52 @@ async function tableRows(name: RegExp): Promise<string[][]> {
   return cells;
 }
 
-/** The `<code>:proxy` sums of a map over the buckets, most first, as the top tables show them. */
-function topOf(buckets: Bucket[], pick: (bucket: Bucket) => Record<string, number>) {
+type Leg = "proxy" | "target";
+
+/** The `<code>:<leg>` sums of a map over the buckets, most first, as the top tables show them. */
+function topOf(buckets: Bucket[], pick: (bucket: Bucket) => Record<string, number>, leg: Leg) {
   const sums = new Map<string, number>();
   for (const bucket of buckets)
     for (const [key, count] of Object.entries(pick(bucket))) {
       const [code, source] = key.split(":");
-      if (source === "proxy" && code) sums.set(code, (sums.get(code) ?? 0) + count);
+      if (source === leg && code) sums.set(code, (sums.get(code) ?? 0) + count);
     }
   return [...sums.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
 }
 
-/** Every chart's table equals the API's buckets of the same query (interval minute, no range). */
-async function expectChartsToMatch(buckets: Bucket[]) {
-  const withTraffic = buckets.filter((bucket) => (bucket.countMap.proxy ?? 0) > 0);
+/** Every chart's table equals the API's buckets of the same query (interval minute, no range), for a leg. */
+async function expectChartsToMatch(buckets: Bucket[], leg: Leg = "proxy") {
+  const withTraffic = buckets.filter((bucket) => (bucket.countMap[leg] ?? 0) > 0);
   expect(withTraffic.length).toBeGreaterThan(0);
   expect(await tableRows(/^data of the chart: requests per minute/i)).toEqual(
     withTraffic.map((bucket) => [
       minuteName(bucket.sKey),
-      String(bucket.countMap.proxy ?? 0),
-      String(bucket.successCountMap.proxy ?? 0),
-      String(bucket.errorCountMap.proxy ?? 0),
+      String(bucket.countMap[leg] ?? 0),
+      String(bucket.successCountMap[leg] ?? 0),
+      String(bucket.errorCountMap[leg] ?? 0),
     ]),
   );
   const ms = (value: number | undefined) => (value === undefined ? "—" : `${round(value)} ms`);
   expect(await tableRows(/^data of the chart: response time per minute/i)).toEqual(
     withTraffic.map((bucket) => [
       minuteName(bucket.sKey),
-      ms(bucket.p50ResponseTimeMap.proxy),
-      ms(bucket.p95ResponseTimeMap.proxy),
-      ms(bucket.p99ResponseTimeMap.proxy),
+      ms(bucket.p50ResponseTimeMap[leg]),
+      ms(bucket.p95ResponseTimeMap[leg]),
+      ms(bucket.p99ResponseTimeMap[leg]),
     ]),
   );
   expect(await tableRows(/^data of the chart: share of answers that were errors/i)).toEqual(
     withTraffic.map((bucket) => [
       minuteName(bucket.sKey),
-      bucket.errorRateMap.proxy === undefined ? "—" : `${round(bucket.errorRateMap.proxy * 100)}%`,
+      bucket.errorRateMap[leg] === undefined ? "—" : `${round(bucket.errorRateMap[leg] * 100)}%`,
     ]),
   );
   expect(await tableRows(/^data of the chart: requests by http status/i)).toEqual(
-    topOf(buckets, (bucket) => bucket.codeCountMap).map(([code, count]) => [code, String(count)]),
+    topOf(buckets, (bucket) => bucket.codeCountMap, leg).map(([code, count]) => [code, String(count)]),
   );
   // Loopback callers have no country: XX (docs/telemetry.md, "Country database").
   expect(await tableRows(/^data of the chart: requests by the caller's country/i)).toEqual(
-    topOf(buckets, (bucket) => bucket.countryCountMap).map(([code, count]) => [
+    topOf(buckets, (bucket) => bucket.countryCountMap, leg).map(([code, count]) => [
       code === "XX" ? "Unknown (XX)" : code,
       String(count),
     ]),
@@ -264,6 +266,16 @@ describe("telemetry in the console", () => {
       fullPage: true,
       clip: { x: 0, y: 0, width: 1100, height: Math.ceil((latency?.y ?? 0) + (latency?.height ?? 0) + 16) },
     });
+
+    // The forwarding leg: the refused caller never reached the target (18 of 19 forwarded).
+    await range.getByLabel("Leg").selectOption("target");
+    await range.getByRole("button", { name: /^show telemetry$/i }).click();
+    await expect
+      .poll(async () => (await page.getByRole("status").first().textContent()) ?? "")
+      .toMatch(/^18 requests \(forwarding leg\): 16 successful, 2 errors/);
+    await expectChartsToMatch(await telemetryOf(`/api/clients/${clientId}/telemetry`), "target");
+    await checkPage(page, "telemetry-forwarding");
+    await range.getByLabel("Leg").selectOption("proxy");
   });
 
   it("charts one proxy's traffic on its own page", async () => {

@@ -562,7 +562,16 @@ function Chart({ label, spec }: { label: string; spec: ChartSpec }) {
       ],
     };
     const plot = new uPlot(options, [x, ...spec.series.map((series) => series.values)], element);
-    return () => plot.destroy();
+    // Follows the width of the page (a resized window, a zoomed text).
+    const resize = new ResizeObserver(() => {
+      const next = Math.max(320, element.clientWidth);
+      if (next !== plot.width) plot.setSize({ width: next, height: 260 });
+    });
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
   }, [shape]);
   return <div ref={ref} role="img" aria-label={label} className="chart" />;
 }
