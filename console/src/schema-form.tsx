@@ -133,6 +133,12 @@ function SchemaField({
     "aria-describedby": describedBy,
   } as const;
   const labelText = `${label}${required ? "" : " (optional)"}`;
+  // A secret (write-only, or a credential secret's key, token, password or secret) is typed into a
+  // password field, so it is not on screen while typed.
+  const secret =
+    field.writeOnly === true ||
+    schema.writeOnly === true ||
+    (/^secret\./.test(path) && /(secret|password|token|key)$/i.test(name));
   const hintAndError = (
     <>
       {hint && (
@@ -323,7 +329,7 @@ function SchemaField({
       <div className="field">
         <label htmlFor={id}>{labelText}</label>
         {hintAndError}
-        {(schema.maxLength ?? 0) > 300 ? (
+        {(schema.maxLength ?? 0) > 300 && schema.format !== "uri" && !/url|uri|path|host/i.test(name) ? (
           <textarea
             {...common}
             rows={4}
@@ -333,8 +339,16 @@ function SchemaField({
         ) : (
           <input
             {...common}
-            type={schema.format === "email" ? "email" : schema.format === "uri" ? "url" : "text"}
-            autoComplete="off"
+            type={
+              secret
+                ? "password"
+                : schema.format === "email"
+                  ? "email"
+                  : schema.format === "uri"
+                    ? "url"
+                    : "text"
+            }
+            autoComplete={secret ? "new-password" : "off"}
             value={typeof item === "string" ? item : ""}
             onChange={(event) => onItem(event.target.value)}
           />

@@ -22,6 +22,8 @@ export interface JsonSchema {
   oneOf?: JsonSchema[];
   default?: unknown;
   format?: string;
+  /** A value sent and never answered back (a secret): entered in a password field. */
+  writeOnly?: boolean;
   minLength?: number;
   maxLength?: number;
   pattern?: string;
