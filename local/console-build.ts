@@ -67,6 +67,9 @@ export async function buildConsole(): Promise<void> {
 
 /** Builds the console unless console/dist is up to date; true when it built. */
 export async function ensureConsoleBuilt(): Promise<boolean> {
+  // The forms' schemas come from the registry: written first, so a changed operation rebuilds.
+  const { writeApiTypes } = await import("../console/scripts/api-types.ts");
+  await writeApiTypes();
   if (await consoleIsBuilt()) return false;
   await buildConsole();
   return true;
