@@ -27,7 +27,8 @@ import {
 export const credentialsKey = (clientId: string) => ["credentials", clientId] as const;
 /** The provider's URL of a just-created OAuth2 credential (only the creation's answer carries it). */
 export const authorizationUrlKey = (clientId: string, credentialId: string) =>
-  ["credentials", clientId, credentialId, "authorizationUrl"] as const;
+  // Outside credentialsKey: invalidating the credentials must not forget it.
+  ["oauth2AuthorizationUrl", clientId, credentialId] as const;
 
 /** The auth types of each credential type (spec 2.5), for the list's words. */
 export const AUTH_TYPE_NAMES: Record<string, string> = {
