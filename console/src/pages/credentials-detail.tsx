@@ -83,7 +83,7 @@ export function CredentialPage({ clientId, params }: OrgPageProps) {
         ))}
       <section aria-labelledby="details-title">
         <h2 id="details-title">Details</h2>
-        <dl>
+        <dl className="details">
           <dt>Type</dt>
           <dd>{credentialTypeName(data.credentialType)}</dd>
           <dt>Authentication</dt>
@@ -126,9 +126,12 @@ export function CredentialPage({ clientId, params }: OrgPageProps) {
       {TESTABLE.includes(data.credentialAuthType) && (
         <TestRequest clientId={clientId} credentialId={credentialId} region={data.credentialRegion} />
       )}
-      {TOKEN_TESTABLE.includes(data.credentialAuthType) && !data.credentialTemporary && (
-        <TokenTest clientId={clientId} credentialId={credentialId} authType={data.credentialAuthType} />
-      )}
+      {/* The token test fetches customToken tokens and oauth2 client_credentials ones (never authorized by a person). */}
+      {TOKEN_TESTABLE.includes(data.credentialAuthType) &&
+        !data.credentialTemporary &&
+        !data.oauthAuthorizedAt && (
+          <TokenTest clientId={clientId} credentialId={credentialId} authType={data.credentialAuthType} />
+        )}
       {/* rules */}
       <EditCredential
         clientId={clientId}

@@ -55,7 +55,7 @@ export function TargetPage({ clientId, params }: OrgPageProps) {
       </p>
       <section aria-labelledby="details-title">
         <h2 id="details-title">Details</h2>
-        <dl>
+        <dl className="details">
           <dt>Base URL</dt>
           <dd>{data.targetBaseURL}</dd>
           <dt>Health-check path</dt>
