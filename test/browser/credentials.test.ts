@@ -346,5 +346,12 @@ describe("credentials in the console", () => {
     const html = await page.content();
     for (const token of oauth.issued) expect(html).not.toContain(token);
     await checkPage(page, "credential-oauth2-authorized");
+
+    // The other outcomes the callback can land with are said in words, as an alert.
+    await page.goto(`/organisations/${clientId}/credentials/${credentialId}?oauth2=denied`);
+    await shown(
+      page.getByRole("alert").filter({ hasText: /authorization not completed.*refused at the provider/i }),
+    );
+    await checkPage(page, "credential-oauth2-denied");
   });
 });

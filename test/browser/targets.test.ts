@@ -179,4 +179,28 @@ describe("targets in the console", () => {
     expect((await user.api.get(`/api/clients/${clientId}/targets/${targetId}`)).status).toBe(404);
     expect((await user.api.get(`/api/clients/${clientId}/proxies/${proxyId}`)).status).toBe(404);
   });
+  it("pages the list, 20 at a time, newest first", async () => {
+    for (let index = 1; index <= 21; index++) {
+      const created = await user.api.post(`/api/clients/${clientId}/targets`, {
+        targetName: `Paged ${String(index).padStart(2, "0")}`,
+        targetRegion: US,
+        targetBaseURL: `${upstream}/paged`,
+        targetTestPath: "/health",
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+    }
+    await page.goto(`/organisations/${clientId}/targets`);
+    const table = page.getByRole("table", { name: /targets, newest first/i });
+    await shown(table.getByRole("link", { name: "Paged 21" }));
+    expect(await table.getByRole("link").count()).toBe(20);
+    expect(await table.getByRole("link", { name: "Paged 01" }).count()).toBe(0);
+    const pages = page.getByRole("navigation", { name: "Targets pages" });
+    await shown(pages.getByText("Page 1 of 2 (21 in all)"));
+    expect(await pages.getByRole("button", { name: "Previous page" }).isDisabled()).toBe(true);
+    await checkPage(page, "targets-paged");
+    await pages.getByRole("button", { name: "Next page" }).click();
+    await shown(pages.getByText("Page 2 of 2 (21 in all)"));
+    await expect.poll(() => table.getByRole("link").count()).toBe(1);
+    expect(await table.getByRole("link", { name: "Paged 01" }).count()).toBe(1);
+  });
 });
