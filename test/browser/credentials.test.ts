@@ -46,7 +46,7 @@ const received: Array<{ url: string; headers: Record<string, unknown> }> = [];
 
 const heading = (name: string | RegExp) => page.getByRole("heading", { level: 1, name });
 const shown = (locator: Locator) => expect.poll(() => locator.count()).toBeGreaterThan(0);
-const exactly = (label: string) => new RegExp(`^${label}( \\(optional\\))?$`);
+const exactly = (label: string) => new RegExp(`^${label}( \\(optional\\))?$`, "i");
 
 /** Sets a field by its label, whichever control the schema gave it. */
 async function setField(scope: Page | Locator, label: string, value: string): Promise<void> {

@@ -30,7 +30,7 @@ const asked: string[] = [];
 
 const heading = (name: string | RegExp) => page.getByRole("heading", { level: 1, name });
 const shown = (locator: Locator) => expect.poll(() => locator.count()).toBeGreaterThan(0);
-const exactly = (label: string) => new RegExp(`^${label}( \\(optional\\))?$`);
+const exactly = (label: string) => new RegExp(`^${label}( \\(optional\\))?$`, "i");
 
 async function setField(scope: Page | Locator, label: string, value: string): Promise<void> {
   const field = scope.getByLabel(exactly(label));

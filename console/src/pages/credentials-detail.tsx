@@ -96,8 +96,8 @@ export function CredentialPage({ clientId, params }: OrgPageProps) {
           <dd>{data.singleUse ? "Yes: deleted after its first successful use" : "No"}</dd>
           {data.credentialSecretHeaders && data.credentialSecretHeaders.length > 0 && (
             <>
-              <dt>Headers carrying the secret (redacted in request logs)</dt>
-              <dd>{data.credentialSecretHeaders.join(", ")}</dd>
+              <dt>Secret headers</dt>
+              <dd>{data.credentialSecretHeaders.join(", ")} (values redacted in request logs)</dd>
             </>
           )}
           <dt>Secret</dt>
