@@ -18,7 +18,7 @@ import { resetConfig } from "#lib/config.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { listenTokenEndpoint, listenWithBody } from "../support/loopback.ts";
 import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
-import type { TestStack, TestUser } from "../support/stack.ts";
+import { joinClient, type TestStack, type TestUser } from "../support/stack.ts";
 import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
 
 const US = "us-east-1";
@@ -284,6 +284,30 @@ describe("credentials in the console", () => {
       404,
     );
     expect((await user.api.get(`/api/clients/${clientId}/proxies/${proxyId}`)).status).toBe(404);
+  });
+
+  it("a reader sees the credentials, without the controls their role would be refused", async () => {
+    const reader = await signedInConsole(browser, stack, origin);
+    try {
+      await joinClient(user, clientId, reader.user, "reader");
+      const readerPage = reader.page;
+      await readerPage.goto(`/organisations/${clientId}/credentials`);
+      const table = readerPage.getByRole("table", { name: /credentials/i });
+      await shown(table.getByRole("link", { name: `Upstream ${suffix}` }));
+      expect(await readerPage.getByRole("link", { name: "New credential" }).count()).toBe(0);
+      await table.getByRole("link", { name: `Upstream ${suffix}` }).click();
+      await expect
+        .poll(() => readerPage.getByRole("heading", { level: 1, name: `Upstream ${suffix}` }).count())
+        .toBe(1);
+      await expect.poll(() => readerPage.getByText("Stored encrypted; never shown.").count()).toBe(1);
+      for (const name of ["Send a test request", "Edit", "Delete credential"])
+        await expect.poll(() => readerPage.getByRole("heading", { name }).count()).toBe(0);
+      await checkPage(readerPage, "credential-reader");
+      await readerPage.goto(`/organisations/${clientId}/credentials/new`);
+      await expect.poll(() => readerPage.getByText(/needs the devops role or above/i).count()).toBe(1);
+    } finally {
+      await reader.context.close();
+    }
   });
 
   it("an OAuth2 credential: pending behind its toggle, consent at the provider lands back on its page", async () => {

@@ -146,3 +146,28 @@ export function useAllProxies(clientId: string, enabled = true) {
     },
   });
 }
+
+/** Roles, highest first: each holds the ones below it. */
+const RANKED = ["owner", "admin", "devops", "user", "reader"] as const;
+type Role = (typeof RANKED)[number];
+
+/**
+ * What the signed-in member may do here, from their roles: `write` (DevOps and above: create, edit,
+ * delete, test against a full URL) and `test` (User and above: the credential and token tests). The
+ * API decides in the end; this only leaves out controls that would be refused. Unknown yet: both.
+ */
+export function useAbilities(clientId: string, userId: string): { write: boolean; test: boolean } {
+  const member = useQuery({
+    queryKey: ["members", clientId, "one", userId],
+    queryFn: async () =>
+      must(
+        await api.GET("/api/clients/{clientId}/members/{userId}", {
+          params: { path: { clientId, userId } },
+        }),
+      ).members[0],
+  });
+  const roles = (member.data?.roles ?? []) as Role[];
+  if (!member.data) return { write: true, test: true };
+  const holds = (lowest: Role) => roles.some((role) => RANKED.indexOf(role) <= RANKED.indexOf(lowest));
+  return { write: holds("devops"), test: holds("user") };
+}

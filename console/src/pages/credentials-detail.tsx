@@ -19,6 +19,7 @@ import {
   fieldNames,
   formatDate,
   proxiesKey,
+  useAbilities,
   useAllProxies,
   useSchemaForm,
 } from "./credentials-common";
@@ -44,8 +45,9 @@ const OAUTH2_OUTCOMES: Record<string, { text: string; warning: boolean }> = {
 export const credentialKey = (clientId: string, credentialId: string) =>
   [...credentialsKey(clientId), "one", credentialId] as const;
 
-export function CredentialPage({ clientId, params }: OrgPageProps) {
+export function CredentialPage({ clientId, params, user }: OrgPageProps) {
   const credentialId = params.credentialId ?? "";
+  const can = useAbilities(clientId, user.userId);
   const { search } = useLocation();
   const credential = useQuery({
     queryKey: credentialKey(clientId, credentialId),
@@ -123,26 +125,31 @@ export function CredentialPage({ clientId, params }: OrgPageProps) {
           refreshedAt={data.oauthRefreshedAt}
         />
       )}
-      {TESTABLE.includes(data.credentialAuthType) && (
+      {can.test && TESTABLE.includes(data.credentialAuthType) && (
         <TestRequest clientId={clientId} credentialId={credentialId} region={data.credentialRegion} />
       )}
       {/* The token test fetches customToken tokens and oauth2 client_credentials ones (never authorized by a person). */}
-      {TOKEN_TESTABLE.includes(data.credentialAuthType) &&
+      {can.test &&
+        TOKEN_TESTABLE.includes(data.credentialAuthType) &&
         !data.credentialTemporary &&
         !data.oauthAuthorizedAt && (
           <TokenTest clientId={clientId} credentialId={credentialId} authType={data.credentialAuthType} />
         )}
       {/* rules */}
-      <EditCredential
-        clientId={clientId}
-        credentialId={credentialId}
-        initial={{
-          credentialName: data.credentialName,
-          notes: data.notes ?? "",
-          credentialDefaultRuleEffect: data.credentialDefaultRuleEffect,
-        }}
-      />
-      <DeleteCredential clientId={clientId} credentialId={credentialId} name={data.credentialName} />
+      {can.write && (
+        <>
+          <EditCredential
+            clientId={clientId}
+            credentialId={credentialId}
+            initial={{
+              credentialName: data.credentialName,
+              notes: data.notes ?? "",
+              credentialDefaultRuleEffect: data.credentialDefaultRuleEffect,
+            }}
+          />
+          <DeleteCredential clientId={clientId} credentialId={credentialId} name={data.credentialName} />
+        </>
+      )}
     </>
   );
 }

@@ -21,6 +21,7 @@ import {
   PAGE_SIZE,
   Pager,
   proxiesKey,
+  useAbilities,
   useSchemaForm,
 } from "./credentials-common";
 
@@ -46,7 +47,8 @@ export const authTypeName = (authType: string) => AUTH_TYPE_NAMES[authType] ?? a
 export const credentialTypeName = (type: string) =>
   type === "proxy" ? "Proxy credential (callers)" : "Target credential (to the target)";
 
-export function CredentialsPage({ clientId }: OrgPageProps) {
+export function CredentialsPage({ clientId, user }: OrgPageProps) {
+  const can = useAbilities(clientId, user.userId);
   const [page, setPage] = useState(1);
   const [pending, setPending] = useState(false);
   const pendingId = useId();
@@ -71,9 +73,11 @@ export function CredentialsPage({ clientId }: OrgPageProps) {
         <strong>target credential</strong> is how the gateway authenticates to the target API. Secrets are
         stored encrypted and never shown again.
       </p>
-      <p>
-        <Link href={orgPath(clientId, "credentials", "new")}>New credential</Link>
-      </p>
+      {can.write && (
+        <p>
+          <Link href={orgPath(clientId, "credentials", "new")}>New credential</Link>
+        </p>
+      )}
       <div className="check">
         <input
           id={pendingId}
@@ -90,8 +94,15 @@ export function CredentialsPage({ clientId }: OrgPageProps) {
       {list.isError && <p role="alert">Error: {errorText(list.error)}</p>}
       {list.data && credentials.length === 0 && (
         <p>
-          No credentials yet. <Link href={orgPath(clientId, "credentials", "new")}>Create a credential</Link>:
-          a proxy credential for your callers and a target credential for the API behind the proxy.
+          No credentials yet.{" "}
+          {can.write ? (
+            <>
+              <Link href={orgPath(clientId, "credentials", "new")}>Create a credential</Link>: a proxy
+              credential for your callers and a target credential for the API behind the proxy.
+            </>
+          ) : (
+            "A member with the DevOps role or above creates them."
+          )}
         </p>
       )}
       {credentials.length > 0 && (
@@ -131,7 +142,8 @@ export function CredentialsPage({ clientId }: OrgPageProps) {
 
 const CREATE = "/api/clients/{clientId}/credentials";
 
-export function NewCredentialPage({ clientId }: OrgPageProps) {
+export function NewCredentialPage({ clientId, user }: OrgPageProps) {
+  const can = useAbilities(clientId, user.userId);
   const queryClient = useQueryClient();
   const schema = requestSchema("POST", CREATE);
   const form = useSchemaForm(schema, { credentialType: "target" });
@@ -159,6 +171,16 @@ export function NewCredentialPage({ clientId }: OrgPageProps) {
     },
   });
   const errors = { ...apiFieldErrors(schema, form.value, create.error), ...form.errors };
+  if (!can.write)
+    return (
+      <section aria-labelledby="new-credential-title">
+        <h1 id="new-credential-title">New credential</h1>
+        <p>Creating credentials needs the DevOps role or above in this organisation.</p>
+        <p>
+          <Link href={orgPath(clientId, "credentials")}>Go to the credentials</Link>
+        </p>
+      </section>
+    );
   return (
     <section aria-labelledby="new-credential-title">
       <h1 id="new-credential-title">New credential</h1>

@@ -19,6 +19,7 @@ import {
   fieldNames,
   formatDate,
   proxiesKey,
+  useAbilities,
   useAllProxies,
   useSchemaForm,
 } from "./credentials-common";
@@ -29,8 +30,9 @@ const ONE = "/api/clients/{clientId}/targets/{targetId}";
 
 const targetKey = (clientId: string, targetId: string) => [...targetsKey(clientId), "one", targetId] as const;
 
-export function TargetPage({ clientId, params }: OrgPageProps) {
+export function TargetPage({ clientId, params, user }: OrgPageProps) {
   const targetId = params.targetId ?? "";
+  const can = useAbilities(clientId, user.userId);
   const target = useQuery({
     queryKey: targetKey(clientId, targetId),
     queryFn: async () => must(await api.GET(ONE, { params: { path: { clientId, targetId } } })).targets[0],
@@ -76,25 +78,31 @@ export function TargetPage({ clientId, params }: OrgPageProps) {
           </dd>
         </dl>
       </section>
-      <HealthCheck
-        clientId={clientId}
-        targetId={targetId}
-        region={data.targetRegion}
-        url={`${data.targetBaseURL.replace(/\/$/, "")}/${data.targetTestPath.replace(/^\//, "")}`}
-      />
+      {can.test && (
+        <HealthCheck
+          clientId={clientId}
+          targetId={targetId}
+          region={data.targetRegion}
+          url={`${data.targetBaseURL.replace(/\/$/, "")}/${data.targetTestPath.replace(/^\//, "")}`}
+        />
+      )}
       {/* rules */}
-      <EditTarget
-        clientId={clientId}
-        targetId={targetId}
-        initial={{
-          targetName: data.targetName,
-          targetBaseURL: data.targetBaseURL,
-          targetTestPath: data.targetTestPath,
-          targetDefaultRuleEffect: data.targetDefaultRuleEffect,
-          notes: data.notes ?? "",
-        }}
-      />
-      <DeleteTarget clientId={clientId} targetId={targetId} name={data.targetName} />
+      {can.write && (
+        <>
+          <EditTarget
+            clientId={clientId}
+            targetId={targetId}
+            initial={{
+              targetName: data.targetName,
+              targetBaseURL: data.targetBaseURL,
+              targetTestPath: data.targetTestPath,
+              targetDefaultRuleEffect: data.targetDefaultRuleEffect,
+              notes: data.notes ?? "",
+            }}
+          />
+          <DeleteTarget clientId={clientId} targetId={targetId} name={data.targetName} />
+        </>
+      )}
     </>
   );
 }

@@ -17,6 +17,7 @@ import {
   formatDate,
   PAGE_SIZE,
   Pager,
+  useAbilities,
   useSchemaForm,
 } from "./credentials-common";
 
@@ -41,7 +42,8 @@ export const TARGET_HINTS = {
     "What happens to a request that none of the target's access rules matches (default allow).",
 };
 
-export function TargetsPage({ clientId }: OrgPageProps) {
+export function TargetsPage({ clientId, user }: OrgPageProps) {
+  const can = useAbilities(clientId, user.userId);
   const [page, setPage] = useState(1);
   const list = useQuery({
     queryKey: [...targetsKey(clientId), { page }],
@@ -57,15 +59,24 @@ export function TargetsPage({ clientId }: OrgPageProps) {
     <section aria-labelledby="targets-title">
       <h1 id="targets-title">Targets</h1>
       <p>A target is an API behind your proxies: its base URL, and a health-check path to test it with.</p>
-      <p>
-        <Link href={orgPath(clientId, "targets", "new")}>New target</Link>
-      </p>
+      {can.write && (
+        <p>
+          <Link href={orgPath(clientId, "targets", "new")}>New target</Link>
+        </p>
+      )}
       {list.isPending && <p>Loading…</p>}
       {list.isError && <p role="alert">Error: {errorText(list.error)}</p>}
       {list.data && targets.length === 0 && (
         <p>
-          No targets yet. <Link href={orgPath(clientId, "targets", "new")}>Create a target</Link> for the API
-          your proxies will forward to.
+          No targets yet.{" "}
+          {can.write ? (
+            <>
+              <Link href={orgPath(clientId, "targets", "new")}>Create a target</Link> for the API your proxies
+              will forward to.
+            </>
+          ) : (
+            "A member with the DevOps role or above creates them."
+          )}
         </p>
       )}
       {targets.length > 0 && (
@@ -100,7 +111,8 @@ export function TargetsPage({ clientId }: OrgPageProps) {
 
 const CREATE = "/api/clients/{clientId}/targets";
 
-export function NewTargetPage({ clientId }: OrgPageProps) {
+export function NewTargetPage({ clientId, user }: OrgPageProps) {
+  const can = useAbilities(clientId, user.userId);
   const queryClient = useQueryClient();
   const schema = requestSchema("POST", CREATE);
   const form = useSchemaForm(schema);
@@ -113,6 +125,16 @@ export function NewTargetPage({ clientId }: OrgPageProps) {
     },
   });
   const errors = { ...apiFieldErrors(schema, form.value, create.error), ...form.errors };
+  if (!can.write)
+    return (
+      <section aria-labelledby="new-target-title">
+        <h1 id="new-target-title">New target</h1>
+        <p>Creating targets needs the DevOps role or above in this organisation.</p>
+        <p>
+          <Link href={orgPath(clientId, "targets")}>Go to the targets</Link>
+        </p>
+      </section>
+    );
   return (
     <section aria-labelledby="new-target-title">
       <h1 id="new-target-title">New target</h1>
