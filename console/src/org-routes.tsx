@@ -43,6 +43,16 @@ export const ORG_ROUTES: OrgRoute[] = [
 
   // --- targets ---
   { pattern: "/organisations/{clientId}/targets", title: "Targets", page: page(targets, "TargetsPage") },
+  {
+    pattern: "/organisations/{clientId}/targets/new",
+    title: "New target",
+    page: page(targets, "NewTargetPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/targets/{targetId}",
+    title: "Target",
+    page: page(() => import("./pages/targets-detail"), "TargetPage"),
+  },
   // --- end of targets ---
 
   // --- credentials ---
@@ -50,6 +60,16 @@ export const ORG_ROUTES: OrgRoute[] = [
     pattern: "/organisations/{clientId}/credentials",
     title: "Credentials",
     page: page(credentials, "CredentialsPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/credentials/new",
+    title: "New credential",
+    page: page(credentials, "NewCredentialPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/credentials/{credentialId}",
+    title: "Credential",
+    page: page(() => import("./pages/credentials-detail"), "CredentialPage"),
   },
   // --- end of credentials ---
 
