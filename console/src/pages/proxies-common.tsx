@@ -74,6 +74,7 @@ export function SchemaForm({
   success,
   intro,
   className = "panel",
+  prepare = (value) => value,
   ...fieldProps
 }: Omit<SchemaFieldsProps, "value" | "onChange" | "errors"> & {
   title: string;
@@ -87,6 +88,8 @@ export function SchemaForm({
   success?: (result: unknown) => ReactNode;
   intro?: ReactNode;
   className?: string;
+  /** The value as sent, from the value typed (a default the schema cannot say). */
+  prepare?: (value: FormValue) => FormValue;
   schema: JsonSchema;
 }) {
   const titleId = useId();
@@ -111,7 +114,7 @@ export function SchemaForm({
       className={className}
       onSubmit={(event) => {
         event.preventDefault();
-        const full = { ...value, ...fixed };
+        const full = prepare({ ...value, ...fixed });
         const found = validate(schema, full);
         setClientErrors(found);
         if (Object.keys(found).length > 0) return;

@@ -202,6 +202,7 @@ export function NewProxyPage({ clientId }: OrgPageProps) {
             headingLevel={3}
             schema={credentialSchema}
             fixed={{ credentialType: type, region }}
+            prepare={(value) => ({ ...value, secret: value.secret ?? {} })}
             initial={{ authType: type === "proxy" ? "apiKey" : "none" }}
             omit={["credentialType", "region", "singleUse"]}
             labels={{
