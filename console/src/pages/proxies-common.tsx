@@ -130,6 +130,14 @@ export function SchemaForm({
         </p>
       )}
       <FormError error={submit.error} fields={shownFields} />
+      {submit.error instanceof ApiError &&
+        Object.entries(submit.error.fields)
+          .filter(([name]) => !shownFields.includes(name))
+          .map(([name, message]) => (
+            <p key={name} className="field-error">
+              Error: {name}: {message}
+            </p>
+          ))}
       {submit.isSuccess && success && <Status>{success(submit.data)}</Status>}
       <button type="submit" disabled={submit.isPending}>
         {submitLabel}

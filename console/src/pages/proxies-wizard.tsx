@@ -425,7 +425,7 @@ export function NewProxyPage({ clientId }: OrgPageProps) {
           )}
         </dl>
       )}
-      <section aria-label={`Step ${stepIndex + 1} of ${STEPS.length}: ${STEPS[stepIndex]?.name}`}>
+      <section key={step} aria-label={`Step ${stepIndex + 1} of ${STEPS.length}: ${STEPS[stepIndex]?.name}`}>
         {body}
       </section>
       {stepIndex > 0 && step !== "test" && (
