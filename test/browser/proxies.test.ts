@@ -237,6 +237,25 @@ describe("a proxy's page", () => {
     expect((await user.api.get(`${proxyApi()}/overrides`)).body.overrides[0].pathOverrides).toEqual([]);
   });
 
+  it("pages the rules, 20 at a time, in evaluation order", async () => {
+    // One rule (priority 500) is left from above; 20 more, priorities 0 to 19.
+    for (let priority = 0; priority < 20; priority++) {
+      const created = await user.api.post(`${proxyApi()}/rules`, { effect: "allow", priority });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+    }
+    await page.reload();
+    const list = page.getByRole("list", { name: /rules of the proxy, in evaluation order/i });
+    await expect.poll(() => list.getByRole("listitem").count()).toBe(20);
+    const pager = page.getByRole("navigation", { name: "Pages of rules" });
+    await shown(pager.getByText("Page 1 of 2 (21 in all)"));
+    expect(await list.getByRole("listitem").first().textContent()).toMatch(/^Priority 500:/);
+    await checkPage(page, "proxy-rules-paged");
+    await pager.getByRole("button", { name: "Next page" }).click();
+    await shown(pager.getByText("Page 2 of 2 (21 in all)"));
+    await expect.poll(() => list.getByRole("listitem").count()).toBe(1);
+    expect(await list.getByRole("listitem").first().textContent()).toMatch(/^Priority 0:/);
+  });
+
   it("deletes the proxy after a dialog naming what goes with it", async () => {
     await page.getByRole("button", { name: "Delete proxy" }).click();
     const dialog = page.getByRole("dialog", { name: "Delete Orders API v2?" });
