@@ -36,6 +36,16 @@ const telemetry = () => import("./pages/telemetry");
 export const ORG_ROUTES: OrgRoute[] = [
   // --- proxies: list, wizard, one proxy and its rules, filters, overrides ---
   { pattern: "/organisations/{clientId}/proxies", title: "Proxies", page: page(proxies, "ProxiesPage") },
+  {
+    pattern: "/organisations/{clientId}/proxies/new",
+    title: "New proxy",
+    page: page(() => import("./pages/proxies-wizard"), "NewProxyPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}",
+    title: "Proxy",
+    page: page(proxies, "ProxyPage"),
+  },
   // --- end of proxies ---
 
   // --- meters and transforms of a proxy ---

@@ -324,6 +324,34 @@ function SchemaField({
         disabled={disabled}
       />
     );
+  // A map of free values (`additionalProperties: {}`): name/value rows, a value read as JSON when it is.
+  if (
+    type === "object" &&
+    !schema.properties &&
+    typeof schema.additionalProperties === "object" &&
+    Object.keys(schema.additionalProperties).length === 0
+  )
+    return (
+      <KeyValueRows
+        label={labelText}
+        hintAndError={hintAndError}
+        describedBy={describedBy}
+        value={Object.fromEntries(
+          Object.entries((item ?? {}) as Record<string, unknown>).map(([key, entry]) => [
+            key,
+            typeof entry === "string" ? entry : JSON.stringify(entry),
+          ]),
+        )}
+        onChange={(next) =>
+          onItem(
+            Object.keys(next).length
+              ? Object.fromEntries(Object.entries(next).map(([key, entry]) => [key, jsonOrText(entry)]))
+              : undefined,
+          )
+        }
+        disabled={disabled}
+      />
+    );
   if (type === "string")
     return (
       <div className="field">
@@ -434,4 +462,14 @@ function KeyValueRows({
       </button>
     </fieldset>
   );
+}
+
+/** A typed value read as JSON when it is JSON other than a string (1, true, {"a": 1}), else the text. */
+function jsonOrText(text: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "string" ? text : parsed;
+  } catch {
+    return text;
+  }
 }
