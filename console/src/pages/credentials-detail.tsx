@@ -23,6 +23,7 @@ import {
   useAllProxies,
   useSchemaForm,
 } from "./credentials-common";
+import { RulesSection } from "./rules";
 
 const ONE = "/api/clients/{clientId}/credentials/{credentialId}";
 /** The auth types the live credential test applies (spec 4.5). */
@@ -135,7 +136,7 @@ export function CredentialPage({ clientId, params, user }: OrgPageProps) {
         !data.oauthAuthorizedAt && (
           <TokenTest clientId={clientId} credentialId={credentialId} authType={data.credentialAuthType} />
         )}
-      {/* rules */}
+      <RulesSection clientId={clientId} owner={{ kind: "credential", id: credentialId }} />
       {can.write && (
         <>
           <EditCredential

@@ -24,6 +24,7 @@ import {
   useSchemaForm,
 } from "./credentials-common";
 import { TESTABLE } from "./credentials-detail";
+import { RulesSection } from "./rules";
 import { TARGET_HINTS, TARGET_LABELS, targetsKey } from "./targets";
 
 const ONE = "/api/clients/{clientId}/targets/{targetId}";
@@ -86,7 +87,7 @@ export function TargetPage({ clientId, params, user }: OrgPageProps) {
           url={`${data.targetBaseURL.replace(/\/$/, "")}/${data.targetTestPath.replace(/^\//, "")}`}
         />
       )}
-      {/* rules */}
+      <RulesSection clientId={clientId} owner={{ kind: "target", id: targetId }} />
       {can.write && (
         <>
           <EditTarget
