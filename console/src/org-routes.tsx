@@ -36,6 +36,16 @@ const telemetry = () => import("./pages/telemetry");
 export const ORG_ROUTES: OrgRoute[] = [
   // --- proxies: list, wizard, one proxy and its rules, filters, overrides ---
   { pattern: "/organisations/{clientId}/proxies", title: "Proxies", page: page(proxies, "ProxiesPage") },
+  {
+    pattern: "/organisations/{clientId}/proxies/new",
+    title: "New proxy",
+    page: page(() => import("./pages/proxies-wizard"), "NewProxyPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}",
+    title: "Proxy",
+    page: page(proxies, "ProxyPage"),
+  },
   // --- end of proxies ---
 
   // --- meters and transforms of a proxy ---
@@ -43,6 +53,16 @@ export const ORG_ROUTES: OrgRoute[] = [
 
   // --- targets ---
   { pattern: "/organisations/{clientId}/targets", title: "Targets", page: page(targets, "TargetsPage") },
+  {
+    pattern: "/organisations/{clientId}/targets/new",
+    title: "New target",
+    page: page(targets, "NewTargetPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/targets/{targetId}",
+    title: "Target",
+    page: page(() => import("./pages/targets-detail"), "TargetPage"),
+  },
   // --- end of targets ---
 
   // --- credentials ---
@@ -50,6 +70,16 @@ export const ORG_ROUTES: OrgRoute[] = [
     pattern: "/organisations/{clientId}/credentials",
     title: "Credentials",
     page: page(credentials, "CredentialsPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/credentials/new",
+    title: "New credential",
+    page: page(credentials, "NewCredentialPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/credentials/{credentialId}",
+    title: "Credential",
+    page: page(() => import("./pages/credentials-detail"), "CredentialPage"),
   },
   // --- end of credentials ---
 

@@ -228,8 +228,14 @@ export function createOperationHandler(operations: readonly Operation[]) {
         // The authorizer (a REQUEST authorizer API Gateway invokes for every request, without a
         // cache) has authenticated the caller: a revoked token or session never gets here.
         const caller = callerFromEvent(event);
-        checkOrigin(operation, event, event.requestContext?.authorizer?.authMethod);
-        principal = { userId: caller.userId, tokenId: caller.tokenId, systemAdmin: caller.systemAdmin };
+        const authMethod = event.requestContext?.authorizer?.authMethod;
+        checkOrigin(operation, event, authMethod);
+        principal = {
+          userId: caller.userId,
+          tokenId: caller.tokenId,
+          systemAdmin: caller.systemAdmin,
+          session: authMethod === "session",
+        };
         // Rate limit (section 8): one conditional counter update per request, per token; a
         // session caller (no token) counts in its user's window, shared by all its sessions.
         const decision = await consumeRequest(

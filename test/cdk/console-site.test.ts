@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import {
   API_PATH_PATTERNS,
   CONSOLE_CSP,
+  FORWARDED_HOST_CODE,
   MCP_PATH_PATTERNS,
   SPA_REWRITE_CODE,
 } from "../../cdk/constructs/console-site.ts";
@@ -129,6 +130,17 @@ describe("ConsoleSite", () => {
     expect(rewrite("/index.html")).toBe("/index.html");
   });
 
+  it("forwards the viewer's Host as X-Forwarded-Host in the MCP behaviours' viewer-request function", () => {
+    const fn = resources[logicalId(site.forwardedHost)]?.Properties as Record<string, Json>;
+    expect(fn.FunctionCode).toBe(FORWARDED_HOST_CODE);
+    const handler = new Function(`${FORWARDED_HOST_CODE}; return handler;`)() as (event: {
+      request: { headers: Record<string, { value: string }> };
+    }) => { headers: Record<string, { value: string }> };
+    const headers = handler({ request: { headers: { host: { value: "d111.cloudfront.net" } } } }).headers;
+    expect(headers["x-forwarded-host"]).toEqual({ value: "d111.cloudfront.net" });
+    expect(headers.host).toEqual({ value: "d111.cloudfront.net" });
+  });
+
   it("routes every API path to the REST API's stage v1 and every MCP path to the function URL, uncached", () => {
     const patterns = distributionConfig.CacheBehaviors.map((b) => b.PathPattern);
     expect(patterns.sort()).toEqual([...API_PATH_PATTERNS, ...MCP_PATH_PATTERNS].sort());
@@ -178,7 +190,12 @@ describe("ConsoleSite", () => {
       expect(behavior.OriginRequestPolicyId, behavior.PathPattern).toBe(ALL_VIEWER_EXCEPT_HOST_HEADER);
       // The console's CSP and SPA rewrite are not applied to the API's answers (/docs has its own page).
       expect(behavior.ResponseHeadersPolicyId, behavior.PathPattern).toBeUndefined();
-      expect(behavior.FunctionAssociations, behavior.PathPattern).toBeUndefined();
+      // The MCP paths pass the viewer's Host on as X-Forwarded-Host (the endpoint's public origin).
+      if (isApi) expect(behavior.FunctionAssociations, behavior.PathPattern).toBeUndefined();
+      else
+        expect(flat(behavior.FunctionAssociations), behavior.PathPattern).toBe(
+          `{"EventType":"viewer-request","FunctionARN":{"Fn::GetAtt":["${logicalId(site.forwardedHost)}","FunctionARN"]}}`,
+        );
       expect(behavior.ViewerProtocolPolicy, behavior.PathPattern).toBe("redirect-to-https");
     }
   });
