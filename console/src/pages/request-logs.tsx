@@ -272,7 +272,7 @@ function RequestTable({
         </p>
       )}
       {shown.length > 0 && (
-        <div className="table-scroll">
+        <div className="obs-table">
           <table>
             <caption>
               Requests of {proxyName}, newest first{status ? ` (${statusName})` : ""}
@@ -334,7 +334,7 @@ function HeaderTable({ caption, headers }: { caption: string; headers: Record<st
   const rows = Object.entries(headers).sort(([a], [b]) => a.localeCompare(b));
   if (rows.length === 0) return <p>{caption}: none.</p>;
   return (
-    <div className="table-scroll">
+    <div className="obs-table">
       <table>
         <caption>{caption}</caption>
         <thead>

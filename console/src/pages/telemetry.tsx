@@ -449,7 +449,7 @@ function ChartSection({
       <h2 id={id}>{title}</h2>
       <Chart label={`Chart: ${description}.`} spec={chart} />
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a long table scrolls; the keyboard reaches it */}
-      <section className="table-scroll chart-data" aria-label={`Data of the ${title} chart`} tabIndex={0}>
+      <section className="obs-table chart-data" aria-label={`Data of the ${title} chart`} tabIndex={0}>
         <table>
           <caption>Data of the chart: {description}</caption>
           <thead>
