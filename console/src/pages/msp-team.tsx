@@ -187,7 +187,7 @@ function MemberRow({
       {canManage && (
         <form
           className="inline-form"
-          aria-label={`MSP role of ${name}`}
+          aria-label={`Role of ${name}`}
           onSubmit={(event) => {
             event.preventDefault();
             change.mutate(choice);
