@@ -174,6 +174,11 @@ describe("the MSP's view in the console", () => {
     await expect.poll(() => table.getByRole("row").count()).toBe(4); // header, two clients, totals
     await shown(table.getByRole("rowheader", { name: clientName }));
     await shown(table.getByRole("rowheader", { name: otherName }));
+    // Each amount with the rate it is priced at: the client's (0.7 after the clamp), the MSP's (0.6).
+    await shown(table.getByRole("cell", { name: "$0.000 (rate 0.7)", exact: true }));
+    await expect
+      .poll(() => table.getByRole("cell", { name: "$0.000 (rate 0.6)", exact: true }).count())
+      .toBe(2);
     await checkPage(page, "msp-usage");
 
     const [download] = await Promise.all([
@@ -242,6 +247,12 @@ describe("the MSP's view in the console", () => {
       alert(
         /Cannot detach client, billing is charged to the MSP\..*Set “Billed to” to “The client” under Billing/,
       ),
+    );
+    // The refusal reloads the client: its new owner is listed.
+    await shown(
+      page
+        .getByRole("list", { name: "Members" })
+        .getByText(new RegExp(`${literal(customer.email)}\\): Owner$`)),
     );
     await checkPage(page, "msp-client-detach-billed-to-msp");
 

@@ -297,7 +297,7 @@ function rateNotes(sent: Partial<Rates> | undefined, stored: Rates, mspRates: Ra
     const clamped = Math.min(Math.max(entered, RATE_FLOOR), RATE_CEILING);
     const reason =
       mspRates && stored[key] === mspRates[key] && stored[key] > clamped
-        ? `it is below the MSP's own rate for ${name.toLowerCase()}, ${mspRates[key]}, and a client's rate never is`
+        ? `it is below the MSP's own rate for ${name}, ${mspRates[key]}, and a client's rate never is`
         : entered < RATE_FLOOR
           ? `${entered} is below the floor of ${RATE_FLOOR} (70% of retail), so the floor is stored`
           : entered > RATE_CEILING
@@ -592,6 +592,8 @@ function Detach({ mspId, clientId, clientName }: { mspId: string; clientId: stri
       await queryClient.invalidateQueries({ queryKey: mspKeys.clients(mspId) });
       navigate(`${mspPath(mspId)}?detached=${encodeURIComponent(clientName)}`);
     },
+    // A refusal may come from members or billing changed elsewhere: show the client as it is now.
+    onError: () => queryClient.invalidateQueries({ queryKey: keyOf(mspId, clientId) }),
   });
   const refusal =
     detach.error instanceof ApiError && detach.error.status === 409

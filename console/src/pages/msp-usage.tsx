@@ -90,10 +90,8 @@ export function MspUsagePage({ mspId }: MspPageProps) {
                   <th scope="col">Billed to</th>
                   <th scope="col">Requests</th>
                   <th scope="col">API seconds</th>
-                  <th scope="col">Client rate</th>
-                  <th scope="col">At client rate</th>
-                  <th scope="col">MSP rate</th>
-                  <th scope="col">At MSP rate</th>
+                  <th scope="col">At the client's rate</th>
+                  <th scope="col">At the MSP's rate</th>
                 </tr>
               </thead>
               <tbody>
@@ -105,10 +103,12 @@ export function MspUsagePage({ mspId }: MspPageProps) {
                     <td>{row.billingTo === "msp" ? "MSP" : "Client"}</td>
                     <td>{row.requests}</td>
                     <td>{row.apiSeconds.toFixed(3)}</td>
-                    <td>{row.clientRate}</td>
-                    <td>{amount(row.amountAtClientRates)}</td>
-                    <td>{row.mspRate}</td>
-                    <td>{amount(row.amountAtMspRates)}</td>
+                    <td>
+                      {amount(row.amountAtClientRates)} (rate {row.clientRate})
+                    </td>
+                    <td>
+                      {amount(row.amountAtMspRates)} (rate {row.mspRate})
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -118,9 +118,7 @@ export function MspUsagePage({ mspId }: MspPageProps) {
                   <td />
                   <td>{data.totals.requests}</td>
                   <td>{data.totals.apiSeconds.toFixed(3)}</td>
-                  <td />
                   <td>{amount(data.totals.amountAtClientRates)}</td>
-                  <td />
                   <td>{amount(data.totals.amountAtMspRates)}</td>
                 </tr>
               </tfoot>
