@@ -126,7 +126,9 @@ describe("the MSP's view in the console", () => {
     await rates.getByRole("button", { name: "Save rates" }).click();
     await shown(status(/API seconds: you entered 0\.5; 0\.7 is stored: 0\.5 is below the floor of 0\.7/));
     await shown(
-      status(/Storage \(GB\): you entered 0\.75; 0\.8 is stored: it is below the MSP's own rate for storage/),
+      status(
+        /Storage \(GB\): you entered 0\.75; 0\.8 is stored: it is below the MSP's own rate for Storage \(GB\), 0\.8/,
+      ),
     );
     await expect.poll(() => rates.getByLabel("API seconds").inputValue()).toBe("0.7");
     await expect.poll(() => rates.getByLabel("Storage (GB)").inputValue()).toBe("0.8");
