@@ -12,7 +12,8 @@ import { Link, navigate } from "../router";
 import { bodyOf, type FormValue, type JsonSchema, requestSchema, SchemaFields } from "../schema-form";
 import { ConfirmDialog, FormError, Status } from "../ui";
 import { useMspConfiguration } from "./msp";
-import { day, mspKeys, mspPath, Pager, personName, usd, useSchemaForm } from "./msp-common";
+import { day, mspKeys, mspPath, Pager, personName, usd } from "./msp-common";
+import { useSchemaForm } from "./msp-form";
 import type { MspPageProps } from "./msp-routes";
 
 const CLIENT = "/api/msps/{mspId}/clients/{clientId}";

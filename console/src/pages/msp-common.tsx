@@ -1,10 +1,8 @@
 /**
  * What the MSP pages share: their paths, query keys, the MSP's role names, a pager for the MSP API's
- * page/limit lists, and the form state of a SchemaFields form (value, client-side errors, the API's).
+ * page/limit lists. (The form state is msp-form.tsx: it brings the schemas, which the switcher,
+ * in the first chunk, must not.)
  */
-import { useState } from "react";
-import { ApiError } from "../api/errors";
-import { type FieldErrors, type FormValue, type JsonSchema, validate } from "../schema";
 
 /** The path of an MSP page: mspPath("m1", "clients", "c1") is /msps/m1/clients/c1. */
 export const mspPath = (mspId: string, ...segments: string[]) =>
@@ -77,34 +75,4 @@ export function Pager({
       </button>
     </nav>
   );
-}
-
-/**
- * A SchemaFields form's state: its value, the errors of client-side validation and, after a failed
- * answer, the API's errors by field. `check()` validates against the schema (true when valid).
- */
-export function useSchemaForm(schema: JsonSchema, initial: FormValue = {}) {
-  const [value, setValue] = useState<FormValue>(initial);
-  const [errors, setErrors] = useState<FieldErrors>({});
-  return {
-    value,
-    setValue,
-    errors,
-    check(body: FormValue): boolean {
-      const found = validate(schema, body);
-      setErrors(found);
-      return Object.keys(found).length === 0;
-    },
-    /**
-     * Client-side errors, then the API's answer's by field (the API names a field's last segment:
-     * `prefix` puts the fields of a nested object back under it, "rates" for "rates.apiSeconds").
-     */
-    all(apiError: unknown, prefix?: string): FieldErrors {
-      const fromApi = apiError instanceof ApiError ? apiError.fields : {};
-      const named = Object.fromEntries(
-        Object.entries(fromApi).map(([field, message]) => [prefix ? `${prefix}.${field}` : field, message]),
-      );
-      return { ...named, ...errors };
-    },
-  };
 }

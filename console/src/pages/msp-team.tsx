@@ -19,8 +19,8 @@ import {
   Pager,
   personName,
   topMspRole,
-  useSchemaForm,
 } from "./msp-common";
+import { useSchemaForm } from "./msp-form";
 import type { MspPageProps } from "./msp-routes";
 
 const INVITE = requestSchema("POST", "/api/msps/{mspId}/invites");

@@ -10,7 +10,8 @@ import { errorText, must } from "../api/errors";
 import { Link, navigate, useLocation } from "../router";
 import { requestSchema, SchemaFields } from "../schema-form";
 import { FormError, Status } from "../ui";
-import { day, mspKeys, mspPath, Pager, useSchemaForm } from "./msp-common";
+import { day, mspKeys, mspPath, Pager } from "./msp-common";
+import { useSchemaForm } from "./msp-form";
 import type { MspPageProps } from "./msp-routes";
 
 const PAGE_SIZE = 20;
