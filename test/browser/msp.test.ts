@@ -357,4 +357,25 @@ describe("the MSP's view in the console", () => {
     expect(await selected.getByRole("option", { name: `Client: ${renamed}` }).count()).toBe(0);
     await checkPage(page, "msp-switcher-client");
   });
+
+  it("pages the managed clients, 20 at a time", async () => {
+    const made = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        owner.api.post(`/api/msps/${mspId}/clients`, { clientName: `Client ${index} ${suffix}` }),
+      ),
+    );
+    expect(made.map((answer) => answer.status)).toEqual(Array(20).fill(201));
+    await page.goto(`/msps/${mspId}`);
+    await expect.poll(() => heading("Managed clients").count()).toBe(1);
+    const clients = page.getByRole("list", { name: "Clients" });
+    const pages = page.getByRole("navigation", { name: "Pages of clients" });
+    await shown(pages.getByText("Page 1 of 2 (21 in all)"));
+    await expect.poll(() => clients.getByRole("listitem").count()).toBe(20);
+    expect(await pages.getByRole("button", { name: "Previous page" }).isDisabled()).toBe(true);
+    await checkPage(page, "msp-clients-page-1");
+    await pages.getByRole("button", { name: "Next page" }).click();
+    await shown(pages.getByText("Page 2 of 2 (21 in all)"));
+    await expect.poll(() => clients.getByRole("listitem").count()).toBe(1);
+    expect(await pages.getByRole("button", { name: "Next page" }).isDisabled()).toBe(true);
+  });
 });
