@@ -4,6 +4,7 @@
  * they are used). Each component gets the pattern's parameters and the signed-in user.
  */
 import { type ComponentType, lazy } from "react";
+import { OrganisationNotifications } from "./pages/notifications";
 
 export interface OrgPageProps {
   clientId: string;
@@ -30,7 +31,6 @@ const targets = () => import("./pages/targets");
 const credentials = () => import("./pages/credentials");
 const requestLogs = () => import("./pages/request-logs");
 const telemetry = () => import("./pages/telemetry");
-const orgNotifications = () => import("./pages/notifications");
 
 /** Matched in order: the first pattern that matches the path wins (put /new before /{id}). */
 export const ORG_ROUTES: OrgRoute[] = [
@@ -73,7 +73,8 @@ export const ORG_ROUTES: OrgRoute[] = [
   {
     pattern: "/organisations/{clientId}/notifications",
     title: "Notifications",
-    page: page(orgNotifications, "OrganisationNotifications"),
+    // Already in the first chunk (the header's unread count uses its module).
+    page: OrganisationNotifications,
   },
   // --- end of notifications ---
 ];

@@ -5,7 +5,7 @@
  * functions, unit-tested in test/unit/console-schema.test.ts; console/src/schema-form.tsx renders
  * them.
  */
-import { REQUEST_SCHEMAS } from "./api/request-schemas";
+import { REQUEST_SCHEMAS } from "./api/request-schemas.ts";
 
 export interface JsonSchema {
   type?: string | string[];

@@ -15,8 +15,10 @@
  *    leaves, whatever the stored item holds; then, for an operation with `alternatives`, rendered
  *    as the media type the request's `Accept` prefers (JSON unless another is preferred).
  */
+
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
+import { loadAppUrl } from "#lib/app-url.ts";
 import { requireClientAccess, requireMspAccess, sharedKindOf } from "#lib/domain/access.ts";
 import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import {
@@ -213,6 +215,7 @@ export function createOperationHandler(operations: readonly Operation[]) {
     .use(invocationLogging())
     .use(errorResponses())
     .handler(async (event) => {
+      await loadAppUrl();
       const operation = byKey.get(operationKey(event.httpMethod, event.resource));
       if (!operation) {
         const allowed = operations.filter((o) => o.path === event.resource).map((o) => o.method);

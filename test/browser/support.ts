@@ -4,7 +4,7 @@
  */
 import { mkdir } from "node:fs/promises";
 import { AxeBuilder } from "@axe-core/playwright";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { expect, inject } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
 import { signedInUser } from "../support/sessions.ts";
@@ -41,12 +41,14 @@ export async function checkPage(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
 }
 
-/** The path and query of the newest link to `path` e-mailed to `email` (to open on the test's origin). */
+/** The path and query of the newest link to `path` (or a path beginning so) e-mailed to `email` (to open on the test's origin). */
 export async function emailedLink(email: string, subject: string, path: string): Promise<string> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const messages = (await sentEmails(email)).filter((message) => message.subject === subject);
     const body = messages.at(-1)?.body.replace(/&amp;/g, "&") ?? "";
-    const link = new RegExp(`https?://[^\\s"<>]+${path.replace("/", "\\/")}\\?[^\\s"<>]+`).exec(body)?.[0];
+    const escaped = path.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+    // `path` is the link's path or its beginning (`/invites/`), followed by a query.
+    const link = new RegExp(`https?://[^\\s"<>]+${escaped}[^\\s"<>?]*\\?[^\\s"<>]+`).exec(body)?.[0];
     if (link) {
       const url = new URL(link);
       return `${url.pathname}${url.search}`;
@@ -90,4 +92,40 @@ export async function newOrganisation(
   const answer = await user.api.post("/api/clients", { clientName: name });
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
   return String((answer.body as { clients: Array<{ clientId: string }> }).clients[0]?.clientId);
+}
+
+/**
+ * A virtual platform authenticator on `page` (CDP `WebAuthn.addVirtualAuthenticator`: resident keys,
+ * user verification, presence simulated), and the relying party set to the console's origin for
+ * the handlers running in this process (restored by the returned `restore`).
+ */
+export async function virtualAuthenticator(
+  context: BrowserContext,
+  page: Page,
+  origin: string,
+): Promise<{ cdp: CDPSession; authenticatorId: string; restore: () => void }> {
+  const saved = { rpId: process.env.WEBAUTHN_RP_ID, origin: process.env.WEBAUTHN_ORIGIN };
+  process.env.WEBAUTHN_RP_ID = "localhost";
+  process.env.WEBAUTHN_ORIGIN = origin;
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  const restore = () => {
+    for (const [name, value] of [
+      ["WEBAUTHN_RP_ID", saved.rpId],
+      ["WEBAUTHN_ORIGIN", saved.origin],
+    ] as const)
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+  };
+  return { cdp, authenticatorId, restore };
 }
