@@ -11,9 +11,8 @@ import type { TestStack } from "../support/stack.ts";
 import {
   checkPage,
   connectBrowser,
-  emailedCode,
   emailedLink,
-  PASSWORD,
+  signUpAndVerify,
   startConsoleStack,
   virtualAuthenticator,
 } from "./support.ts";
@@ -37,26 +36,6 @@ async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
   const created = await context.newPage();
   created.setDefaultTimeout(10_000);
   return { context, page: created };
-}
-
-/** Sign-up, then the e-mailed code, as the Sign-up and Verify pages ask; ends on the Sign-in page. */
-async function signUpAndVerify(on: Page, address: string, firstName: string, lastName: string) {
-  if (!(await on.getByLabel("Email").inputValue())) await on.getByLabel("Email").fill(address);
-  await on.getByLabel("Password").fill(PASSWORD);
-  await on.getByLabel("First name").fill(firstName);
-  await on.getByLabel("Last name").fill(lastName);
-  await on.getByRole("button", { name: /create account/i }).click();
-  await expect.poll(() => on.getByLabel("Code").count()).toBe(1);
-  await on.getByLabel("Code").fill(await emailedCode(address, "Verify your e-mail address"));
-  await on.getByRole("button", { name: /^verify$/i }).click();
-  await expect.poll(() => on.getByRole("status").textContent()).toMatch(/verified/i);
-  await on
-    .getByRole("link", { name: /^sign in$/i })
-    .last()
-    .click();
-  expect(await on.getByLabel("Email").inputValue()).toBe(address);
-  await on.getByLabel("Password").fill(PASSWORD);
-  await on.getByRole("button", { name: /^sign in$/i }).click();
 }
 
 beforeAll(async () => {

@@ -7,10 +7,10 @@ import { AxeBuilder } from "@axe-core/playwright";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { expect, inject } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
-import { signedInUser } from "../support/sessions.ts";
+import { signedInUser, TEST_PASSWORD } from "../support/sessions.ts";
 import { startTestStack, type TestStack, type TestUser } from "../support/stack.ts";
 
-export const PASSWORD = "correct horse battery staple";
+export const PASSWORD = TEST_PASSWORD;
 export const SCREENSHOTS = "test-results/screenshots";
 
 export async function connectBrowser(): Promise<Browser> {
@@ -128,4 +128,24 @@ export async function virtualAuthenticator(
       else process.env[name] = value;
   };
   return { cdp, authenticatorId, restore };
+}
+
+/** Sign-up, then the e-mailed code, as the Sign-up and Verify pages ask; then signs in there with the same address (it ends where the console sends a signed-in user). */
+export async function signUpAndVerify(on: Page, address: string, firstName: string, lastName: string) {
+  if (!(await on.getByLabel("Email").inputValue())) await on.getByLabel("Email").fill(address);
+  await on.getByLabel("Password").fill(PASSWORD);
+  await on.getByLabel("First name").fill(firstName);
+  await on.getByLabel("Last name").fill(lastName);
+  await on.getByRole("button", { name: /create account/i }).click();
+  await expect.poll(() => on.getByLabel("Code").count()).toBe(1);
+  await on.getByLabel("Code").fill(await emailedCode(address, "Verify your e-mail address"));
+  await on.getByRole("button", { name: /^verify$/i }).click();
+  await expect.poll(() => on.getByRole("status").textContent()).toMatch(/verified/i);
+  await on
+    .getByRole("link", { name: /^sign in$/i })
+    .last()
+    .click();
+  expect(await on.getByLabel("Email").inputValue()).toBe(address);
+  await on.getByLabel("Password").fill(PASSWORD);
+  await on.getByRole("button", { name: /^sign in$/i }).click();
 }
