@@ -7,6 +7,8 @@ import { ORG_ROUTES } from "./org-routes";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, Verify } from "./pages/auth";
 import { Home } from "./pages/home";
 import { Invite, InviteSignedOut, inviteIdOf } from "./pages/invite";
+import { MspFrame, matchMspRoute } from "./pages/msp-routes";
+import { MspSwitcher } from "./pages/msp-switcher";
 import { Notifications, useUnreadCount } from "./pages/notifications";
 import { Organisation } from "./pages/organisation";
 import { Keys, Settings, useSignOut } from "./pages/settings";
@@ -52,11 +54,13 @@ export function App() {
     if (params) orgRoute = { title: route.title, params, route };
   }
   const isOrganisation = orgRoute !== null;
+  const mspRoute = matchMspRoute(path);
 
   useEffect(() => {
-    const title = TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : (orgRoute?.title ?? "Not found"));
+    const title =
+      TITLES[path] ?? (inviteIdOf(path) ? "Invitation" : (orgRoute?.title ?? mspRoute?.title ?? "Not found"));
     document.title = `${title} · Proxy Gateway`;
-  }, [path, orgRoute?.title]);
+  }, [path, orgRoute?.title, mspRoute?.title]);
   const queryClient = useQueryClient();
   useEffect(() => {
     // A 401 on a page: check the session again; once it is gone, the page sends to Sign-in (below).
@@ -81,6 +85,14 @@ export function App() {
   else if (path === "/") page = <Home />;
   else if (path === "/settings") page = <Settings user={user} />;
   else if (path === "/settings/keys") page = <Keys user={user} />;
+  else if (mspRoute)
+    page = (
+      <MspFrame mspId={mspRoute.mspId} path={path}>
+        <Suspense fallback={<p>Loading…</p>}>
+          <mspRoute.Page key={path} mspId={mspRoute.mspId} params={mspRoute.params} user={user} />
+        </Suspense>
+      </MspFrame>
+    );
   else if (orgRoute?.params.clientId) {
     const clientId = orgRoute.params.clientId;
     const Page = orgRoute.route?.page;
@@ -157,6 +169,7 @@ export function App() {
             )}
           </ul>
         </nav>
+        {user && user.userMsps.length > 0 && <MspSwitcher mspIds={user.userMsps} path={path} />}
       </header>
       <main id="main" tabIndex={-1}>
         {page}

@@ -155,7 +155,8 @@ function SchemaField({
   );
 
   const choiceList = choices?.[path];
-  if (choiceList || schema.enum) {
+  // Choices of an array of enum values label its checkboxes (below); of a string, they make a select.
+  if ((choiceList && type !== "array") || schema.enum) {
     const options =
       choiceList ?? (schema.enum ?? []).map((option) => ({ value: String(option), label: String(option) }));
     return (
@@ -229,7 +230,7 @@ function SchemaField({
                   )
                 }
               />{" "}
-              {String(option)}
+              {choiceList?.find((choice) => choice.value === String(option))?.label ?? String(option)}
             </label>
           ))}
         </fieldset>

@@ -137,6 +137,23 @@ describe("targets in the console", () => {
     await checkPage(page, "target-edited-unhealthy");
   });
 
+  it("creates an access rule on the target's page", async () => {
+    const form = page.getByRole("form", { name: "New rule" });
+    await form.getByLabel(/^effect/i).selectOption("deny");
+    await form.getByLabel(/^priority/i).fill("10");
+    await form.getByLabel(/^path pattern/i).fill("^/admin");
+    await form.getByRole("button", { name: "Create rule" }).click();
+    await shown(page.getByText("Rule created."));
+    const list = page.getByRole("list", { name: /rules of the target, in evaluation order/i });
+    await expect.poll(() => list.getByRole("listitem").count()).toBe(1);
+    expect(await list.getByRole("listitem").first().textContent()).toMatch(
+      /^Priority 10: Deny every method, path matching \^\/admin/,
+    );
+    const stored = await user.api.get(`/api/clients/${clientId}/targets/${targetId}/rules`);
+    expect(stored.body.rules).toEqual([expect.objectContaining({ effect: "deny", priority: 10 })]);
+    await checkPage(page, "target-rules");
+  });
+
   it("deletes it after a dialog that names the proxy going with it", async () => {
     const credentials = await user.api.get(`/api/clients/${clientId}/credentials`);
     const open = credentials.body.credentials[0].credentialId;
