@@ -27,8 +27,8 @@ import {
   replaceMeterStep,
   uncountMeterStep,
 } from "#lib/db/entities/meter.ts";
-import { meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
-import { cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
+import { keys, meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
+import { batchGet, cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
 import { log } from "#lib/log.ts";
 import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
 import type { ClientAccess } from "./access.ts";
@@ -41,6 +41,8 @@ import {
   normaliseMeter,
   type UpdateMeterInput,
 } from "./meter-schema.ts";
+import { now } from "#lib/clock.ts";
+import { callerHash, METER_WINDOWS, type MeterWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
 
 export const METER_NOT_FOUND = "Meter not found";
@@ -67,6 +69,60 @@ export async function getMeter({ clientId }: ClientAccess, proxyId: string, mete
   const meter = await findMeter(region, clientId, proxyId, meterId);
   if (!meter) throw notFound(METER_NOT_FOUND);
   return toApiMeter(meter);
+}
+
+/** A meter's accumulated value in the current calendar window of one kind, against its limit. */
+export interface MeterWindowUsage {
+  window: MeterWindow;
+  windowStart: string;
+  windowEnd: string;
+  /** The settled value counted in the window so far (0 when nothing was counted). */
+  value: number;
+  /** The window's limit, null when the window has none. */
+  limit: number | null;
+}
+
+/**
+ * A meter's usage now: its value in the current minute, hour, day and month (fixed UTC calendar
+ * windows, the counters the data plane writes), each with its limit. A per-caller meter
+ * (`limitBy`) counts per value of its variable: `limitByValue` chooses whose counts are read
+ * (absent: the shared bucket of requests without a value). One consistent BatchGet in the
+ * meter's region; a counter left by a window that has ended is never read as the current one.
+ */
+export async function getMeterUsage(
+  { clientId }: ClientAccess,
+  proxyId: string,
+  meterId: string,
+  limitByValue?: string,
+) {
+  const { region } = await requireProxy(clientId, proxyId);
+  const meter = await findMeter(region, clientId, proxyId, meterId);
+  if (!meter) throw notFound(METER_NOT_FOUND);
+  const at = now();
+  const caller = meter.limitBy ? callerHash(limitByValue ?? "") : undefined;
+  const windows = METER_WINDOWS.map((kind) => windowAt(kind, at));
+  const counters = await batchGet(
+    windows.map((window) => keys.meterWindow(meterId, window.kind, window.start, caller)),
+    { region },
+  );
+  const usage: MeterWindowUsage[] = windows.map((window) => {
+    const sKey = `${window.kind}#${window.start}`;
+    const counter = counters.find((item) => item.sKey === sKey);
+    const value = typeof counter?.value === "number" ? counter.value : Number(counter?.value ?? 0);
+    return {
+      window: window.kind,
+      windowStart: new Date(window.start).toISOString(),
+      windowEnd: new Date(window.end).toISOString(),
+      value: Number.isFinite(value) ? value : 0,
+      limit: meter.limits?.[window.kind] ?? null,
+    };
+  });
+  return {
+    meterId,
+    limitBy: meter.limitBy ?? null,
+    limitByValue: meter.limitBy ? (limitByValue ?? "") : null,
+    usage,
+  };
 }
 
 /**
