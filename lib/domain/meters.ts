@@ -13,6 +13,7 @@
  *   (`METERUSE#<meterId>#<callerHash>`) cannot be found without a Scan and expire by their TTL.
  */
 import { randomUUID } from "node:crypto";
+import { now } from "#lib/clock.ts";
 import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "#lib/db/commit.ts";
 import {
   checkProxyStep,
@@ -31,6 +32,7 @@ import { keys, meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
 import { batchGet, cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
 import { log } from "#lib/log.ts";
 import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
+import { callerHash, METER_WINDOWS, type MeterWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import type { ClientAccess } from "./access.ts";
 import {
   type CreateMeterInput,
@@ -41,8 +43,6 @@ import {
   normaliseMeter,
   type UpdateMeterInput,
 } from "./meter-schema.ts";
-import { now } from "#lib/clock.ts";
-import { callerHash, METER_WINDOWS, type MeterWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import { PROXY_NOT_FOUND, requireProxy } from "./proxies.ts";
 
 export const METER_NOT_FOUND = "Meter not found";

@@ -48,7 +48,7 @@ export const MeterUsageSchema = z.object({
   limitByValue: z
     .string()
     .nullable()
-    .describe("Whose counts these are, for a per-caller meter (\"\": requests without a value)"),
+    .describe('Whose counts these are, for a per-caller meter ("": requests without a value)'),
   usage: z.array(
     z.object({
       window: z.enum(METER_WINDOWS),
@@ -65,7 +65,7 @@ const UsageQuery = z.object({
     .string()
     .max(1024)
     .optional()
-    .describe("For a per-caller meter (limitBy): the variable's value whose counts to read (default \"\")"),
+    .describe('For a per-caller meter (limitBy): the variable\'s value whose counts to read (default "")'),
 });
 
 const base = "/api/clients/{clientId}/proxies/{proxyId}/meters";
