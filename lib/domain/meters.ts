@@ -32,7 +32,7 @@ import { keys, meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
 import { batchGet, cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
 import { log } from "#lib/log.ts";
 import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
-import { callerHash, METER_WINDOWS, type MeterWindow, windowAt } from "#lib/shared/meter-windows.ts";
+import { callerHash, countedWindows, type MeterWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import type { ClientAccess } from "./access.ts";
 import {
   type CreateMeterInput,
@@ -83,8 +83,9 @@ export interface MeterWindowUsage {
 }
 
 /**
- * A meter's usage now: its value in the current minute, hour, day and month (fixed UTC calendar
- * windows, the counters the data plane writes), each with its limit. A per-caller meter
+ * A meter's usage now: its value in the current window of each kind it counts (fixed UTC calendar
+ * windows, the counters the data plane writes: the windows with a limit or an alert threshold, all
+ * four for a meter with neither), each with its limit. A per-caller meter
  * (`limitBy`) counts per value of its variable: `limitByValue` chooses whose counts are read
  * (absent: the shared bucket of requests without a value). One consistent BatchGet in the
  * meter's region; a counter left by a window that has ended is never read as the current one.
@@ -100,7 +101,7 @@ export async function getMeterUsage(
   if (!meter) throw notFound(METER_NOT_FOUND);
   const at = now();
   const caller = meter.limitBy ? callerHash(limitByValue ?? "") : undefined;
-  const windows = METER_WINDOWS.map((kind) => windowAt(kind, at));
+  const windows = countedWindows(meter).map((kind) => windowAt(kind, at));
   const counters = await batchGet(
     windows.map((window) => keys.meterWindow(meterId, window.kind, window.start, caller)),
     { region },

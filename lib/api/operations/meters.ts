@@ -135,7 +135,7 @@ export const meterOperations = [
     group: "meters",
     summary: "Get a meter's current usage",
     description:
-      "The meter's value in the current minute, hour, day and month (fixed UTC calendar windows), each with its limit (null: none): what the data plane counted so far. A per-caller meter (`limitBy`) counts per value of its variable; `limitByValue` chooses whose counts (default: requests without a value). A `response_value` meter's value is the settled one (reservations of requests in flight are not in it).",
+      "The meter's value in the current window of each kind it counts (fixed UTC calendar windows: minute, hour, day, month; a meter counts the windows with a limit or an alert threshold, all four when it has neither), each with its limit (null: none): what the data plane counted so far. A per-caller meter (`limitBy`) counts per value of its variable; `limitByValue` chooses whose counts (default: requests without a value). A `response_value` meter's value is the settled one (reservations of requests in flight are not in it).",
     access: access.client("reader"),
     effect: "read",
     params: MeterParams,
