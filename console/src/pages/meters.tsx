@@ -404,7 +404,7 @@ function MeterForm({
           fields={["meterType", "meterActive", ...(extraction ? ["extraction"] : [])]}
         />,
       )}
-      {group("Limits", <SchemaFields {...common} fields={["limits"]} />)}
+      <SchemaFields {...common} fields={["limits"]} />
       {group(
         "Which requests",
         <SchemaFields
@@ -413,7 +413,7 @@ function MeterForm({
         />,
       )}
       {group("Per caller", <SchemaFields {...common} fields={["variables", "limitBy"]} />)}
-      {group("Alerts and notes", <SchemaFields {...common} fields={["alerts", "notes"]} />)}
+      <SchemaFields {...common} fields={["alerts", "notes"]} />
       {Object.keys(clientErrors).length > 0 && (
         <p role="alert" className="error">
           Error: correct the fields marked above ({Object.keys(clientErrors).join(", ")}).

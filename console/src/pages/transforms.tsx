@@ -5,7 +5,7 @@
  * in the editor and as text next to it. CodeMirror is imported here only: this page is its own chunk.
  */
 import { javascript } from "@codemirror/lang-javascript";
-import { type Diagnostic, lintGutter, setDiagnostics } from "@codemirror/lint";
+import { closeLintPanel, type Diagnostic, lintGutter, openLintPanel, setDiagnostics } from "@codemirror/lint";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { basicSetup, EditorView } from "codemirror";
 import { type ReactNode, useEffect, useId, useRef, useState } from "react";
@@ -208,6 +208,8 @@ interface CodeProblem {
   message: string;
 }
 
+const CODE_LABEL = "Code (TypeScript or JavaScript)";
+
 const PROBLEM = /^Line (\d+)(?:, column (\d+))?: (.+)$/s;
 
 /** The code problems of a refused save (`{message, errors}`, one "Line L, column C: ..." per problem). */
@@ -229,18 +231,33 @@ function diagnosticsOf(view: EditorView, problems: CodeProblem[]): Diagnostic[] 
   });
 }
 
+/** The editor's look: CodeMirror's styles live in its shadow root, so the page's stylesheet stays out. */
+const EDITOR_THEME = EditorView.theme({
+  "&": { border: "1px solid #666", borderRadius: "4px", fontSize: "0.9rem", backgroundColor: "#fff" },
+  "&.cm-focused": { outline: "3px solid #0b57d0", outlineOffset: "1px" },
+  // No scrolling region of its own (long lines wrap; the page scrolls): the content keeps the focus.
+  ".cm-scroller": {
+    minHeight: "10rem",
+    fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
+  },
+});
+
+/**
+ * CodeMirror 6 in a shadow root: its styles are constructed style sheets there (the console's
+ * Content-Security-Policy, `style-src 'self'`, refuses the `<style>` elements it would add to the
+ * document). A label cannot point into a shadow root, so the editable content carries the label's
+ * text as its accessible name.
+ */
 function CodeEditor({
   initial,
   onChange,
   problems,
-  labelId,
-  describedBy,
+  label,
 }: {
   initial: string;
   onChange: (code: string) => void;
   problems: CodeProblem[];
-  labelId: string;
-  describedBy: string;
+  label: string;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
@@ -248,19 +265,22 @@ function CodeEditor({
   change.current = onChange;
   // biome-ignore lint/correctness/useExhaustiveDependencies: the editor is created once; later values are its own
   useEffect(() => {
-    if (!host.current) return;
+    const element = host.current;
+    if (!element) return;
+    const shadow = element.shadowRoot ?? element.attachShadow({ mode: "open" });
+    const parent = document.createElement("div");
+    shadow.replaceChildren(parent);
     const editor = new EditorView({
       doc: initial,
-      parent: host.current,
+      parent,
+      root: shadow,
       extensions: [
         basicSetup,
         javascript({ typescript: true }),
         lintGutter(),
-        EditorView.contentAttributes.of({
-          "aria-labelledby": labelId,
-          "aria-describedby": describedBy,
-          "aria-multiline": "true",
-        }),
+        EDITOR_THEME,
+        EditorView.lineWrapping,
+        EditorView.contentAttributes.of({ "aria-label": label }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) change.current(update.state.doc.toString());
         }),
@@ -274,7 +294,11 @@ function CodeEditor({
   }, []);
   useEffect(() => {
     const editor = view.current;
-    if (editor) editor.dispatch(setDiagnostics(editor.state, diagnosticsOf(editor, problems)));
+    if (!editor) return;
+    editor.dispatch(setDiagnostics(editor.state, diagnosticsOf(editor, problems)));
+    // The editor's own list of its diagnostics (a listbox under the code) opens with them.
+    if (problems.length > 0) openLintPanel(editor);
+    else closeLintPanel(editor);
   }, [problems]);
   return <div ref={host} className="code-editor" />;
 }
@@ -384,18 +408,12 @@ function TransformForm({
     >
       <div className="field">
         <p id={labelId} className="label">
-          Code (TypeScript or JavaScript)
+          {CODE_LABEL}
         </p>
         <p className="hint">
           A function as the default export; no imports, require, process, fetch, globalThis, eval or Function.
         </p>
-        <CodeEditor
-          initial={code}
-          onChange={setCode}
-          problems={problems}
-          labelId={labelId}
-          describedBy={problemsId}
-        />
+        <CodeEditor initial={code} onChange={setCode} problems={problems} label={CODE_LABEL} />
         <div id={problemsId}>
           {clientErrors.code && <p className="field-error">Error: the code {clientErrors.code}.</p>}
           {problems.length > 0 && (
