@@ -169,4 +169,73 @@ describe("meters in the console", () => {
     );
     await checkPage(page, "meters-deleted");
   });
+
+  it("creates a meter with the whole field set: response value, conditions, per-caller limits and alerts", async () => {
+    await page.getByRole("link", { name: "Create its first meter" }).click();
+    await expect.poll(() => heading("New meter").count()).toBe(1);
+    await page.getByLabel("Meter type").selectOption("response_value");
+    await page.getByLabel("Taken from").selectOption("body");
+    await page.getByLabel("Body path").fill("usage.tokens");
+    await page.getByLabel("Default value").fill("2");
+    await page.getByLabel("Limit per minute").fill("10");
+    await page.getByLabel("Applies to").selectOption("conditional");
+    await page.getByLabel("Effect of the conditions").selectOption("include");
+    await page.getByLabel("HTTP methods").fill("GET");
+    await page.getByRole("button", { name: "Add header conditions" }).click();
+    const header = page.getByRole("group", { name: "Header conditions 1" });
+    await header.getByLabel("Name").fill("x-plan");
+    await header.getByLabel("Pattern").fill("^gold$");
+    await page.getByRole("button", { name: "Add variables" }).click();
+    const variable = page.getByRole("group", { name: "Variables 1" });
+    await variable.getByLabel("Name").fill("customer");
+    await variable.getByLabel("Source").selectOption("header");
+    await variable.getByLabel("Key").fill("x-customer");
+    await page.getByLabel("Limit per caller by variable").fill("customer");
+    await page.getByLabel("Alerts enabled").check();
+    await page.getByLabel("Digest every").selectOption("hour");
+    await page.getByLabel("Notify on").selectOption("threshold");
+    await page.getByLabel("Alert threshold per minute").fill("4");
+    await checkPage(page, "meter-new-full");
+    await page.getByRole("button", { name: "Create meter" }).click();
+    await expect.poll(() => heading("Meters of metered").count()).toBe(1);
+    const listed = await user.api.get(`/api/clients/${clientId}/proxies/${proxyId}/meters`);
+    expect(listed.body.meters).toHaveLength(1);
+    expect(listed.body.meters[0]).toMatchObject({
+      meterType: "response_value",
+      meterActive: true,
+      meterMode: "conditional",
+      effect: "include",
+      extraction: { location: "body", path: "usage.tokens", defaultValue: 2 },
+      limits: { minute: 10 },
+      methods: ["GET"],
+      headers: [{ name: "x-plan", pattern: "^gold$" }],
+      variables: [{ name: "customer", source: "header", key: "x-customer" }],
+      limitBy: "customer",
+      alerts: { enabled: true, cadence: "hour", notifyTrigger: "threshold", alertThreshold: { minute: 4 } },
+    });
+
+    // Two matching calls of one customer (the target's answer has no usage.tokens: 2 each), one
+    // call that the condition leaves out.
+    clock.toNextWindow();
+    const gold = { "x-api-key": KEY, "x-plan": "gold", "x-customer": "alpha" };
+    const url = `${stack.regions[REGION]}/api/${proxyId}/items`;
+    for (const headers of [gold, gold, { "x-api-key": KEY, "x-customer": "alpha" }])
+      expect((await callDataPlane(url, { headers })).status).toBe(200);
+    await page.getByLabel("Counts of the caller whose customer is").fill("alpha");
+    await page.getByRole("button", { name: "Show" }).click();
+    // The value is settled after each answer: refresh until it is there.
+    await expect
+      .poll(async () => {
+        await page.getByRole("button", { name: /^refresh the usage of/i }).click();
+        return page.getByText(/^4 of 10 this minute/).count();
+      })
+      .toBe(1);
+    expect(await page.getByRole("meter", { name: "Usage this minute" }).getAttribute("value")).toBe("4");
+    await shown(
+      page.getByText(
+        /conditional \(include the requests its conditions match\); 10 per minute; per caller \(by customer\)/,
+      ),
+    );
+    await checkPage(page, "meters-list-full");
+  });
 });
