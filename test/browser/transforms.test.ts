@@ -39,9 +39,9 @@ const transformsPath = () => `/organisations/${clientId}/proxies/${proxyId}/tran
 const responseTransforms = () =>
   user.api.get(`/api/clients/${clientId}/proxies/${proxyId}/response-transforms`);
 /** The body of a call through the data plane (the target answers {"greeting": "hello"}). */
-const answer = async () => {
+const answer = async (headers: Record<string, string> = { "x-reshape": "yes" }) => {
   const result = await callDataPlane(`${stack.regions[REGION]}/api/${proxyId}/hello`, {
-    headers: { "x-api-key": KEY },
+    headers: { "x-api-key": KEY, ...headers },
   });
   expect(result.status, result.text).toBe(200);
   return JSON.parse(result.text) as Record<string, unknown>;
@@ -137,12 +137,32 @@ describe("transforms in the console", () => {
     expect(await answer()).toEqual({ greeting: "hello", transformed: "edited" });
     expect((await responseTransforms()).body.responseTransforms[0].priority).toBe(7);
     await checkPage(page, "transform-saved");
+
+    // Conditional: only the requests with an x-reshape header.
+    await page.getByLabel("Applies to").selectOption("conditional");
+    await page.getByLabel("Effect of the conditions").selectOption("include");
+    await page.getByRole("button", { name: "Add header conditions" }).click();
+    await page.getByRole("group", { name: "Header conditions 1" }).getByLabel("Name").fill("x-reshape");
+    await page.getByRole("button", { name: "Save response transform" }).click();
+    await expect
+      .poll(async () => (await responseTransforms()).body.responseTransforms[0].transformMode)
+      .toBe("conditional");
+    expect((await responseTransforms()).body.responseTransforms[0]).toMatchObject({
+      effect: "include",
+      headers: [{ name: "x-reshape" }],
+      priority: 7,
+    });
+    expect(await answer({})).toEqual({ greeting: "hello" });
+    expect(await answer()).toEqual({ greeting: "hello", transformed: "edited" });
+    await checkPage(page, "transform-conditional");
   });
 
   it("deactivates, activates and deletes the transform from the list", async () => {
     await page.getByRole("link", { name: "Back to the transforms" }).click();
     await expect.poll(() => heading("Transforms of reshaped").count()).toBe(1);
-    await shown(page.getByText(/^active; priority 7; every request/i));
+    await shown(
+      page.getByText(/^active; priority 7; conditional \(include the requests its conditions match\)/i),
+    );
     await checkPage(page, "transforms-list");
 
     await page.getByRole("button", { name: /^deactivate response transform/i }).click();

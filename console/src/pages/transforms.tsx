@@ -364,6 +364,9 @@ function TransformForm({
   const [clientErrors, setClientErrors] = useState<FieldErrors>({});
   const labelId = useId();
   const problemsId = useId();
+  // What the API holds since the last save: a PUT sends the code only when it differs, and null
+  // for an optional field cleared since.
+  const saved = useRef<FormValue>(initial);
   const save = useMutation({
     mutationFn: async (body: FormValue) => {
       const result = await onSave(body);
@@ -373,6 +376,9 @@ function TransformForm({
       }
       setProblems([]);
       return result.data;
+    },
+    onSuccess: (_data, body) => {
+      saved.current = { ...saved.current, ...body };
     },
   });
   const errors = {
@@ -400,9 +406,9 @@ function TransformForm({
         const found = validate(schema, whole);
         setClientErrors(found);
         if (Object.keys(found).length > 0) return;
-        const body = bodyOf(schema, whole, initial);
+        const body = bodyOf(schema, whole, saved.current);
         // The code is sent only when it changed (spec 4.10).
-        if (method === "PUT" && code === initial.code) delete body.code;
+        if (method === "PUT" && code === saved.current.code) delete body.code;
         save.mutate(body);
       }}
     >
