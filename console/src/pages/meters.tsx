@@ -323,7 +323,7 @@ const HINTS: Record<string, ReactNode> = {
   "extraction.defaultValue": "Counted when the answer has no number there.",
   meterMode: "all: every request of the proxy; conditional: only the requests the conditions below decide.",
   effect: "include: count the requests matching every condition; exclude: count all the others.",
-  methods: "One per line, such as GET or POST.",
+  methods: "Such as GET or POST.",
   alerts: "A digest in the organisation's notifications (and by e-mail to its admins) once per period.",
 };
 

@@ -325,7 +325,7 @@ const HINTS: Record<string, ReactNode> = {
   transformMode: "all: every request; conditional: only the requests the conditions below decide.",
   effect: "include: run for the requests matching every condition; exclude: for all the others.",
   priority: "0 to 1000; of several matching transforms the highest runs.",
-  methods: "One per line, such as GET or POST.",
+  methods: "Such as GET or POST.",
 };
 
 const PREDICATES = ["methods", "path", "query", "headers", "body", "token", "variables"];
