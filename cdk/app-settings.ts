@@ -59,7 +59,11 @@ const ContextSchema = z
     homeRegion: z.string().regex(REGION, "not an AWS region name"),
     regions: regionList,
     emailSender: z.email(),
-    appUrl: z.url(),
+    /**
+     * The console's public URL when it is not the distribution's own (a custom domain). Unset: the
+     * distribution's URL, given to the functions through an SSM parameter (appUrlParameterName).
+     */
+    appUrl: z.url().optional(),
     /** Full ARN (with its random suffix) of the Secrets Manager secret holding the Stripe key. */
     stripeSecretArn: z
       .string()
@@ -148,6 +152,10 @@ export function readAppSettings(node: Node): AppSettings {
 export const tableNameOf = (settings: Pick<AppSettings, "appName">): string => settings.appName;
 
 /** The alias of each region's KMS key (KMS_KEY_ALIAS); the same alias in every region. */
+/** The SSM parameter holding the console's URL when `appUrl` is not set (lib/app-url.ts reads it). */
+export const appUrlParameterName = (settings: Pick<AppSettings, "appName">): string =>
+  `/${settings.appName}/app-url`;
+
 export const kmsKeyAliasOf = (settings: Pick<AppSettings, "appName">): string => `alias/${settings.appName}`;
 
 /** The alias of the MCP endpoint's OAuth signing key (home region only). */

@@ -4,7 +4,10 @@
  * function URL's result. The local runner serves the same handler at `{base_url}/mcp` (and
  * `/.well-known/*`, `/oauth/*`).
  */
+
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { loadAppUrl } from "#lib/app-url.ts";
+import { getConfig } from "#lib/config.ts";
 import { logReady, setCorrelationId } from "#lib/log.ts";
 import { handleMcpHttp } from "#lib/mcp/http.ts";
 
@@ -14,10 +17,18 @@ export function requestOf(event: APIGatewayProxyEventV2): Request {
   for (const [name, value] of Object.entries(event.headers ?? {}))
     if (value !== undefined) headers.set(name, value);
   if (event.cookies?.length) headers.set("cookie", event.cookies.join("; "));
-  // The function URL's own domain (never a forwarded header a caller could set); the local runner
-  // marks its events with an `apiId` of `local...` and serves plain HTTP.
-  const host = event.requestContext.domainName;
-  const scheme = event.requestContext.apiId.startsWith("local") ? "http" : "https";
+  // The function URL's own domain; the local runner marks its events with an `apiId` of `local...`
+  // and serves plain HTTP. Behind the console's distribution (cdk/constructs/console-site.ts), its
+  // viewer-request function forwards the viewer's Host as X-Forwarded-Host: when that is APP_URL's
+  // host, the endpoint's public origin (its OAuth metadata, its resource) is APP_URL's. Any other
+  // forwarded value is ignored, so a caller cannot make the endpoint name a host of its choosing.
+  const local = event.requestContext.apiId.startsWith("local");
+  const appUrl = new URL(getConfig().appUrl);
+  const forwarded = headers.get("x-forwarded-host")?.toLowerCase();
+  const origin =
+    !local && forwarded === appUrl.host.toLowerCase()
+      ? appUrl.origin
+      : `${local ? "http" : "https"}://${event.requestContext.domainName}`;
   const query = event.rawQueryString ? `?${event.rawQueryString}` : "";
   const method = event.requestContext.http.method;
   const body =
@@ -26,11 +37,12 @@ export function requestOf(event: APIGatewayProxyEventV2): Request {
       : event.isBase64Encoded
         ? Buffer.from(event.body, "base64")
         : event.body;
-  return new Request(`${scheme}://${host}${event.rawPath}${query}`, { method, headers, body });
+  return new Request(`${origin}${event.rawPath}${query}`, { method, headers, body });
 }
 
 export async function handler(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
   await logReady();
+  await loadAppUrl();
   const requestId = event.requestContext.requestId;
   setCorrelationId(requestId);
   try {

@@ -4,7 +4,9 @@
  * the cadence and passes the event's time, so a delayed invocation digests the periods of its
  * schedule, not of the moment it ran.
  */
+
 import { z } from "zod";
+import { loadAppUrl } from "#lib/app-url.ts";
 import { type DigestReport, runMeterDigests } from "#lib/domain/meter-digests.ts";
 import { ALERT_CADENCES } from "#lib/domain/meter-periods.ts";
 import { log, logReady } from "#lib/log.ts";
@@ -17,6 +19,7 @@ export async function handler(
   event?: unknown,
 ): Promise<{ periods: number; notifications: number; failed: number }> {
   await logReady();
+  await loadAppUrl();
   const input = DigestEvent.parse(event ?? undefined);
   const reports: DigestReport[] = await runMeterDigests({
     cadences: input?.cadence ? [input.cadence] : undefined,

@@ -67,6 +67,17 @@ export const SPA_REWRITE_CODE = `function handler(event) {
   return request;
 }`;
 
+/**
+ * Viewer-request function of the MCP behaviours: the viewer's Host (the distribution's domain, or
+ * its alias) as X-Forwarded-Host, which the origin request policy then forwards (Host itself must be
+ * the function URL's). functions/mcp.ts takes it as its public origin only when it is APP_URL's host.
+ */
+export const FORWARDED_HOST_CODE = `function handler(event) {
+  var request = event.request;
+  if (request.headers.host) request.headers["x-forwarded-host"] = { value: request.headers.host.value };
+  return request;
+}`;
+
 const PLACEHOLDER_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Console not built</title></head>
 <body><h1>The console was not built</h1>
@@ -89,6 +100,7 @@ export class ConsoleSite extends Construct {
   readonly logBucket: s3.Bucket;
   readonly distribution: cloudfront.Distribution;
   readonly spaRewrite: cloudfront.Function;
+  readonly forwardedHost: cloudfront.Function;
   readonly securityHeaders: cloudfront.ResponseHeadersPolicy;
   /** `https://<distribution domain>`, without a trailing slash. */
   readonly url: string;
@@ -127,6 +139,11 @@ export class ConsoleSite extends Construct {
       runtime: cloudfront.FunctionRuntime.JS_2_0,
       code: cloudfront.FunctionCode.fromInline(SPA_REWRITE_CODE),
     });
+    this.forwardedHost = new cloudfront.Function(this, "ForwardedHost", {
+      comment: `${appName}: the viewer's Host as X-Forwarded-Host, for the MCP endpoint's public origin`,
+      runtime: cloudfront.FunctionRuntime.JS_2_0,
+      code: cloudfront.FunctionCode.fromInline(FORWARDED_HOST_CODE),
+    });
 
     this.securityHeaders = new cloudfront.ResponseHeadersPolicy(this, "SecurityHeaders", {
       comment: `${appName}: the console's security headers`,
@@ -160,7 +177,12 @@ export class ConsoleSite extends Construct {
     // A plain function URL origin: OAC for function URLs needs the URL's auth type AWS_IAM, and
     // then every POST body must be signed by the viewer (x-amz-content-sha256), which MCP clients
     // do not send. The URL stays public (auth NONE) and the function authenticates each request.
-    const mcpBehavior = passThrough(new origins.FunctionUrlOrigin(mcpUrl));
+    const mcpBehavior: cloudfront.BehaviorOptions = {
+      ...passThrough(new origins.FunctionUrlOrigin(mcpUrl)),
+      functionAssociations: [
+        { function: this.forwardedHost, eventType: cloudfront.FunctionEventType.VIEWER_REQUEST },
+      ],
+    };
 
     this.distribution = new cloudfront.Distribution(this, "Distribution", {
       comment: `${appName} web console and API`,

@@ -4,7 +4,7 @@
  * logging and the common environment are decided once.
  *
  * Permissions are added only through the methods below (bindTable, allowSendEmail,
- * allowSecretKeys, allowSigningKey, allowReadSecret), each granting exactly the actions it names
+ * allowSecretKeys, allowSigningKey, allowReadSecret, allowReadParameter), each granting exactly the actions it names
  * on exactly the resources given.
  * The role carries no AWS-managed policy: it writes only to its own log group.
  */
@@ -18,7 +18,7 @@ import * as lambda from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { type AppSettings, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import { type AppSettings, appUrlParameterName, kmsKeyAliasOf, tableNameOf } from "../app-settings.ts";
 import {
   buildSplitBundle,
   ESBUILD_TARGET,
@@ -76,7 +76,10 @@ export function commonEnvironment(settings: FunctionSettings): Record<string, st
     REGIONS: settings.regions.join(","),
     KMS_KEY_ALIAS: kmsKeyAliasOf(settings),
     EMAIL_SENDER: settings.emailSender,
-    APP_URL: settings.appUrl,
+    // The console's URL, or the name of the parameter the home stack writes it into (lib/app-url.ts).
+    ...(settings.appUrl
+      ? { APP_URL: settings.appUrl }
+      : { APP_URL_PARAMETER: appUrlParameterName(settings) }),
     ...(settings.dataPlaneUrls ? { DATA_PLANE_URLS: JSON.stringify(settings.dataPlaneUrls) } : {}),
     NODE_OPTIONS: "--enable-source-maps",
   };
@@ -357,6 +360,14 @@ export class GatewayFunction extends Construct {
   }
 
   /** secretsmanager:GetSecretValue on this one secret (give its full ARN, random suffix included). */
+  /** ssm:GetParameter on one parameter (by ARN: a built string, so no reference to the parameter). */
+  allowReadParameter(parameterArn: string): this {
+    this.role.addToPolicy(
+      new iam.PolicyStatement({ actions: ["ssm:GetParameter"], resources: [parameterArn] }),
+    );
+    return this;
+  }
+
   allowReadSecret(secretArn: string): this {
     this.role.addToPolicy(
       new iam.PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [secretArn] }),

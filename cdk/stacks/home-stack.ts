@@ -12,9 +12,10 @@
  *
  * The web console (issue 22, constructs/console-site.ts) is here as well: its CloudFront
  * distribution routes the API's paths to this stack's REST API and MCP function URL, so it lives
- * beside them (no cross-stack export to keep in step). The functions' APP_URL stays the `appUrl`
- * context: the distribution's own domain cannot be given to them in this template (functions ->
- * distribution -> REST API -> functions is a cycle CloudFormation refuses); see cdk/README.md.
+ * beside them (no cross-stack export to keep in step). The functions' APP_URL is the `appUrl`
+ * context when set (a custom domain), else the distribution's URL through an SSM parameter
+ * (shareConsoleUrl: the environment cannot hold it, functions -> distribution -> REST API ->
+ * functions is a cycle CloudFormation refuses); see cdk/README.md.
  */
 
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
@@ -27,6 +28,7 @@ import * as kms from "aws-cdk-lib/aws-kms";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as ses from "aws-cdk-lib/aws-ses";
+import * as ssm from "aws-cdk-lib/aws-ssm";
 import type { Construct } from "constructs";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import {
@@ -40,7 +42,13 @@ import {
   SCHEDULED_FUNCTIONS,
   type ScheduledFunction,
 } from "#lib/infra/api-manifest.ts";
-import { type AppSettings, kmsKeyAliasOf, oauthSigningKeyAliasOf, tableNameOf } from "../app-settings.ts";
+import {
+  type AppSettings,
+  appUrlParameterName,
+  kmsKeyAliasOf,
+  oauthSigningKeyAliasOf,
+  tableNameOf,
+} from "../app-settings.ts";
 import { ConsoleSite } from "../constructs/console-site.ts";
 import { coreApiDefinition } from "../constructs/core-api-definition.ts";
 import { GatewayFunction } from "../constructs/gateway-function.ts";
@@ -250,6 +258,34 @@ export class HomeStack extends Stack {
       mcpUrl: this.mcp.url,
       distDir: props.consoleDistDir,
     });
+    if (!settings.appUrl) this.shareConsoleUrl(settings);
+  }
+
+  /**
+   * Without an `appUrl` setting, APP_URL is the distribution's URL. It cannot be in the functions'
+   * environment (functions -> distribution -> REST API -> functions is a cycle), so it goes into an
+   * SSM parameter, and the functions that link to the console get its name (APP_URL_PARAMETER, set
+   * by commonEnvironment) and may read it (lib/app-url.ts reads it once per container). The grant
+   * names the parameter by a built ARN, not by reference, which would bring the cycle back.
+   */
+  private shareConsoleUrl(settings: AppSettings): void {
+    const parameterName = appUrlParameterName(settings);
+    new ssm.StringParameter(this, "AppUrlParameter", {
+      parameterName,
+      stringValue: this.console.url,
+      description: `${settings.appName}: the web console's URL (APP_URL of the functions)`,
+    });
+    const parameterArn = this.formatArn({
+      service: "ssm",
+      resource: "parameter",
+      resourceName: parameterName.replace(/^\//, ""),
+    });
+    const readers = [
+      ...Object.values(this.groupFunctions),
+      ...Object.values(this.scheduledFunctions),
+      this.mcp.function,
+    ];
+    for (const fn of readers) fn.allowReadParameter(parameterArn);
   }
 
   /**

@@ -4,6 +4,7 @@
  * they are used). Each component gets the pattern's parameters and the signed-in user.
  */
 import { type ComponentType, lazy } from "react";
+import { OrganisationNotifications } from "./pages/notifications";
 
 export interface OrgPageProps {
   clientId: string;
@@ -30,7 +31,6 @@ const targets = () => import("./pages/targets");
 const credentials = () => import("./pages/credentials");
 const requestLogs = () => import("./pages/request-logs");
 const telemetry = () => import("./pages/telemetry");
-const orgNotifications = () => import("./pages/notifications");
 const meters = () => import("./pages/meters");
 const transforms = () => import("./pages/transforms");
 
@@ -38,6 +38,16 @@ const transforms = () => import("./pages/transforms");
 export const ORG_ROUTES: OrgRoute[] = [
   // --- proxies: list, wizard, one proxy and its rules, filters, overrides ---
   { pattern: "/organisations/{clientId}/proxies", title: "Proxies", page: page(proxies, "ProxiesPage") },
+  {
+    pattern: "/organisations/{clientId}/proxies/new",
+    title: "New proxy",
+    page: page(() => import("./pages/proxies-wizard"), "NewProxyPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}",
+    title: "Proxy",
+    page: page(proxies, "ProxyPage"),
+  },
   // --- end of proxies ---
 
   // --- meters and transforms of a proxy ---
@@ -75,6 +85,16 @@ export const ORG_ROUTES: OrgRoute[] = [
 
   // --- targets ---
   { pattern: "/organisations/{clientId}/targets", title: "Targets", page: page(targets, "TargetsPage") },
+  {
+    pattern: "/organisations/{clientId}/targets/new",
+    title: "New target",
+    page: page(targets, "NewTargetPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/targets/{targetId}",
+    title: "Target",
+    page: page(() => import("./pages/targets-detail"), "TargetPage"),
+  },
   // --- end of targets ---
 
   // --- credentials ---
@@ -82,6 +102,16 @@ export const ORG_ROUTES: OrgRoute[] = [
     pattern: "/organisations/{clientId}/credentials",
     title: "Credentials",
     page: page(credentials, "CredentialsPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/credentials/new",
+    title: "New credential",
+    page: page(credentials, "NewCredentialPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/credentials/{credentialId}",
+    title: "Credential",
+    page: page(() => import("./pages/credentials-detail"), "CredentialPage"),
   },
   // --- end of credentials ---
 
@@ -105,7 +135,8 @@ export const ORG_ROUTES: OrgRoute[] = [
   {
     pattern: "/organisations/{clientId}/notifications",
     title: "Notifications",
-    page: page(orgNotifications, "OrganisationNotifications"),
+    // Already in the first chunk (the header's unread count uses its module).
+    page: OrganisationNotifications,
   },
   // --- end of notifications ---
 ];

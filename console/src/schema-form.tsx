@@ -133,6 +133,12 @@ function SchemaField({
     "aria-describedby": describedBy,
   } as const;
   const labelText = `${label}${required ? "" : " (optional)"}`;
+  // A secret (write-only, or a credential secret's key, token, password or secret) is typed into a
+  // password field, so it is not on screen while typed.
+  const secret =
+    field.writeOnly === true ||
+    schema.writeOnly === true ||
+    (/^secret\./.test(path) && /(secret|password|token|key)$/i.test(name));
   const hintAndError = (
     <>
       {hint && (
@@ -318,12 +324,40 @@ function SchemaField({
         disabled={disabled}
       />
     );
+  // A map of free values (`additionalProperties: {}`): name/value rows, a value read as JSON when it is.
+  if (
+    type === "object" &&
+    !schema.properties &&
+    typeof schema.additionalProperties === "object" &&
+    Object.keys(schema.additionalProperties).length === 0
+  )
+    return (
+      <KeyValueRows
+        label={labelText}
+        hintAndError={hintAndError}
+        describedBy={describedBy}
+        value={Object.fromEntries(
+          Object.entries((item ?? {}) as Record<string, unknown>).map(([key, entry]) => [
+            key,
+            typeof entry === "string" ? entry : JSON.stringify(entry),
+          ]),
+        )}
+        onChange={(next) =>
+          onItem(
+            Object.keys(next).length
+              ? Object.fromEntries(Object.entries(next).map(([key, entry]) => [key, jsonOrText(entry)]))
+              : undefined,
+          )
+        }
+        disabled={disabled}
+      />
+    );
   if (type === "string")
     return (
       <div className="field">
         <label htmlFor={id}>{labelText}</label>
         {hintAndError}
-        {(schema.maxLength ?? 0) > 300 ? (
+        {(schema.maxLength ?? 0) > 300 && schema.format !== "uri" && !/url|uri|path|host/i.test(name) ? (
           <textarea
             {...common}
             rows={4}
@@ -333,8 +367,16 @@ function SchemaField({
         ) : (
           <input
             {...common}
-            type={schema.format === "email" ? "email" : schema.format === "uri" ? "url" : "text"}
-            autoComplete="off"
+            type={
+              secret
+                ? "password"
+                : schema.format === "email"
+                  ? "email"
+                  : schema.format === "uri"
+                    ? "url"
+                    : "text"
+            }
+            autoComplete={secret ? "new-password" : "off"}
             value={typeof item === "string" ? item : ""}
             onChange={(event) => onItem(event.target.value)}
           />
@@ -420,4 +462,14 @@ function KeyValueRows({
       </button>
     </fieldset>
   );
+}
+
+/** A typed value read as JSON when it is JSON other than a string (1, true, {"a": 1}), else the text. */
+function jsonOrText(text: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "string" ? text : parsed;
+  } catch {
+    return text;
+  }
 }

@@ -5,7 +5,7 @@
  * functions, unit-tested in test/unit/console-schema.test.ts; console/src/schema-form.tsx renders
  * them.
  */
-import { REQUEST_SCHEMAS } from "./api/request-schemas";
+import { REQUEST_SCHEMAS } from "./api/request-schemas.ts";
 
 export interface JsonSchema {
   type?: string | string[];
@@ -22,6 +22,8 @@ export interface JsonSchema {
   oneOf?: JsonSchema[];
   default?: unknown;
   format?: string;
+  /** A value sent and never answered back (a secret): entered in a password field. */
+  writeOnly?: boolean;
   minLength?: number;
   maxLength?: number;
   pattern?: string;
@@ -113,6 +115,9 @@ export const isEmpty = (value: unknown) =>
   (Array.isArray(value) && value.length === 0) ||
   (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0);
 
+const isObject = (value: unknown): value is FormValue =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
 const regex = (pattern: string): RegExp | undefined => {
   try {
     return new RegExp(pattern, "u");
@@ -181,7 +186,8 @@ export function validate(schema: JsonSchema, value: unknown, path = ""): FieldEr
     else {
       const record = value as FormValue;
       for (const name of inner.required ?? [])
-        if (isEmpty(record[name]) && record[name] !== null) errors[at(name)] ??= "is required";
+        if (isEmpty(record[name]) && record[name] !== null && !isObject(record[name]))
+          errors[at(name)] ??= "is required";
       for (const [name, field] of Object.entries(inner.properties ?? {}))
         if (record[name] !== undefined) Object.assign(errors, validate(field, record[name], at(name)));
       if (typeof inner.additionalProperties === "object")
@@ -213,6 +219,8 @@ export function bodyOf(schema: JsonSchema, value: FormValue, before: FormValue =
       if (item !== undefined && nullable && !isEmpty(before[name])) body[name] = null;
       else if (item !== undefined && typeOf(inner) === "array" && effective.required?.includes(name))
         body[name] = [];
+      // A required object given empty (a secret with no fields): sent as {}, its own checks apply.
+      else if (isObject(item) && effective.required?.includes(name)) body[name] = {};
       continue;
     }
     if (

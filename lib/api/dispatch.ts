@@ -15,8 +15,10 @@
  *    leaves, whatever the stored item holds; then, for an operation with `alternatives`, rendered
  *    as the media type the request's `Accept` prefers (JSON unless another is preferred).
  */
+
 import middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
+import { loadAppUrl } from "#lib/app-url.ts";
 import { requireClientAccess, requireMspAccess, sharedKindOf } from "#lib/domain/access.ts";
 import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import {
@@ -213,6 +215,7 @@ export function createOperationHandler(operations: readonly Operation[]) {
     .use(invocationLogging())
     .use(errorResponses())
     .handler(async (event) => {
+      await loadAppUrl();
       const operation = byKey.get(operationKey(event.httpMethod, event.resource));
       if (!operation) {
         const allowed = operations.filter((o) => o.path === event.resource).map((o) => o.method);
@@ -225,8 +228,14 @@ export function createOperationHandler(operations: readonly Operation[]) {
         // The authorizer (a REQUEST authorizer API Gateway invokes for every request, without a
         // cache) has authenticated the caller: a revoked token or session never gets here.
         const caller = callerFromEvent(event);
-        checkOrigin(operation, event, event.requestContext?.authorizer?.authMethod);
-        principal = { userId: caller.userId, tokenId: caller.tokenId, systemAdmin: caller.systemAdmin };
+        const authMethod = event.requestContext?.authorizer?.authMethod;
+        checkOrigin(operation, event, authMethod);
+        principal = {
+          userId: caller.userId,
+          tokenId: caller.tokenId,
+          systemAdmin: caller.systemAdmin,
+          session: authMethod === "session",
+        };
         // Rate limit (section 8): one conditional counter update per request, per token; a
         // session caller (no token) counts in its user's window, shared by all its sessions.
         const decision = await consumeRequest(

@@ -17,6 +17,8 @@ export interface Principal {
   userId: string;
   tokenId: string;
   systemAdmin: boolean;
+  /** Signed in with the console's session cookie (not an API token): the console itself is calling. */
+  session?: boolean;
 }
 
 /**

@@ -29,7 +29,12 @@ import {
 import type { ClientAccess } from "./access.ts";
 import { deleteWithDependants, usesCredential } from "./cascade.ts";
 import { requireAllowedRegion } from "./msp-enforcement.ts";
-import { needsAuthorization, prepareAuthorization, saveAuthorizationState } from "./oauth2-flow.ts";
+import {
+  type AuthorizationReturn,
+  needsAuthorization,
+  prepareAuthorization,
+  saveAuthorizationState,
+} from "./oauth2-flow.ts";
 import { updateRegionalItem } from "./regional.ts";
 
 export const CREDENTIAL_NOT_FOUND = "Credential not found";
@@ -141,6 +146,8 @@ export async function createCredential(
   access: ClientAccess,
   input: CreateCredentialInput,
   baseUrl: string,
+  /** Where the provider's redirect ends (an authorization flow): the console's page, or JSON. */
+  returnTo: AuthorizationReturn = "api",
 ): Promise<{ credential: ReturnType<typeof toApiCredential>; authorizationUrl?: string }> {
   const { clientId, userId } = access;
   const prepared = await prepareCredential(access, input);
@@ -161,6 +168,7 @@ export async function createCredential(
     clientId,
     credentialId: prepared.credentialId,
     region: prepared.region,
+    returnTo,
   });
   return { credential: toApiCredential(item), authorizationUrl: flow.authorizationUrl };
 }

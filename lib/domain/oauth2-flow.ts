@@ -79,16 +79,22 @@ export function prepareAuthorization(secret: OAuth2Secret, baseUrl: string) {
   return { state, authorizationUrl, storedSecret };
 }
 
+/**
+ * Where the provider's redirect sends the browser once the flow ends: `console` when the console
+ * (a session, not an API token) created the credential, to its page there; otherwise the JSON answer.
+ */
+export type AuthorizationReturn = "console" | "api";
+
 export async function saveAuthorizationState(
   state: string,
-  ref: { clientId: string; credentialId: string; region: string },
+  ref: { clientId: string; credentialId: string; region: string; returnTo?: AuthorizationReturn },
 ): Promise<void> {
   await homeDb().send(
     new UpdateCommand({
       TableName: tableName(),
       Key: keys.oauthState(state),
       UpdateExpression:
-        "SET entity = :e, clientId = :c, credentialId = :id, #region = :r, createdAt = :now, #ttl = :ttl",
+        "SET entity = :e, clientId = :c, credentialId = :id, #region = :r, returnTo = :to, createdAt = :now, #ttl = :ttl",
       ConditionExpression: "attribute_not_exists(pKey)",
       ExpressionAttributeNames: { "#region": "region", "#ttl": "TTL" },
       ExpressionAttributeValues: {
@@ -96,6 +102,7 @@ export async function saveAuthorizationState(
         ":c": ref.clientId,
         ":id": ref.credentialId,
         ":r": ref.region,
+        ":to": ref.returnTo ?? "api",
         ":now": nowIso(),
         ":ttl": nowSeconds() + OAUTH_STATE_TTL_SECONDS,
       },
@@ -130,17 +137,45 @@ export interface CallbackQuery {
   error_description?: string;
 }
 
-/** Handle the provider's redirect; returns the credential item made permanent. */
-export async function completeAuthorization(query: CallbackQuery): Promise<Item> {
+/** The consumed state of a flow: the credential it authorizes and where the flow returns. */
+export interface AuthorizationState {
+  clientId: string;
+  credentialId: string;
+  region: string;
+  returnTo: AuthorizationReturn;
+}
+
+/**
+ * The first step of the provider's redirect: the state, consumed (it works once, whatever follows).
+ * An unknown, used or expired state is a 400: nothing tells which credential it was for.
+ */
+export async function consumeAuthorizationState(query: CallbackQuery): Promise<AuthorizationState> {
   if (!query.state || query.state.length > 256) throw badRequest("The OAuth2 state is missing");
   const state = await consumeState(query.state);
+  return {
+    clientId: String(state.clientId),
+    credentialId: String(state.credentialId),
+    region: String(state.region),
+    // States saved before the console's flow existed have none: they answer JSON, as then.
+    returnTo: state.returnTo === "console" ? "console" : "api",
+  };
+}
+
+/** Handle the provider's redirect; returns the credential item made permanent. */
+export async function completeAuthorization(query: CallbackQuery): Promise<Item> {
+  return finishAuthorization(await consumeAuthorizationState(query), query);
+}
+
+/**
+ * The rest of the redirect, after its state was consumed: the provider's refusal is a 400, the
+ * code is exchanged (a refused exchange is a 502) and the credential becomes permanent.
+ */
+export async function finishAuthorization(state: AuthorizationState, query: CallbackQuery): Promise<Item> {
   if (query.error) {
     throw badRequest(`The authorization was not granted: ${query.error.slice(0, 100)}`);
   }
   if (!query.code || query.code.length > 4096) throw badRequest("The OAuth2 code is missing");
-  const clientId = String(state.clientId);
-  const credentialId = String(state.credentialId);
-  const region = String(state.region);
+  const { clientId, credentialId, region } = state;
   const key = keys.credential(clientId, credentialId);
   const credential = await getInRegion(region, key);
   if (credential?.credentialTemporary !== true || credential.deletingAt)

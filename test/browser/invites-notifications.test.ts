@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
 import { latestEmailedCode, send, TEST_PASSWORD } from "../support/sessions.ts";
 import { createClientFor, type TestStack, type TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, emailedLink, startConsoleStack } from "./support.ts";
+import { checkPage, connectBrowser, emailedLink, signUpAndVerify, startConsoleStack } from "./support.ts";
 
 let browser: Browser;
 let stack: TestStack;
@@ -68,22 +68,9 @@ describe("the invite page", () => {
       .getByRole("link", { name: /^sign up$/i })
       .last()
       .click();
+    // The address comes filled in from the invite.
     expect(await page.getByLabel("Email").inputValue()).toBe(inviteeEmail);
-    await page.getByLabel("Password").fill(TEST_PASSWORD);
-    await page.getByLabel("First name").fill("Grace");
-    await page.getByLabel("Last name").fill("Hopper");
-    await page.getByRole("button", { name: /create account/i }).click();
-    await expect.poll(() => page.getByLabel("Code").count()).toBe(1);
-    await page.getByLabel("Code").fill(await latestEmailedCode(inviteeEmail, "Verify your e-mail address"));
-    await page.getByRole("button", { name: /^verify$/i }).click();
-    await expect.poll(() => page.getByRole("status").textContent()).toMatch(/verified/i);
-    await page
-      .getByRole("link", { name: /^sign in$/i })
-      .last()
-      .click();
-    expect(await page.getByLabel("Email").inputValue()).toBe(inviteeEmail);
-    await page.getByLabel("Password").fill(TEST_PASSWORD);
-    await page.getByRole("button", { name: /^sign in$/i }).click();
+    await signUpAndVerify(page, inviteeEmail, "Grace", "Hopper");
     await expect.poll(() => new URL(page.url()).pathname).toBe(`/invites/${inviteId}`);
     await expect.poll(() => page.getByText(/invited to join/i).count()).toBe(1);
     expect(await page.getByRole("main").textContent()).toMatch(/Invite Test Org.*reader/);

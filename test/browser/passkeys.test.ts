@@ -9,7 +9,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { latestEmailedCode, send, TEST_PASSWORD } from "../support/sessions.ts";
 import type { TestStack, TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, startConsoleStack } from "./support.ts";
+import { checkPage, connectBrowser, startConsoleStack, virtualAuthenticator } from "./support.ts";
 
 let browser: Browser;
 let stack: TestStack;
@@ -19,14 +19,11 @@ let page: Page;
 let cdp: CDPSession;
 /** The virtual authenticator of the page (CDP). */
 let authenticatorId: string;
+let restoreRelyingParty: (() => void) | undefined;
 let user: TestUser;
-const saved = { rpId: process.env.WEBAUTHN_RP_ID, origin: process.env.WEBAUTHN_ORIGIN };
 
 beforeAll(async () => {
   ({ stack, origin } = await startConsoleStack());
-  // The handlers run in this process and read the relying party at each call.
-  process.env.WEBAUTHN_RP_ID = "localhost";
-  process.env.WEBAUTHN_ORIGIN = origin;
   user = await stack.newUser();
   await send(stack.baseUrl, "POST", "/auth/forgot-password", { body: { email: user.email } });
   const code = await latestEmailedCode(user.email, "Reset your password");
@@ -38,26 +35,15 @@ beforeAll(async () => {
   context = await browser.newContext({ baseURL: origin });
   page = await context.newPage();
   page.setDefaultTimeout(10_000);
-  cdp = await context.newCDPSession(page);
-  await cdp.send("WebAuthn.enable");
-  ({ authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
-    options: {
-      protocol: "ctap2",
-      transport: "internal",
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  }));
+  // The handlers run in this process and read the relying party at each call.
+  ({
+    cdp,
+    authenticatorId,
+    restore: restoreRelyingParty,
+  } = await virtualAuthenticator(context, page, origin));
 });
 afterAll(async () => {
-  for (const [name, value] of [
-    ["WEBAUTHN_RP_ID", saved.rpId],
-    ["WEBAUTHN_ORIGIN", saved.origin],
-  ] as const)
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
+  restoreRelyingParty?.();
   await context?.close();
   await browser?.close();
   await stack?.stop();

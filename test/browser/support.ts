@@ -4,13 +4,13 @@
  */
 import { mkdir } from "node:fs/promises";
 import { AxeBuilder } from "@axe-core/playwright";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
 import { expect, inject } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
-import { signedInUser } from "../support/sessions.ts";
+import { signedInUser, TEST_PASSWORD } from "../support/sessions.ts";
 import { startTestStack, type TestStack, type TestUser } from "../support/stack.ts";
 
-export const PASSWORD = "correct horse battery staple";
+export const PASSWORD = TEST_PASSWORD;
 export const SCREENSHOTS = "test-results/screenshots";
 
 export async function connectBrowser(): Promise<Browser> {
@@ -41,12 +41,14 @@ export async function checkPage(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
 }
 
-/** The path and query of the newest link to `path` e-mailed to `email` (to open on the test's origin). */
+/** The path and query of the newest link to `path` (or a path beginning so) e-mailed to `email` (to open on the test's origin). */
 export async function emailedLink(email: string, subject: string, path: string): Promise<string> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const messages = (await sentEmails(email)).filter((message) => message.subject === subject);
     const body = messages.at(-1)?.body.replace(/&amp;/g, "&") ?? "";
-    const link = new RegExp(`https?://[^\\s"<>]+${path.replace("/", "\\/")}\\?[^\\s"<>]+`).exec(body)?.[0];
+    const escaped = path.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+    // `path` is the link's path or its beginning (`/invites/`), followed by a query.
+    const link = new RegExp(`https?://[^\\s"<>]+${escaped}[^\\s"<>?]*\\?[^\\s"<>]+`).exec(body)?.[0];
     if (link) {
       const url = new URL(link);
       return `${url.pathname}${url.search}`;
@@ -90,4 +92,60 @@ export async function newOrganisation(
   const answer = await user.api.post("/api/clients", { clientName: name });
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
   return String((answer.body as { clients: Array<{ clientId: string }> }).clients[0]?.clientId);
+}
+
+/**
+ * A virtual platform authenticator on `page` (CDP `WebAuthn.addVirtualAuthenticator`: resident keys,
+ * user verification, presence simulated), and the relying party set to the console's origin for
+ * the handlers running in this process (restored by the returned `restore`).
+ */
+export async function virtualAuthenticator(
+  context: BrowserContext,
+  page: Page,
+  origin: string,
+): Promise<{ cdp: CDPSession; authenticatorId: string; restore: () => void }> {
+  const saved = { rpId: process.env.WEBAUTHN_RP_ID, origin: process.env.WEBAUTHN_ORIGIN };
+  process.env.WEBAUTHN_RP_ID = "localhost";
+  process.env.WEBAUTHN_ORIGIN = origin;
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  const restore = () => {
+    for (const [name, value] of [
+      ["WEBAUTHN_RP_ID", saved.rpId],
+      ["WEBAUTHN_ORIGIN", saved.origin],
+    ] as const)
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+  };
+  return { cdp, authenticatorId, restore };
+}
+
+/** Sign-up, then the e-mailed code, as the Sign-up and Verify pages ask; then signs in there with the same address (it ends where the console sends a signed-in user). */
+export async function signUpAndVerify(on: Page, address: string, firstName: string, lastName: string) {
+  if (!(await on.getByLabel("Email").inputValue())) await on.getByLabel("Email").fill(address);
+  await on.getByLabel("Password").fill(PASSWORD);
+  await on.getByLabel("First name").fill(firstName);
+  await on.getByLabel("Last name").fill(lastName);
+  await on.getByRole("button", { name: /create account/i }).click();
+  await expect.poll(() => on.getByLabel("Code").count()).toBe(1);
+  await on.getByLabel("Code").fill(await emailedCode(address, "Verify your e-mail address"));
+  await on.getByRole("button", { name: /^verify$/i }).click();
+  await expect.poll(() => on.getByRole("status").textContent()).toMatch(/verified/i);
+  await on
+    .getByRole("link", { name: /^sign in$/i })
+    .last()
+    .click();
+  expect(await on.getByLabel("Email").inputValue()).toBe(address);
+  await on.getByLabel("Password").fill(PASSWORD);
+  await on.getByRole("button", { name: /^sign in$/i }).click();
 }

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import {
   API_PATH_PATTERNS,
   CONSOLE_CSP,
+  FORWARDED_HOST_CODE,
   MCP_PATH_PATTERNS,
   SPA_REWRITE_CODE,
 } from "../../cdk/constructs/console-site.ts";
@@ -129,6 +130,17 @@ describe("ConsoleSite", () => {
     expect(rewrite("/index.html")).toBe("/index.html");
   });
 
+  it("forwards the viewer's Host as X-Forwarded-Host in the MCP behaviours' viewer-request function", () => {
+    const fn = resources[logicalId(site.forwardedHost)]?.Properties as Record<string, Json>;
+    expect(fn.FunctionCode).toBe(FORWARDED_HOST_CODE);
+    const handler = new Function(`${FORWARDED_HOST_CODE}; return handler;`)() as (event: {
+      request: { headers: Record<string, { value: string }> };
+    }) => { headers: Record<string, { value: string }> };
+    const headers = handler({ request: { headers: { host: { value: "d111.cloudfront.net" } } } }).headers;
+    expect(headers["x-forwarded-host"]).toEqual({ value: "d111.cloudfront.net" });
+    expect(headers.host).toEqual({ value: "d111.cloudfront.net" });
+  });
+
   it("routes every API path to the REST API's stage v1 and every MCP path to the function URL, uncached", () => {
     const patterns = distributionConfig.CacheBehaviors.map((b) => b.PathPattern);
     expect(patterns.sort()).toEqual([...API_PATH_PATTERNS, ...MCP_PATH_PATTERNS].sort());
@@ -178,7 +190,12 @@ describe("ConsoleSite", () => {
       expect(behavior.OriginRequestPolicyId, behavior.PathPattern).toBe(ALL_VIEWER_EXCEPT_HOST_HEADER);
       // The console's CSP and SPA rewrite are not applied to the API's answers (/docs has its own page).
       expect(behavior.ResponseHeadersPolicyId, behavior.PathPattern).toBeUndefined();
-      expect(behavior.FunctionAssociations, behavior.PathPattern).toBeUndefined();
+      // The MCP paths pass the viewer's Host on as X-Forwarded-Host (the endpoint's public origin).
+      if (isApi) expect(behavior.FunctionAssociations, behavior.PathPattern).toBeUndefined();
+      else
+        expect(flat(behavior.FunctionAssociations), behavior.PathPattern).toBe(
+          `{"EventType":"viewer-request","FunctionARN":{"Fn::GetAtt":["${logicalId(site.forwardedHost)}","FunctionARN"]}}`,
+        );
       expect(behavior.ViewerProtocolPolicy, behavior.PathPattern).toBe("redirect-to-https");
     }
   });
@@ -229,12 +246,52 @@ describe("ConsoleSite", () => {
     expect(flat(template.toJSON().Outputs.ConsoleUrl.Value)).toBe(`https://<${distributionId}.DomainName>`);
   });
 
-  it("gives every function of the app the configured appUrl as APP_URL (see cdk/README.md)", () => {
-    const functions = Object.values(template.findResources("AWS::Lambda::Function")).filter(
-      (fn) => fn.Properties.Environment?.Variables?.TABLE_NAME,
+  it("without appUrl: the distribution's URL goes into a parameter every linking function may read (see cdk/README.md)", () => {
+    const parameterName = `/${CDK_CONTEXT.appName}/app-url`;
+    const parameters = Object.entries(template.findResources("AWS::SSM::Parameter"));
+    expect(parameters).toHaveLength(1);
+    const [parameterId, parameter] = parameters[0] ?? [];
+    expect(parameter?.Properties.Name).toBe(parameterName);
+    expect(flat(parameter?.Properties.Value)).toBe(`https://<${distributionId}.DomainName>`);
+    const functions = Object.entries(template.findResources("AWS::Lambda::Function")).filter(
+      ([, fn]) => fn.Properties.Environment?.Variables?.TABLE_NAME,
     );
     expect(functions.length).toBeGreaterThan(5);
-    for (const fn of functions) expect(fn.Properties.Environment.Variables.APP_URL).toBe(CDK_CONTEXT.appUrl);
+    const policies = Object.values(template.findResources("AWS::IAM::Policy"));
+    const readers = new Set(
+      policies
+        .filter((policy) =>
+          (policy.Properties.PolicyDocument.Statement as Array<{ Action: Json; Resource: Json }>).some(
+            (statement) =>
+              flat(statement.Action) === "ssm:GetParameter" &&
+              new RegExp(`:ssm:.*:parameter${parameterName}$`).test(flat(statement.Resource)),
+          ),
+        )
+        .flatMap((policy) => (policy.Properties.Roles as Json[]).map((role) => flat(role))),
+    );
+    for (const [id, fn] of functions) {
+      expect(fn.Properties.Environment.Variables.APP_URL, id).toBeUndefined();
+      expect(fn.Properties.Environment.Variables.APP_URL_PARAMETER, id).toBe(parameterName);
+      const role = flat({ Ref: fn.Properties.Role["Fn::GetAtt"][0] });
+      // The authorizer never links to the console (and never reads it): no grant.
+      const links = !id.startsWith("Authorizer");
+      expect(readers.has(role), `${id} may read the parameter`).toBe(links);
+    }
+    // Granted by a built ARN: nothing references the parameter, so no cycle comes back.
+    expect(flat(template.toJSON()).includes(`<${parameterId}>`)).toBe(false);
+  });
+
+  it("with appUrl (a custom domain): every function gets it as APP_URL, and no parameter is made", () => {
+    const custom = buildTestApp({ appUrl: "https://console.example.com" }).homeStack;
+    const customTemplate = Template.fromStack(custom);
+    expect(Object.keys(customTemplate.findResources("AWS::SSM::Parameter"))).toHaveLength(0);
+    const functions = Object.values(customTemplate.findResources("AWS::Lambda::Function")).filter(
+      (fn) => fn.Properties.Environment?.Variables?.TABLE_NAME,
+    );
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables.APP_URL).toBe("https://console.example.com");
+      expect(fn.Properties.Environment.Variables.APP_URL_PARAMETER).toBeUndefined();
+    }
   });
 
   describe("upload of the console", () => {

@@ -121,9 +121,11 @@ describe("HomeStack", () => {
         REGIONS: regions.join(","),
         KMS_KEY_ALIAS: `alias/${appName}`,
         EMAIL_SENDER: CDK_CONTEXT.emailSender,
-        APP_URL: CDK_CONTEXT.appUrl,
+        // No appUrl in cdk.json: the console's URL comes from the parameter the stack writes.
+        APP_URL_PARAMETER: `/${appName}/app-url`,
         NODE_OPTIONS: "--enable-source-maps",
       });
+      expect(variables).not.toHaveProperty("APP_URL");
       // Not configured in cdk.json: absent rather than empty.
       expect(variables).not.toHaveProperty("DATA_PLANE_URLS");
       expect(variables).not.toHaveProperty("STRIPE_SECRET_ARN");

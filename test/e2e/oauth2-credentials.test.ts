@@ -11,6 +11,7 @@ import { keys } from "#lib/db/keys.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { decryptSecret, type SecretEnvelope } from "#lib/vault/envelope.ts";
 import { Browser, type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
+import { send, signedInUser } from "../support/sessions.ts";
 import {
   type ApiClient,
   type ApiResult,
@@ -403,6 +404,91 @@ describe("the callback", () => {
     const genuine = await callback(redirect);
     expect(genuine.status, JSON.stringify(genuine.body)).toBe(400);
     await expectTemporary(created.credentialId);
+  });
+});
+
+describe("a flow started from the console", () => {
+  // The console's APP_URL in this test environment (test/setup/file-env.ts).
+  const APP_URL = "http://app.gateway.test";
+  const consolePage = (credentialId: string, outcome: string) =>
+    `${APP_URL}/organisations/${clientId}/credentials/${credentialId}?oauth2=${outcome}`;
+
+  /** Created as the console does: with the session cookie (and this service's Origin), no token. */
+  async function createFromConsole(secret: Record<string, unknown>) {
+    const user = await signedInUser(stack);
+    clientId = await createClientFor(user, "Console Co");
+    api = recording(user.api);
+    const answer = await send(stack.baseUrl, "POST", `/api/clients/${clientId}/credentials`, {
+      headers: { cookie: user.cookie, origin: stack.baseUrl },
+      body: {
+        credentialName: "From the console",
+        credentialType: "target",
+        authType: "oauth2",
+        region: US,
+        secret,
+      },
+    });
+    record("POST credentials (session)", answer.status, answer.headers, JSON.stringify(answer.body));
+    expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+    const created = (answer.body.credentials as Record<string, any>[])[0]!;
+    expect(created.authorizationUrl).toEqual(expect.any(String));
+    return created;
+  }
+
+  /** The redirect, as the browser sees it: status and Location, not followed. */
+  async function landing(url: URL | string) {
+    const response = await fetch(url, { redirect: "manual" });
+    record("GET /webhooks/oauth2 (console)", response.status, response.headers, await response.text());
+    return { status: response.status, location: response.headers.get("location") };
+  }
+
+  it("redirects (303) to the credential's page with oauth2=authorized, whatever the request adds", async () => {
+    const created = await createFromConsole(authorizationCodeSecret());
+    const redirect = await new Browser().authorize(created.authorizationUrl);
+    // Parameters the request could add do not choose where it goes: APP_URL and the stored ids do.
+    const tampered = new URL(redirect);
+    tampered.searchParams.set("redirect_uri", "https://evil.example/steal");
+    tampered.searchParams.set("returnTo", "https://evil.example/steal");
+    tampered.searchParams.set("clientId", "someone-else");
+    const done = await landing(tampered);
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(consolePage(created.credentialId, "authorized"));
+    expect((await getCredential(created.credentialId)).credentialTemporary).toBe(false);
+    const secret = await storedSecret(created.credentialId);
+    expect(oauth.issued.has(secret.accessToken)).toBe(true);
+
+    // The state worked once: a replay has no credential to go back to, and answers JSON 400.
+    const replay = await callback(redirect);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(400);
+    expect(replay.body.message).toMatch(/state/i);
+  });
+
+  it("lands with oauth2=denied when the user refuses, and the credential stays temporary", async () => {
+    const created = await createFromConsole(authorizationCodeSecret());
+    const redirect = await new Browser().authorize(created.authorizationUrl, { abort: true });
+    expect(redirect.searchParams.get("error")).toBe("access_denied");
+    const done = await landing(redirect);
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(consolePage(created.credentialId, "denied"));
+    await expectTemporary(created.credentialId);
+  });
+
+  it("lands with oauth2=failed when the provider refuses the code exchange", async () => {
+    const created = await createFromConsole(pkceSecret());
+    const redirect = await new Browser().authorize(created.authorizationUrl);
+    const tampered = new URL(redirect);
+    tampered.searchParams.set("code", "not-the-code");
+    const done = await landing(tampered);
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(consolePage(created.credentialId, "failed"));
+    await expectTemporary(created.credentialId);
+  });
+
+  it("keeps the JSON answer for a flow an API token started", async () => {
+    const created = await createCredential(authorizationCodeSecret());
+    const done = await callback(await new Browser().authorize(created.authorizationUrl));
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.body.credentials[0]).toMatchObject({ credentialId: created.credentialId });
   });
 });
 

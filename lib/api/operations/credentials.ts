@@ -137,8 +137,10 @@ export const credentialOperations = [
     body: CreateCredentialBody,
     response: { status: 201, schema: wrapped("credentials", CreatedCredentialSchema) },
     errors: [403, 404],
-    handler: async ({ member, body, baseUrl }) => {
-      const { credential, authorizationUrl } = await createCredential(member, body, baseUrl);
+    handler: async ({ member, body, baseUrl, principal }) => {
+      // Started from the console (its session): the provider's redirect ends on the credential's page there.
+      const returnTo = principal.session ? "console" : "api";
+      const { credential, authorizationUrl } = await createCredential(member, body, baseUrl, returnTo);
       return {
         status: 201,
         body: {

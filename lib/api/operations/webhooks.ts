@@ -2,11 +2,24 @@
  * Public webhooks (spec 6.2): the OAuth2 provider's redirect back to `{base_url}/webhooks/oauth2`.
  * No user token comes with it (and no rate limit per token applies); the single-use, expiring
  * `state` is what authenticates it (lib/domain/oauth2-flow.ts).
+ *
+ * A flow started from the console (the credential was created with its session) ends on the
+ * credential's page there: a 303 to `APP_URL/organisations/{clientId}/credentials/{credentialId}
+ * ?oauth2=<authorized|denied|failed>`, built from the configured APP_URL and the ids the consumed
+ * state holds, never from the request (no open redirect). A flow started by an API caller keeps
+ * the JSON answer.
  */
 import { z } from "zod";
 import { access, operation, wrapped } from "#lib/api/operation.ts";
+import { getConfig } from "#lib/config.ts";
 import { toApiCredential } from "#lib/domain/credentials.ts";
-import { completeAuthorization } from "#lib/domain/oauth2-flow.ts";
+import {
+  type AuthorizationState,
+  consumeAuthorizationState,
+  finishAuthorization,
+} from "#lib/domain/oauth2-flow.ts";
+import { log } from "#lib/log.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 import { CredentialSchema } from "./credentials.ts";
 
 /** What the provider sends back (RFC 6749 4.1.2); other parameters it adds are ignored. */
@@ -17,6 +30,17 @@ const CallbackQuery = z.object({
   error_description: z.string().optional(),
 });
 
+/** How a flow started from the console ended, as its page reads it from `?oauth2=`. */
+export type ConsoleOutcome = "authorized" | "denied" | "failed";
+
+/** The console's page of the state's credential: APP_URL and the stored ids, nothing from the request. */
+export function consoleCredentialUrl(state: AuthorizationState, outcome: ConsoleOutcome): string {
+  const path = ["organisations", state.clientId, "credentials", state.credentialId]
+    .map(encodeURIComponent)
+    .join("/");
+  return `${getConfig().appUrl}/${path}?oauth2=${outcome}`;
+}
+
 export const webhookOperations = [
   operation({
     id: "completeOAuth2Authorization",
@@ -25,17 +49,39 @@ export const webhookOperations = [
     group: "webhooks",
     summary: "Complete an OAuth2 authorization (provider redirect)",
     description:
-      "Where the OAuth2 provider redirects the browser after consent for an authorization_code or PKCE credential. Public: the single-use `state` (valid 15 minutes) identifies the credential. The `code` is exchanged at the credential's token endpoint, the tokens are encrypted into its secret and the credential becomes permanent. An unknown, used or expired state, or an `error` from the provider, is a 400; a refused code exchange a 502 with the provider's reason; the credential then stays temporary.",
+      "Where the OAuth2 provider redirects the browser after consent for an authorization_code or PKCE credential. Public: the single-use `state` (valid 15 minutes) identifies the credential. The `code` is exchanged at the credential's token endpoint, the tokens are encrypted into its secret and the credential becomes permanent. An unknown, used or expired state, or an `error` from the provider, is a 400; a refused code exchange a 502 with the provider's reason; the credential then stays temporary. A flow started from the web console (the credential created with its session) answers instead with a 303 to the credential's page in the console, `?oauth2=authorized`, `denied` (the provider's `error`) or `failed` (the exchange or the credential refused); an unknown state is still a 400.",
     access: access.public,
     effect: "write",
     query: CallbackQuery,
     response: { status: 200, schema: wrapped("credentials", CredentialSchema) },
     errors: [502],
-    handler: async ({ query }) => ({
-      body: {
-        message: "Authorization complete: the credential is ready to use",
-        credentials: [toApiCredential(await completeAuthorization(query))],
-      },
-    }),
+    handler: async ({ query }) => {
+      const state = await consumeAuthorizationState(query);
+      if (state.returnTo !== "console")
+        return {
+          body: {
+            message: "Authorization complete: the credential is ready to use",
+            credentials: [toApiCredential(await finishAuthorization(state, query))],
+          },
+        };
+      let outcome: ConsoleOutcome = "authorized";
+      try {
+        await finishAuthorization(state, query);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        outcome = query.error ? "denied" : "failed";
+        log.info("OAuth2 authorization started from the console did not complete", {
+          clientId: state.clientId,
+          credentialId: state.credentialId,
+          outcome,
+          reason: error.message,
+        });
+      }
+      return {
+        status: 303,
+        headers: { Location: consoleCredentialUrl(state, outcome) },
+        body: { message: `Authorization ${outcome}: see the credential's page`, credentials: [] },
+      };
+    },
   }),
 ];
