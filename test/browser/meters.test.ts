@@ -15,6 +15,7 @@ import {
   callDataPlane,
   createProxyOf,
   createProxyParts,
+  joinClient,
   startTestStack,
   type TestStack,
   type TestUser,
@@ -237,5 +238,31 @@ describe("meters in the console", () => {
       ),
     );
     await checkPage(page, "meters-list-full");
+  });
+
+  it("shows a reader the meters and their usage without the controls their role would be refused", async () => {
+    const reader = await signedInConsole(browser, stack, origin);
+    try {
+      await joinClient(user, clientId, reader.user, "reader");
+      const view = reader.page;
+      await view.goto(metersPath());
+      await expect
+        .poll(() => view.getByRole("heading", { level: 1, name: "Meters of metered" }).count())
+        .toBe(1);
+      await expect.poll(() => view.getByText(/your role can read these settings/i).count()).toBe(1);
+      await expect.poll(() => view.getByRole("meter", { name: "Usage this minute" }).count()).toBe(1);
+      expect(await view.getByRole("link", { name: "New meter" }).count()).toBe(0);
+      expect(await view.getByRole("button", { name: /^delete/i }).count()).toBe(0);
+      await checkPage(view, "meters-reader");
+      await view.getByRole("link", { name: /^view response value meter/i }).click();
+      await expect
+        .poll(() => view.getByRole("heading", { level: 1, name: /^meter: response value meter/i }).count())
+        .toBe(1);
+      expect(await view.getByLabel("Limit per minute").isDisabled()).toBe(true);
+      expect(await view.getByRole("button", { name: "Save meter" }).count()).toBe(0);
+      await checkPage(view, "meter-reader");
+    } finally {
+      await reader.context.close();
+    }
   });
 });

@@ -20,6 +20,7 @@ import {
   validate,
 } from "../schema-form";
 import { ConfirmDialog, FormError, Status } from "../ui";
+import { useAbilities } from "./credentials-common";
 
 const BASE = "/api/clients/{clientId}/proxies/{proxyId}/meters";
 const ITEM = `${BASE}/{meterId}`;
@@ -89,8 +90,9 @@ const describeLimits = (limits: Meter["limits"]) => {
     : set.map((window) => `${limits?.[window]} per ${window}`).join(", ");
 };
 
-export function MetersPage({ clientId, params }: OrgPageProps) {
+export function MetersPage({ clientId, params, user }: OrgPageProps) {
   const proxyId = params.proxyId ?? "";
+  const { write } = useAbilities(clientId, user.userId);
   const proxy = useProxy(clientId, proxyId);
   const queryClient = useQueryClient();
   const meters = useQuery({
@@ -114,9 +116,13 @@ export function MetersPage({ clientId, params }: OrgPageProps) {
         day and month (UTC calendar windows). A limit refuses callers with 429 once a window is full; a meter
         without limits only counts. At most 20 meters per proxy.
       </p>
-      <p>
-        <Link href={orgPath(clientId, "proxies", proxyId, "meters", "new")}>New meter</Link>
-      </p>
+      {write ? (
+        <p>
+          <Link href={orgPath(clientId, "proxies", proxyId, "meters", "new")}>New meter</Link>
+        </p>
+      ) : (
+        <ReadOnlyNote />
+      )}
       {meters.isPending && <p>Loading…</p>}
       {meters.isError && <p role="alert">Error: {errorText(meters.error)}</p>}
       {remove.isSuccess && <Status>{meterName(remove.variables)} was deleted.</Status>}
@@ -124,8 +130,16 @@ export function MetersPage({ clientId, params }: OrgPageProps) {
       {meters.data?.length === 0 && (
         <p>
           This proxy has no meters yet.{" "}
-          <Link href={orgPath(clientId, "proxies", proxyId, "meters", "new")}>Create its first meter</Link> to
-          count or limit its traffic.
+          {write ? (
+            <>
+              <Link href={orgPath(clientId, "proxies", proxyId, "meters", "new")}>
+                Create its first meter
+              </Link>{" "}
+              to count or limit its traffic.
+            </>
+          ) : (
+            "A member with the DevOps role or above can create one."
+          )}
         </p>
       )}
       {meters.data && meters.data.length > 0 && (
@@ -146,18 +160,20 @@ export function MetersPage({ clientId, params }: OrgPageProps) {
               <div className="inline-form">
                 <Link
                   href={orgPath(clientId, "proxies", proxyId, "meters", meter.meterId)}
-                  aria-label={`Edit ${meterName(meter)}`}
+                  aria-label={`${write ? "Edit" : "View"} ${meterName(meter)}`}
                 >
-                  Edit
+                  {write ? "Edit" : "View"}
                 </Link>
-                <button
-                  type="button"
-                  className="secondary"
-                  aria-label={`Delete ${meterName(meter)}`}
-                  onClick={() => setDeleting(meter)}
-                >
-                  Delete
-                </button>
+                {write && (
+                  <button
+                    type="button"
+                    className="secondary"
+                    aria-label={`Delete ${meterName(meter)}`}
+                    onClick={() => setDeleting(meter)}
+                  >
+                    Delete
+                  </button>
+                )}
               </div>
             </li>
           ))}
@@ -348,6 +364,11 @@ function apiFieldErrors(error: unknown, value: FormValue): FieldErrors {
   return errors;
 }
 
+/** Said instead of the controls a reader or user would be refused. */
+export function ReadOnlyNote() {
+  return <p className="notice">Your role can read these settings; the DevOps role or above changes them.</p>;
+}
+
 function MeterForm({
   method,
   initial,
@@ -355,7 +376,9 @@ function MeterForm({
   pending,
   error,
   onSubmit,
+  readOnly = false,
 }: {
+  readOnly?: boolean;
   method: "POST" | "PUT";
   initial: FormValue;
   submitLabel: string;
@@ -376,7 +399,7 @@ function MeterForm({
     errors,
     labels: LABELS,
     hints: HINTS,
-    disabled: pending,
+    disabled: pending || readOnly,
   };
   const group = (title: string, children: ReactNode) => (
     <fieldset>
@@ -433,9 +456,11 @@ function MeterForm({
       ) : (
         <FormError error={error} />
       )}
-      <button type="submit" disabled={pending}>
-        {submitLabel}
-      </button>
+      {!readOnly && (
+        <button type="submit" disabled={pending}>
+          {submitLabel}
+        </button>
+      )}
     </form>
   );
 }
@@ -484,8 +509,9 @@ function editable(meter: Meter, schema: JsonSchema): FormValue {
   return value;
 }
 
-export function MeterEditPage({ clientId, params }: OrgPageProps) {
+export function MeterEditPage({ clientId, params, user }: OrgPageProps) {
   const proxyId = params.proxyId ?? "";
+  const { write } = useAbilities(clientId, user.userId);
   const meterId = params.meterId ?? "";
   const proxy = useProxy(clientId, proxyId);
   const queryClient = useQueryClient();
@@ -525,8 +551,11 @@ export function MeterEditPage({ clientId, params }: OrgPageProps) {
   return (
     <>
       <BackToProxy clientId={clientId} proxyId={proxyId} name={proxy.data?.proxyName} />
-      <h1>Edit {meterName(meter.data)}</h1>
+      <h1>
+        {write ? "Edit" : "Meter:"} {meterName(meter.data)}
+      </h1>
       {back}
+      {!write && <ReadOnlyNote />}
       {update.isSuccess && <Status>Meter saved. It applies from the next request.</Status>}
       <MeterForm
         key={String(meter.data.updatedAt ?? "")}
@@ -536,6 +565,7 @@ export function MeterEditPage({ clientId, params }: OrgPageProps) {
         pending={update.isPending}
         error={update.error}
         onSubmit={(body) => update.mutate(body)}
+        readOnly={!write}
       />
     </>
   );

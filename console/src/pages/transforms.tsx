@@ -6,6 +6,7 @@
  */
 import { javascript } from "@codemirror/lang-javascript";
 import { closeLintPanel, type Diagnostic, lintGutter, openLintPanel, setDiagnostics } from "@codemirror/lint";
+import { EditorState } from "@codemirror/state";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { basicSetup, EditorView } from "codemirror";
 import { type ReactNode, useEffect, useId, useRef, useState } from "react";
@@ -24,7 +25,8 @@ import {
   validate,
 } from "../schema-form";
 import { ConfirmDialog, FormError, Status } from "../ui";
-import { BackToProxy, useProxy } from "./meters";
+import { useAbilities } from "./credentials-common";
+import { BackToProxy, ReadOnlyNote, useProxy } from "./meters";
 
 type Kind = "request" | "response";
 const KINDS: Kind[] = ["request", "response"];
@@ -64,8 +66,9 @@ const transformName = (kind: Kind, transform: Transform) =>
 
 const isKind = (value: string | undefined): value is Kind => value === "request" || value === "response";
 
-export function TransformsPage({ clientId, params }: OrgPageProps) {
+export function TransformsPage({ clientId, params, user }: OrgPageProps) {
   const proxyId = params.proxyId ?? "";
+  const { write } = useAbilities(clientId, user.userId);
   const proxy = useProxy(clientId, proxyId);
   const name = proxy.data?.proxyName;
   return (
@@ -77,14 +80,25 @@ export function TransformsPage({ clientId, params }: OrgPageProps) {
         before the request goes to the target, a response transform before the answer goes back. Of several
         matching transforms, the one with the highest priority runs. At most 20 of each kind per proxy.
       </p>
+      {!write && <ReadOnlyNote />}
       {KINDS.map((kind) => (
-        <TransformList key={kind} clientId={clientId} proxyId={proxyId} kind={kind} />
+        <TransformList key={kind} clientId={clientId} proxyId={proxyId} kind={kind} write={write} />
       ))}
     </>
   );
 }
 
-function TransformList({ clientId, proxyId, kind }: { clientId: string; proxyId: string; kind: Kind }) {
+function TransformList({
+  clientId,
+  proxyId,
+  kind,
+  write,
+}: {
+  clientId: string;
+  proxyId: string;
+  kind: Kind;
+  write: boolean;
+}) {
   const queryClient = useQueryClient();
   const titleId = useId();
   const list = useQuery({
@@ -117,9 +131,11 @@ function TransformList({ clientId, proxyId, kind }: { clientId: string; proxyId:
   return (
     <section aria-labelledby={titleId}>
       <h2 id={titleId}>{KIND_NAME[kind]} transforms</h2>
-      <p>
-        <Link href={newHref}>New {kind} transform</Link>
-      </p>
+      {write && (
+        <p>
+          <Link href={newHref}>New {kind} transform</Link>
+        </p>
+      )}
       {list.isPending && <p>Loading…</p>}
       {list.isError && <p role="alert">Error: {errorText(list.error)}</p>}
       {toggle.isSuccess && (
@@ -132,7 +148,14 @@ function TransformList({ clientId, proxyId, kind }: { clientId: string; proxyId:
       <FormError error={toggle.error ?? remove.error} />
       {list.data?.length === 0 && (
         <p>
-          No {kind} transforms yet. <Link href={newHref}>Write the first {kind} transform</Link>.
+          No {kind} transforms yet.{" "}
+          {write ? (
+            <>
+              <Link href={newHref}>Write the first {kind} transform</Link>.
+            </>
+          ) : (
+            "A member with the DevOps role or above can write one."
+          )}
         </p>
       )}
       {list.data && list.data.length > 0 && (
@@ -154,26 +177,30 @@ function TransformList({ clientId, proxyId, kind }: { clientId: string; proxyId:
                 <div className="inline-form">
                   <Link
                     href={orgPath(clientId, "proxies", proxyId, "transforms", kind, transform.sKey)}
-                    aria-label={`Edit ${label}`}
+                    aria-label={`${write ? "Edit" : "View"} ${label}`}
                   >
-                    Edit
+                    {write ? "Edit" : "View"}
                   </Link>
-                  <button
-                    type="button"
-                    aria-label={`${transform.transformActive ? "Deactivate" : "Activate"} ${label}`}
-                    disabled={toggle.isPending}
-                    onClick={() => toggle.mutate(transform)}
-                  >
-                    {transform.transformActive ? "Deactivate" : "Activate"}
-                  </button>
-                  <button
-                    type="button"
-                    className="secondary"
-                    aria-label={`Delete ${label}`}
-                    onClick={() => setDeleting(transform)}
-                  >
-                    Delete
-                  </button>
+                  {write && (
+                    <>
+                      <button
+                        type="button"
+                        aria-label={`${transform.transformActive ? "Deactivate" : "Activate"} ${label}`}
+                        disabled={toggle.isPending}
+                        onClick={() => toggle.mutate(transform)}
+                      >
+                        {transform.transformActive ? "Deactivate" : "Activate"}
+                      </button>
+                      <button
+                        type="button"
+                        className="secondary"
+                        aria-label={`Delete ${label}`}
+                        onClick={() => setDeleting(transform)}
+                      >
+                        Delete
+                      </button>
+                    </>
+                  )}
                 </div>
               </li>
             );
@@ -253,11 +280,13 @@ function CodeEditor({
   onChange,
   problems,
   label,
+  readOnly,
 }: {
   initial: string;
   onChange: (code: string) => void;
   problems: CodeProblem[];
   label: string;
+  readOnly: boolean;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
@@ -280,6 +309,7 @@ function CodeEditor({
         lintGutter(),
         EDITOR_THEME,
         EditorView.lineWrapping,
+        EditorState.readOnly.of(readOnly),
         EditorView.contentAttributes.of({ "aria-label": label }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) change.current(update.state.doc.toString());
@@ -350,7 +380,9 @@ function TransformForm({
   initial,
   submitLabel,
   onSave,
+  readOnly = false,
 }: {
+  readOnly?: boolean;
   kind: Kind;
   method: "POST" | "PUT";
   initial: FormValue & { code?: string };
@@ -393,7 +425,7 @@ function TransformForm({
     errors,
     labels: LABELS,
     hints: HINTS,
-    disabled: save.isPending,
+    disabled: save.isPending || readOnly,
   };
   return (
     <form
@@ -419,7 +451,13 @@ function TransformForm({
         <p className="hint">
           A function as the default export; no imports, require, process, fetch, globalThis, eval or Function.
         </p>
-        <CodeEditor initial={code} onChange={setCode} problems={problems} label={CODE_LABEL} />
+        <CodeEditor
+          initial={code}
+          onChange={setCode}
+          problems={problems}
+          label={CODE_LABEL}
+          readOnly={readOnly}
+        />
         <div id={problemsId}>
           {clientErrors.code && <p className="field-error">Error: the code {clientErrors.code}.</p>}
           {problems.length > 0 && (
@@ -460,9 +498,11 @@ function TransformForm({
       {save.isSuccess && method === "PUT" && (
         <Status>Transform saved. It applies from the next request.</Status>
       )}
-      <button type="submit" disabled={save.isPending}>
-        {submitLabel}
-      </button>
+      {!readOnly && (
+        <button type="submit" disabled={save.isPending}>
+          {submitLabel}
+        </button>
+      )}
     </form>
   );
 }
@@ -511,7 +551,8 @@ function editable(transform: Transform, schema: JsonSchema): FormValue {
   return value;
 }
 
-export function TransformEditPage({ clientId, params }: OrgPageProps) {
+export function TransformEditPage({ clientId, params, user }: OrgPageProps) {
+  const { write } = useAbilities(clientId, user.userId);
   const proxyId = params.proxyId ?? "";
   const transformId = params.transformId ?? "";
   const kind = isKind(params.kind) ? params.kind : "request";
@@ -546,13 +587,19 @@ export function TransformEditPage({ clientId, params }: OrgPageProps) {
   return (
     <>
       <BackToProxy clientId={clientId} proxyId={proxyId} name={proxy.data?.proxyName} />
-      <h1>Edit {transformName(kind, transform.data)}</h1>
+      <h1>
+        {write ? "Edit" : "Transform:"} {transformName(kind, transform.data)}
+      </h1>
+      {!write && <ReadOnlyNote />}
       {back}
       <TransformForm
         kind={kind}
         method="PUT"
         initial={editable(transform.data, schema)}
         submitLabel={`Save ${kind} transform`}
+        readOnly={!write}
+        // The editor is made once: a member's roles that arrive later make it again, read-only.
+        key={String(write)}
         onSave={async (body) => {
           const result = await client.PUT(itemPath(kind), {
             params: { path: { clientId, proxyId, transformId } },
