@@ -181,7 +181,10 @@ describe("meters in the console", () => {
     await page.getByLabel("Limit per minute").fill("10");
     await page.getByLabel("Applies to").selectOption("conditional");
     await page.getByLabel("Effect of the conditions").selectOption("include");
-    await page.getByLabel("HTTP methods").fill("GET");
+    // Checkboxes once the document lists the methods (an enum), else one per line.
+    const methods = page.getByRole("group", { name: /^HTTP methods/ });
+    if ((await methods.count()) > 0) await methods.getByLabel("GET", { exact: true }).check();
+    else await page.getByLabel("HTTP methods").fill("GET");
     await page.getByRole("button", { name: "Add header conditions" }).click();
     const header = page.getByRole("group", { name: "Header conditions 1" });
     await header.getByLabel("Name").fill("x-plan");
