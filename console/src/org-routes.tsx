@@ -31,6 +31,8 @@ const targets = () => import("./pages/targets");
 const credentials = () => import("./pages/credentials");
 const requestLogs = () => import("./pages/request-logs");
 const telemetry = () => import("./pages/telemetry");
+const meters = () => import("./pages/meters");
+const transforms = () => import("./pages/transforms");
 
 /** Matched in order: the first pattern that matches the path wins (put /new before /{id}). */
 export const ORG_ROUTES: OrgRoute[] = [
@@ -49,6 +51,36 @@ export const ORG_ROUTES: OrgRoute[] = [
   // --- end of proxies ---
 
   // --- meters and transforms of a proxy ---
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/meters",
+    title: "Meters",
+    page: page(meters, "MetersPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/meters/new",
+    title: "New meter",
+    page: page(meters, "MeterNewPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/meters/{meterId}",
+    title: "Meter",
+    page: page(meters, "MeterEditPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/transforms",
+    title: "Transforms",
+    page: page(transforms, "TransformsPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/transforms/{kind}/new",
+    title: "New transform",
+    page: page(transforms, "TransformNewPage"),
+  },
+  {
+    pattern: "/organisations/{clientId}/proxies/{proxyId}/transforms/{kind}/{transformId}",
+    title: "Transform",
+    page: page(transforms, "TransformEditPage"),
+  },
   // --- end of meters and transforms ---
 
   // --- targets ---

@@ -255,7 +255,11 @@ function SchemaField({
                 path={`${path}.${index}`}
                 disabled={disabled}
               />
-              <button type="button" onClick={() => onItem(items.filter((_, at) => at !== index))}>
+              <button
+                type="button"
+                disabled={disabled}
+                onClick={() => onItem(items.filter((_, at) => at !== index))}
+              >
                 Remove {label.toLowerCase()} {index + 1}
               </button>
             </fieldset>

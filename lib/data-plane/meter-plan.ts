@@ -27,8 +27,7 @@ import { omitNames } from "#lib/domain/request-view.ts";
 import {
   type CalendarWindow,
   callerHash,
-  effectiveThreshold,
-  METER_WINDOWS,
+  countedWindows,
   type MeterWindow,
   windowAt,
   windowLimit,
@@ -60,14 +59,7 @@ export function compileMeters(items: readonly MeterItem[]): CompiledMeter[] {
   return items
     .filter((item) => item.meterActive)
     .map((item) => {
-      const thresholds =
-        item.alerts?.enabled && item.alerts.notifyTrigger === "threshold" ? item.alerts : null;
-      const counted = METER_WINDOWS.filter(
-        (kind) =>
-          windowLimit(item.limits, kind) !== null ||
-          (thresholds !== null && effectiveThreshold(thresholds.alertThreshold, item.limits, kind) !== null),
-      );
-      const kinds = counted.length > 0 ? counted : [...METER_WINDOWS];
+      const kinds = countedWindows(item);
       // An instance that has seen no value of the meter starts from the mean recorded on it.
       if (item.valueMean !== undefined && !valueMeans.has(item.meterId))
         valueMeans.set(item.meterId, { sum: item.valueMean, n: 1 });

@@ -13,6 +13,7 @@
  *   (`METERUSE#<meterId>#<callerHash>`) cannot be found without a Scan and expire by their TTL.
  */
 import { randomUUID } from "node:crypto";
+import { now } from "#lib/clock.ts";
 import { lostRace, RACE_ATTEMPTS, tryCommitRegional } from "#lib/db/commit.ts";
 import {
   checkProxyStep,
@@ -27,10 +28,11 @@ import {
   replaceMeterStep,
   uncountMeterStep,
 } from "#lib/db/entities/meter.ts";
-import { meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
-import { cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
+import { keys, meterOwnedRegionalPartitions } from "#lib/db/keys.ts";
+import { batchGet, cancelledSteps, deletePartition, nowIso } from "#lib/db/store.ts";
 import { log } from "#lib/log.ts";
 import { badRequest, conflict, notFound, validationFailed } from "#lib/shared/errors.ts";
+import { callerHash, countedWindows, type MeterWindow, windowAt } from "#lib/shared/meter-windows.ts";
 import type { ClientAccess } from "./access.ts";
 import {
   type CreateMeterInput,
@@ -67,6 +69,61 @@ export async function getMeter({ clientId }: ClientAccess, proxyId: string, mete
   const meter = await findMeter(region, clientId, proxyId, meterId);
   if (!meter) throw notFound(METER_NOT_FOUND);
   return toApiMeter(meter);
+}
+
+/** A meter's accumulated value in the current calendar window of one kind, against its limit. */
+export interface MeterWindowUsage {
+  window: MeterWindow;
+  windowStart: string;
+  windowEnd: string;
+  /** The settled value counted in the window so far (0 when nothing was counted). */
+  value: number;
+  /** The window's limit, null when the window has none. */
+  limit: number | null;
+}
+
+/**
+ * A meter's usage now: its value in the current window of each kind it counts (fixed UTC calendar
+ * windows, the counters the data plane writes: the windows with a limit or an alert threshold, all
+ * four for a meter with neither), each with its limit. A per-caller meter
+ * (`limitBy`) counts per value of its variable: `limitByValue` chooses whose counts are read
+ * (absent: the shared bucket of requests without a value). One consistent BatchGet in the
+ * meter's region; a counter left by a window that has ended is never read as the current one.
+ */
+export async function getMeterUsage(
+  { clientId }: ClientAccess,
+  proxyId: string,
+  meterId: string,
+  limitByValue?: string,
+) {
+  const { region } = await requireProxy(clientId, proxyId);
+  const meter = await findMeter(region, clientId, proxyId, meterId);
+  if (!meter) throw notFound(METER_NOT_FOUND);
+  const at = now();
+  const caller = meter.limitBy ? callerHash(limitByValue ?? "") : undefined;
+  const windows = countedWindows(meter).map((kind) => windowAt(kind, at));
+  const counters = await batchGet(
+    windows.map((window) => keys.meterWindow(meterId, window.kind, window.start, caller)),
+    { region },
+  );
+  const usage: MeterWindowUsage[] = windows.map((window) => {
+    const sKey = `${window.kind}#${window.start}`;
+    const counter = counters.find((item) => item.sKey === sKey);
+    const value = typeof counter?.value === "number" ? counter.value : Number(counter?.value ?? 0);
+    return {
+      window: window.kind,
+      windowStart: new Date(window.start).toISOString(),
+      windowEnd: new Date(window.end).toISOString(),
+      value: Number.isFinite(value) ? value : 0,
+      limit: meter.limits?.[window.kind] ?? null,
+    };
+  });
+  return {
+    meterId,
+    limitBy: meter.limitBy ?? null,
+    limitByValue: meter.limitBy ? (limitByValue ?? "") : null,
+    usage,
+  };
 }
 
 /**

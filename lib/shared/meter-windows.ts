@@ -99,6 +99,25 @@ export function effectiveThreshold(
   return limit !== null && limit < threshold ? limit : threshold;
 }
 
+/**
+ * The windows a meter counts (docs/meters.md, "Counting on the data plane"): each window with a
+ * limit, each window with an alert threshold when its alerts use `threshold`, all four when it has
+ * neither (an aggregate-only meter still accumulates).
+ */
+export function countedWindows(meter: {
+  limits?: WindowNumbers | null;
+  alerts?: { enabled: boolean; notifyTrigger?: string; alertThreshold?: WindowNumbers } | null;
+}): MeterWindow[] {
+  const thresholds =
+    meter.alerts?.enabled && meter.alerts.notifyTrigger === "threshold" ? meter.alerts : null;
+  const counted = METER_WINDOWS.filter(
+    (kind) =>
+      windowLimit(meter.limits, kind) !== null ||
+      (thresholds !== null && effectiveThreshold(thresholds.alertThreshold, meter.limits, kind) !== null),
+  );
+  return counted.length > 0 ? counted : [...METER_WINDOWS];
+}
+
 /** Whether a counter went from below the threshold to at or above it (one crossing per window). */
 export const crossedThreshold = (oldValue: number, newValue: number, threshold: number): boolean =>
   oldValue < threshold && threshold <= newValue;

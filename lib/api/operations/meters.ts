@@ -8,7 +8,15 @@ import {
   MAX_METERS_PER_PROXY,
   UpdateMeterBody,
 } from "#lib/domain/meter-schema.ts";
-import { createMeter, deleteMeter, getMeter, listMeters, updateMeter } from "#lib/domain/meters.ts";
+import {
+  createMeter,
+  deleteMeter,
+  getMeter,
+  getMeterUsage,
+  listMeters,
+  updateMeter,
+} from "#lib/domain/meters.ts";
+import { METER_WINDOWS } from "#lib/shared/meter-windows.ts";
 
 const {
   entity: _entity,
@@ -31,6 +39,33 @@ export const MeterSchema = z.object({
     .describe(
       `Per-caller limits: the name of one of the meter's variables (null: one shared count). ${LIMIT_BY_WARNING}`,
     ),
+});
+
+/** A meter's usage now (getMeterUsage): each calendar window's value against its limit. */
+export const MeterUsageSchema = z.object({
+  meterId: z.string(),
+  limitBy: z.string().nullable().describe("The meter's limitBy variable (null: one shared count)"),
+  limitByValue: z
+    .string()
+    .nullable()
+    .describe('Whose counts these are, for a per-caller meter ("": requests without a value)'),
+  usage: z.array(
+    z.object({
+      window: z.enum(METER_WINDOWS),
+      windowStart: z.string().describe("ISO 8601, the current window's start (UTC)"),
+      windowEnd: z.string().describe("ISO 8601, exclusive"),
+      value: z.number().describe("The value counted in the window so far"),
+      limit: z.number().nullable().describe("The window's limit; null: no limit"),
+    }),
+  ),
+});
+
+const UsageQuery = z.object({
+  limitByValue: z
+    .string()
+    .max(1024)
+    .optional()
+    .describe('For a per-caller meter (limitBy): the variable\'s value whose counts to read (default "")'),
 });
 
 const base = "/api/clients/{clientId}/proxies/{proxyId}/meters";
@@ -90,6 +125,27 @@ export const meterOperations = [
       body: {
         message: "Meter retrieved",
         meters: [await getMeter(member, params.proxyId, params.meterId)],
+      },
+    }),
+  }),
+  operation({
+    id: "getMeterUsage",
+    method: "GET",
+    path: `${base}/{meterId}/usage`,
+    group: "meters",
+    summary: "Get a meter's current usage",
+    description:
+      "The meter's value in the current window of each kind it counts (fixed UTC calendar windows: minute, hour, day, month; a meter counts the windows with a limit or an alert threshold, all four when it has neither), each with its limit (null: none): what the data plane counted so far. A per-caller meter (`limitBy`) counts per value of its variable; `limitByValue` chooses whose counts (default: requests without a value). A `response_value` meter's value is the settled one (reservations of requests in flight are not in it).",
+    access: access.client("reader"),
+    effect: "read",
+    params: MeterParams,
+    query: UsageQuery,
+    response: { status: 200, schema: MessageResponse.extend(MeterUsageSchema.shape) },
+    errors: [403, 404],
+    handler: async ({ member, params, query }) => ({
+      body: {
+        message: "Meter usage retrieved",
+        ...(await getMeterUsage(member, params.proxyId, params.meterId, query.limitByValue)),
       },
     }),
   }),
