@@ -14,6 +14,7 @@ const WHEN = "2026-01-15T09:30:00.000Z";
 /** Values by property name, for plain strings (no format, enum or pattern deciding it). */
 const BY_NAME: readonly [RegExp, string][] = [
   [/^(userEmail|email|.*Email)$/, "ada@example.com"],
+  [/^(region|[a-z]+Region|regionAcces)$/, "eu-west-1"],
   [/^(pKey)$/, "8f14e45f-ceea-4f6a-9c2b-5d1e2a3b4c5d"],
   [/^(sKey)$/, "0c9a7e2b-4d1f-4b8e-a6c3-2f5e8d7b9a10"],
   [/^clientId$/, "8f14e45f-ceea-4f6a-9c2b-5d1e2a3b4c5d"],
