@@ -29,6 +29,7 @@ const BY_NAME: readonly [RegExp, string][] = [
   [/^(credentialName)$/, "Production API key"],
   [/^(targetName)$/, "Payments API"],
   [/^(proxyName)$/, "Payments proxy"],
+  [/^(proxyAlias)$/, "payments"],
   [/^(tokenName)$/, "CI deploy token"],
   [/^(userFirstName|firstName)$/, "Ada"],
   [/^(userLastName|lastName)$/, "Lovelace"],
@@ -56,6 +57,19 @@ const BY_NAME: readonly [RegExp, string][] = [
   [/^(token)$/, "u-3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"],
   [/^(tokenPreview)$/, "u-3f9a…9c2e"],
 ];
+
+/** Numbers by property name, used when the schema's bounds allow them. */
+const NUMBER_BY_NAME: readonly [RegExp, number][] = [
+  [/[Tt]imeoutSeconds$/, 30],
+  [/^priority$/, 10],
+  [/^limit$/, 20],
+  [/^(minute|hour|day|month)$/, 1000],
+  [/[Mm]s$|ResponseTime$/, 120],
+  [/^status$/, 200],
+];
+
+/** Booleans by property name (`false` otherwise). */
+const TRUE_BY_NAME = /(Active|^enabled|^tokenReceived)$/;
 
 const BY_FORMAT: Readonly<Record<string, string>> = {
   "date-time": WHEN,
@@ -111,7 +125,16 @@ function stringExample(schema: Json, name: string): string {
   return fitLength(byName ?? "example", schema);
 }
 
-function numberExample(schema: Json, integer: boolean): number {
+function numberExample(schema: Json, integer: boolean, name: string): number {
+  const byName = NUMBER_BY_NAME.find(([test]) => test.test(name))?.[1];
+  if (byName !== undefined) {
+    const fits =
+      (typeof schema.minimum !== "number" || byName >= schema.minimum) &&
+      (typeof schema.maximum !== "number" || byName <= schema.maximum) &&
+      (typeof schema.exclusiveMinimum !== "number" || byName > schema.exclusiveMinimum) &&
+      (typeof schema.exclusiveMaximum !== "number" || byName < schema.exclusiveMaximum);
+    if (fits) return byName;
+  }
   const min =
     typeof schema.minimum === "number"
       ? schema.minimum
@@ -171,11 +194,11 @@ export function exampleOf(
     case "string":
       return stringExample(node, name);
     case "integer":
-      return numberExample(node, true);
+      return numberExample(node, true, name);
     case "number":
-      return numberExample(node, false);
+      return numberExample(node, false, name);
     case "boolean":
-      return false;
+      return TRUE_BY_NAME.test(name);
     case "null":
       return null;
     case "array": {
