@@ -283,10 +283,20 @@ function addExamples(
       media.example =
         status === String(operation.response.status)
           ? (own?.response ?? exampleOf(media.schema, components))
-          : (ERROR_EXAMPLES[Number(status)] ?? { message: String(response.description) });
+          : status === "404"
+            ? { message: notFoundMessageOf(operation.path) }
+            : (ERROR_EXAMPLES[Number(status)] ?? { message: String(response.description) });
     }
   }
 }
+
+/** The 404 a caller most often meets on a path: a non-member gets the organisation's (or MSP's) own. */
+const notFoundMessageOf = (path: string) =>
+  path.startsWith("/api/msps/")
+    ? "MSP not found"
+    : path.startsWith("/api/users/")
+      ? "User not found"
+      : "Client not found";
 
 /** How the document is built: for a deployment, its configured regions (listed as the region fields' enum). */
 export interface DocumentOptions {
