@@ -282,13 +282,37 @@ function addExamples(
       if (!media) continue;
       media.example =
         status === String(operation.response.status)
-          ? (own?.response ?? exampleOf(media.schema, components))
+          ? (own?.response ?? withMessage(exampleOf(media.schema, components), operation.summary))
           : status === "404"
             ? { message: notFoundMessageOf(operation.path) }
             : (ERROR_EXAMPLES[Number(status)] ?? { message: String(response.description) });
     }
   }
 }
+
+const PAST: Readonly<Record<string, string>> = {
+  Get: "retrieved",
+  List: "retrieved",
+  Create: "created",
+  Update: "updated",
+  Delete: "deleted",
+  Remove: "removed",
+  Revoke: "revoked",
+  Cancel: "cancelled",
+};
+/** "List credentials" -> "Credentials retrieved": the answer's message in the API's manner ("Done" when unsure). */
+function messageOf(summary: string): string {
+  const match = /^(\w+) (?:an? |the |the caller's )?([\w' -]+)$/.exec(summary);
+  const past = match && PAST[match[1] as string];
+  const object = match?.[2] as string | undefined;
+  if (!past || !object || /^(of|or) |\bor\b|\(/.test(object)) return "Done";
+  return `${object.replace(/^./, (first) => first.toUpperCase())} ${past}`;
+}
+
+const withMessage = (example: unknown, summary: string) =>
+  example && typeof example === "object" && "message" in example
+    ? { ...example, message: messageOf(summary) }
+    : example;
 
 /** The 404 a caller most often meets on a path: a non-member gets the organisation's (or MSP's) own. */
 const notFoundMessageOf = (path: string) =>
