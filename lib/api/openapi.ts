@@ -9,7 +9,9 @@
  * are described in prose by the operations that have them.
  */
 import { z } from "zod";
+import { RULE_METHODS } from "#lib/shared/rule-constants.ts";
 import packageJson from "../../package.json" with { type: "json" };
+import { ERROR_EXAMPLES, exampleOf } from "./openapi-examples.ts";
 import type { Access, Operation } from "./operation.ts";
 
 type Json = Record<string, unknown>;
@@ -165,6 +167,46 @@ const RATE_HEADERS = {
   },
 };
 
+/**
+ * The fields that name a region of the deployment (spec 1.10): the regions are its configuration,
+ * not a list in code, so the document lists them when it is built for a deployment (`regions`).
+ */
+export const REGION_FIELDS = [
+  "region",
+  "credentialRegion",
+  "targetRegion",
+  "proxyRegion",
+  "meterRegion",
+  "transformRegion",
+  "regionAccess",
+] as const;
+
+/**
+ * Closed sets the stored items' schemas (read on the data plane, kept lean there) type as plain
+ * strings: the document lists them by field name. The lists are the ones validation uses.
+ */
+const STORED_ENUMS: Readonly<Record<string, readonly string[]>> = { methods: RULE_METHODS };
+
+/** Gives each named field (a string, or an array of strings) without an enum its list as enum. */
+function listEnums(value: unknown, lists: Readonly<Record<string, readonly string[]>>): void {
+  if (Array.isArray(value)) {
+    for (const inner of value) listEnums(inner, lists);
+    return;
+  }
+  if (!value || typeof value !== "object") return;
+  const node = value as Json;
+  const properties = node.properties as Record<string, Json> | undefined;
+  if (properties && typeof properties === "object") {
+    for (const [name, list] of Object.entries(lists)) {
+      const property = properties[name];
+      if (!property) continue;
+      const target = property.type === "array" ? (property.items as Json | undefined) : property;
+      if (target && target.type === "string" && !target.enum && !("const" in target)) target.enum = [...list];
+    }
+  }
+  for (const inner of Object.values(node)) listEnums(inner, lists);
+}
+
 function operationObject(operation: Operation, defs: Map<string, Json>): Json {
   const isPublic = operation.access.kind === "public";
   const errors = new Set<number>([...operation.errors, ...(isPublic ? [] : AUTHENTICATED_ERRORS), 500]);
@@ -200,7 +242,14 @@ function operationObject(operation: Operation, defs: Map<string, Json>): Json {
             // The dispatcher reads a missing body as `{}`: required only if `{}` is refused.
             required: !operation.body.safeParse({}).success,
             content: {
-              "application/json": { schema: toSchema(operation.body, "input", defs, operation.id) },
+              "application/json": {
+                schema: toSchema(
+                  operation.documentation?.body ?? operation.body,
+                  "input",
+                  defs,
+                  operation.id,
+                ),
+              },
             },
           },
         }
@@ -212,8 +261,77 @@ function operationObject(operation: Operation, defs: Map<string, Json>): Json {
   };
 }
 
+/**
+ * Adds an example to every request body and every JSON answer of the document's operations: the
+ * operation's own (`documentation.examples`) or one generated from the schema; the error answers
+ * get their status's example.
+ */
+function addExamples(
+  operations: readonly Operation[],
+  paths: Record<string, Record<string, Json>>,
+  components: Record<string, Json>,
+) {
+  for (const operation of operations) {
+    const declared = paths[operation.path]?.[operation.method.toLowerCase()] as Json;
+    const own = operation.documentation?.examples;
+    const body = (declared.requestBody as Json | undefined)?.content as Record<string, Json> | undefined;
+    const bodyMedia = body?.["application/json"];
+    if (bodyMedia) bodyMedia.example = own?.body ?? exampleOf(bodyMedia.schema, components);
+    for (const [status, response] of Object.entries(declared.responses as Record<string, Json>)) {
+      const media = (response.content as Record<string, Json> | undefined)?.["application/json"];
+      if (!media) continue;
+      media.example =
+        status === String(operation.response.status)
+          ? (own?.response ?? withMessage(exampleOf(media.schema, components), operation.summary))
+          : status === "404"
+            ? { message: notFoundMessageOf(operation.path) }
+            : (ERROR_EXAMPLES[Number(status)] ?? { message: String(response.description) });
+    }
+  }
+}
+
+const PAST: Readonly<Record<string, string>> = {
+  Get: "retrieved",
+  List: "retrieved",
+  Create: "created",
+  Update: "updated",
+  Delete: "deleted",
+  Remove: "removed",
+  Revoke: "revoked",
+  Cancel: "cancelled",
+};
+/** "List credentials" -> "Credentials retrieved": the answer's message in the API's manner ("Done" when unsure). */
+function messageOf(summary: string): string {
+  const match = /^(\w+) (?:an? |the |the caller's )?([\w' -]+)$/.exec(summary);
+  const past = match && PAST[match[1] as string];
+  const object = match?.[2] as string | undefined;
+  if (!past || !object || /^(of|or) |\bor\b|\(/.test(object)) return "Done";
+  return `${object.replace(/^./, (first) => first.toUpperCase())} ${past}`;
+}
+
+const withMessage = (example: unknown, summary: string) =>
+  example && typeof example === "object" && "message" in example
+    ? { ...example, message: messageOf(summary) }
+    : example;
+
+/** The 404 a caller most often meets on a path: a non-member gets the organisation's (or MSP's) own. */
+const notFoundMessageOf = (path: string) =>
+  path.startsWith("/api/msps/")
+    ? "MSP not found"
+    : path.startsWith("/api/users/")
+      ? "User not found"
+      : "Client not found";
+
+/** How the document is built: for a deployment, its configured regions (listed as the region fields' enum). */
+export interface DocumentOptions {
+  regions?: readonly string[];
+}
+
 /** The OpenAPI 3.1 document of the given operations (the registry's, when served). */
-export function openApiDocument(operations: readonly Operation[]): OpenApiDocument {
+export function openApiDocument(
+  operations: readonly Operation[],
+  options: DocumentOptions = {},
+): OpenApiDocument {
   const defs = new Map<string, Json>();
   const paths: Record<string, Record<string, Json>> = {};
   for (const operation of operations) {
@@ -224,6 +342,12 @@ export function openApiDocument(operations: readonly Operation[]): OpenApiDocume
   }
   const errorSchema = toSchema(ErrorSchema, "output", defs, "Error");
   const tags = [...new Set(operations.map((operation) => operation.group))].map((name) => ({ name }));
+  const schemas: Record<string, Json> = { Error: errorSchema, ...Object.fromEntries(defs) };
+  const regions = options.regions?.length
+    ? Object.fromEntries(REGION_FIELDS.map((name) => [name, options.regions as readonly string[]]))
+    : {};
+  listEnums([paths, schemas], { ...STORED_ENUMS, ...regions });
+  addExamples(operations, paths, schemas);
   return {
     openapi: "3.1.1",
     info: {
@@ -238,7 +362,7 @@ export function openApiDocument(operations: readonly Operation[]): OpenApiDocume
     tags,
     paths,
     components: {
-      schemas: { Error: errorSchema, ...Object.fromEntries(defs) },
+      schemas,
       securitySchemes: {
         [SECURITY_SCHEME]: {
           type: "apiKey",

@@ -154,6 +154,13 @@ export interface Operation<
   };
   /** Error statuses the operation may answer besides the ones every operation may (400, 401, 429, 503). */
   errors: readonly number[];
+  /**
+   * The OpenAPI document's view where it says more than the validating schemas can (issue 23):
+   * `body`, a schema documenting the body in place of `body` (a credential's secret by `authType`,
+   * which the domain checks with its own messages); `examples` where a generated one would be
+   * wrong or unrealistic. Never used to validate.
+   */
+  documentation?: { body?: z.ZodType; examples?: { body?: unknown; response?: unknown } };
   /** Set on routes that exist only to answer 405 (unsupportedOperation). */
   unsupported?: { message: string; allow: readonly string[] };
   /**

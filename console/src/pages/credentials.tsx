@@ -59,7 +59,7 @@ export function CredentialsPage({ clientId, user }: OrgPageProps) {
         await api.GET("/api/clients/{clientId}/credentials", {
           params: {
             path: { clientId },
-            query: { page, limit: PAGE_SIZE, ...(pending ? { includeTemporary: "true" as const } : {}) },
+            query: { page, limit: PAGE_SIZE, ...(pending ? { includeTemporary: true } : {}) },
           },
         }),
       ),

@@ -205,7 +205,7 @@ function useRequestPages(clientId: string, proxyId: string, { from, to, limit }:
           params: {
             path: { clientId, proxyId },
             query: {
-              limit: String(limit),
+              limit,
               ...(processedAfter ? { processedAfter } : {}),
               ...(processedBefore ? { processedBefore } : {}),
             },

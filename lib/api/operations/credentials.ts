@@ -18,6 +18,7 @@ import {
 } from "#lib/domain/credentials.ts";
 import { CreateCredentialBody, UpdateCredentialBody } from "#lib/http/resource-schemas.ts";
 import { queryBoolean } from "#lib/http/validation.ts";
+import { AUTH_TYPE_USAGE, AUTH_TYPES, type AuthType, SECRET_SCHEMAS } from "#lib/vault/secret-schemas.ts";
 
 // Picked, not omitted: a field added to the stored credential (a secret's envelope, say) stays
 // out of every answer until it is named here.
@@ -40,9 +41,7 @@ export const CredentialSchema = z.object({
   credentialId,
   credentialName,
   credentialType,
-  credentialAuthType: z
-    .string()
-    .describe("apiKey, bearer, jwt, basicAuth, oauth2, customToken, custom, none or jwtVerify"),
+  credentialAuthType: z.enum(AUTH_TYPES).describe("How the secret authenticates (spec 2.5)"),
   credentialRegion: z.string().describe("Immutable: the secret is encrypted with this region's key"),
   credentialDefaultRuleEffect,
   singleUse: z.boolean().describe("Deleted, with the proxies using it, after its first successful use"),
@@ -99,6 +98,24 @@ const ListQuery = PaginationQuery.extend({
     .describe("Also list OAuth2 credentials still waiting for their authorization (default false)"),
 });
 
+/**
+ * The creation body as documented: one branch per auth type, each with the credential types it is
+ * usable as and its secret's schema (the ones the vault checks). Validation stays
+ * CreateCredentialBody's and the vault's (parseCredentialSecret), with their messages.
+ */
+const branchOf = (authType: AuthType) =>
+  CreateCredentialBody.extend({
+    authType: z.literal(authType),
+    credentialType: z.enum(AUTH_TYPE_USAGE[authType]),
+    secret: SECRET_SCHEMAS[authType],
+  }).describe(`A credential whose secret is of auth type ${authType}`);
+const DocumentedCreateCredentialBody = z
+  .discriminatedUnion(
+    "authType",
+    AUTH_TYPES.map(branchOf) as unknown as [ReturnType<typeof branchOf>, ...ReturnType<typeof branchOf>[]],
+  )
+  .meta({ discriminator: { propertyName: "authType" } });
+
 const ClientParams = pathParams("clientId");
 const CredentialParams = pathParams("clientId", "credentialId");
 
@@ -135,6 +152,7 @@ export const credentialOperations = [
     effect: "write",
     params: ClientParams,
     body: CreateCredentialBody,
+    documentation: { body: DocumentedCreateCredentialBody },
     response: { status: 201, schema: wrapped("credentials", CreatedCredentialSchema) },
     errors: [403, 404],
     handler: async ({ member, body, baseUrl, principal }) => {
@@ -227,6 +245,17 @@ export const credentialOperations = [
     effect: "write",
     params: CredentialParams,
     body: CredentialTestBody,
+    // One of `targetId` or `url`, not both (the generated example would give both).
+    documentation: {
+      examples: {
+        body: {
+          method: "GET",
+          targetId: "5b2e9c1d-3a4f-4d6e-b7c8-9d0e1f2a3b4c",
+          path: "/v1/status",
+          timeoutSeconds: 10,
+        },
+      },
+    },
     response: { status: 200, schema: wrapped("tests", CredentialTestResultSchema) },
     errors: [403, 404, 502, 504],
     handler: async ({ member, params, body }) => ({

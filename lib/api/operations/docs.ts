@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { API_TITLE, type OpenApiDocument, openApiDocument } from "#lib/api/openapi.ts";
 import { access, type Operation, operation } from "#lib/api/operation.ts";
+import { getConfig } from "#lib/config.ts";
 import { REFERENCE_PAGE_BUNDLE } from "#lib/infra/api-manifest.ts";
 
 /** The registry's operations, loaded on first use (the registry itself lists these operations). */
@@ -22,7 +23,7 @@ async function registryOperations(): Promise<readonly Operation[]> {
 let documentCache: OpenApiDocument | undefined;
 /** The document of the registry; it cannot change while the function runs, so it is built once. */
 export async function registryDocument(): Promise<OpenApiDocument> {
-  documentCache ??= openApiDocument(await registryOperations());
+  documentCache ??= openApiDocument(await registryOperations(), { regions: getConfig().regions });
   return documentCache;
 }
 

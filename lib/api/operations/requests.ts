@@ -100,15 +100,22 @@ export const RequestLogDetailSchema = z.object({
  * after the access check, so that a non-member learns nothing from a bad query (404 first).
  */
 const RequestLogQuery = z.object({
+  // `.meta` types them in the document; the domain parses the strings, with the spec's messages.
   limit: z
     .string()
     .optional()
+    .meta({ type: "integer", minimum: 1, maximum: MAX_REQUEST_LOG_LIMIT, default: MAX_REQUEST_LOG_LIMIT })
     .describe(`Whole number from 1 to ${MAX_REQUEST_LOG_LIMIT}, default ${MAX_REQUEST_LOG_LIMIT}`),
   processedAfter: z
     .string()
     .optional()
+    .meta({ format: "date-time" })
     .describe("ISO 8601 timestamp, inclusive (a date alone is midnight UTC; no offset means UTC)"),
-  processedBefore: z.string().optional().describe("ISO 8601 timestamp, inclusive"),
+  processedBefore: z
+    .string()
+    .optional()
+    .meta({ format: "date-time" })
+    .describe("ISO 8601 timestamp, inclusive"),
 });
 
 export const requestLogOperations = [

@@ -29,6 +29,17 @@ const RuleCheckSchema = z.object({
 });
 
 /** A rule as the API shows it (spec 2.8): the canonical conditions, both path forms filled in. */
+/** A realistic rule (the generated one would give the path check both ways, which is refused). */
+const RULE_EXAMPLE = {
+  effect: "allow",
+  priority: 10,
+  methods: ["GET", "POST"],
+  path: { pattern: "^/v1/(orders|invoices)/", presence: "present" },
+  headerChecks: [{ name: "X-Tenant", pattern: "^acme-", presence: "present" }],
+  regexFlags: "i",
+  notes: "Reads and writes of orders and invoices",
+};
+
 export const RuleSchema = z.object({
   pKey: z.literal("RULE"),
   sKey: z.string().describe("Equals ruleId"),
@@ -119,6 +130,7 @@ const createRuleOf = (parent: Parent) =>
     effect: "write",
     params: pathParams("clientId", parent.idParam),
     body: CreateRuleBody,
+    documentation: { examples: { body: RULE_EXAMPLE } },
     response: { status: 201, schema: wrapped("rules", RuleSchema) },
     errors: [403, 404, 409],
     handler: async ({ member, params, body }) => ({

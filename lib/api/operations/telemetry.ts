@@ -50,15 +50,18 @@ export const TelemetryRecordSchema = z.object({
 
 /** The query of both routes, as documentation: checked by the domain after the access check. */
 const TelemetryQuery = z.object({
+  // `.meta` types them in the document; the domain parses the strings, with the spec's messages.
   interval: z
     .string()
     .optional()
+    .meta({ enum: [...TELEMETRY_INTERVALS], default: "hour" })
     .describe(`One of ${TELEMETRY_INTERVALS.join(", ")}; default hour`),
-  startDate: z.string().optional().describe("ISO 8601 date-time, inclusive"),
-  endDate: z.string().optional().describe("ISO 8601 date-time, inclusive"),
+  startDate: z.string().optional().meta({ format: "date-time" }).describe("ISO 8601 date-time, inclusive"),
+  endDate: z.string().optional().meta({ format: "date-time" }).describe("ISO 8601 date-time, inclusive"),
   limit: z
     .string()
     .optional()
+    .meta({ type: "integer", minimum: 1, maximum: MAX_TELEMETRY_LIMIT, default: DEFAULT_TELEMETRY_LIMIT })
     .describe(`Whole number from 1 to ${MAX_TELEMETRY_LIMIT}, default ${DEFAULT_TELEMETRY_LIMIT}`),
 });
 

@@ -80,7 +80,9 @@ const checks = <T extends z.ZodType>(item: T) =>
 const Method = z
   .string({ error: `must be one of ${RULE_METHODS.join(", ")}` })
   .transform((method) => method.toUpperCase())
-  .pipe(z.enum(RULE_METHODS, { error: `must be one of ${RULE_METHODS.join(", ")}` }));
+  .pipe(z.enum(RULE_METHODS, { error: `must be one of ${RULE_METHODS.join(", ")}` }))
+  // Any case is accepted; the document lists the upper-case names it stores.
+  .meta({ enum: [...RULE_METHODS] });
 
 export const PredicateMethods = z
   .array(Method, { error: "must be an array of HTTP methods" })

@@ -62,7 +62,9 @@ const Priority = z
 const Method = z
   .string({ error: `must be one of ${RULE_METHODS.join(", ")}` })
   .transform((method) => method.toUpperCase())
-  .pipe(z.enum(RULE_METHODS, { error: `must be one of ${RULE_METHODS.join(", ")}` }));
+  .pipe(z.enum(RULE_METHODS, { error: `must be one of ${RULE_METHODS.join(", ")}` }))
+  // Any case is accepted; the document lists the upper-case names it stores.
+  .meta({ enum: [...RULE_METHODS] });
 
 const Methods = z
   .array(Method, { error: "must be an array of HTTP methods" })
