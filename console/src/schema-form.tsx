@@ -138,7 +138,7 @@ function SchemaField({
   const secret =
     field.writeOnly === true ||
     schema.writeOnly === true ||
-    (/^secret\./.test(path) && /(secret|password|token|key)$/i.test(name));
+    (/^secret\./.test(path) && /(secret|password|token|key|keyValue)$/i.test(name));
   const hintAndError = (
     <>
       {hint && (
