@@ -362,7 +362,10 @@ function SchemaField({
       <div className="field">
         <label htmlFor={id}>{labelText}</label>
         {hintAndError}
-        {(schema.maxLength ?? 0) > 300 && schema.format !== "uri" && !/url|uri|path|host/i.test(name) ? (
+        {!secret &&
+        (schema.maxLength ?? 0) > 300 &&
+        schema.format !== "uri" &&
+        !/url|uri|path|host/i.test(name) ? (
           <textarea
             {...common}
             rows={4}
