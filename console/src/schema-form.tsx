@@ -12,6 +12,7 @@
  * a constant value (a select of that property, then the chosen branch's fields).
  */
 import { type ReactNode, useId } from "react";
+import { useDeploymentRegions } from "./regions";
 import {
   branchOf,
   constantOf,
@@ -118,7 +119,25 @@ function SchemaField({
   onItem: (item: unknown) => void;
 }) {
   const id = useId();
-  const { schema, nullable } = unwrapNullable(field);
+  const unwrapped = unwrapNullable(field);
+  const nullable = unwrapped.nullable;
+  // A region field (the generated schemas leave regions as text): the deployment's regions as its
+  // choices, once known (regions.ts).
+  const regionText = typeOf(unwrapped.schema) === "string" && !unwrapped.schema.enum && /region$/i.test(name);
+  const regionItems =
+    typeOf(unwrapped.schema) === "array" &&
+    /region/i.test(name) &&
+    typeOf(unwrapNullable(unwrapped.schema.items ?? {}).schema) === "string" &&
+    !unwrapNullable(unwrapped.schema.items ?? {}).schema.enum;
+  const { regions, loading: regionsLoading } = useDeploymentRegions(
+    (regionText || regionItems) && !choices?.[path],
+  );
+  const schema: JsonSchema =
+    regions && regionText
+      ? { ...unwrapped.schema, enum: regions }
+      : regions && regionItems
+        ? { ...unwrapped.schema, items: { type: "string", enum: regions } }
+        : unwrapped.schema;
   const label = labels?.[path] ?? schema.title ?? field.title ?? humanise(name);
   const hint = hints?.[path] ?? field.description ?? schema.description;
   const error = errorFor(errors, path);
@@ -154,6 +173,17 @@ function SchemaField({
     </>
   );
 
+  if (regionsLoading && regionText)
+    // A select from the start (its choices arrive in a moment), so the field does not change kind.
+    return (
+      <div className="field">
+        <label htmlFor={id}>{labelText}</label>
+        {hintAndError}
+        <select {...common} disabled value="">
+          <option value="">Loading regions…</option>
+        </select>
+      </div>
+    );
   const choiceList = choices?.[path];
   // Choices of an array of enum values label its checkboxes (below); of a string, they make a select.
   if ((choiceList && type !== "array") || schema.enum) {

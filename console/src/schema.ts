@@ -239,3 +239,19 @@ export function bodyOf(schema: JsonSchema, value: FormValue, before: FormValue =
   }
   return body;
 }
+
+/** The first enum of a property named like a region (`targetRegion`, `region`) in the document. */
+export function regionsOf(document: unknown): string[] | undefined {
+  const stack: unknown[] = [document];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (!node || typeof node !== "object") continue;
+    const properties = (node as { properties?: Record<string, { enum?: unknown[] }> }).properties;
+    if (properties)
+      for (const [name, property] of Object.entries(properties))
+        if (/region$/i.test(name) && Array.isArray(property?.enum) && property.enum.length > 0)
+          return property.enum.map(String);
+    stack.push(...Object.values(node));
+  }
+  return undefined;
+}

@@ -134,3 +134,14 @@ describe("names and nullables", () => {
     });
   });
 });
+
+describe("the deployment's regions (regionsOf, read by console/src/regions.ts)", () => {
+  it("are read from the served document's region enums, and absent from a document without them", async () => {
+    const { openApiDocument } = await import("#lib/api/openapi.ts");
+    const { OPERATIONS } = await import("#lib/api/registry.ts");
+    const { regionsOf } = await import("../../console/src/schema.ts");
+    const regions = ["us-east-1", "eu-west-1", "ap-southeast-2"];
+    expect(regionsOf(openApiDocument(OPERATIONS, { regions }))).toEqual(regions);
+    expect(regionsOf(openApiDocument(OPERATIONS))).toBeUndefined();
+  });
+});
