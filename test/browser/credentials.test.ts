@@ -302,6 +302,9 @@ describe("credentials in the console", () => {
       await expect.poll(() => readerPage.getByText("Stored encrypted; never shown.").count()).toBe(1);
       for (const name of ["Send a test request", "Edit", "Delete credential"])
         await expect.poll(() => readerPage.getByRole("heading", { name }).count()).toBe(0);
+      // The rules are listed; creating one is for the devops role and above.
+      await expect.poll(() => readerPage.getByRole("heading", { level: 2, name: "Rules" }).count()).toBe(1);
+      expect(await readerPage.getByRole("form", { name: "New rule" }).count()).toBe(0);
       await checkPage(readerPage, "credential-reader");
       await readerPage.goto(`/organisations/${clientId}/credentials/new`);
       await expect.poll(() => readerPage.getByText(/needs the devops role or above/i).count()).toBe(1);

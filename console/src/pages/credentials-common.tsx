@@ -167,6 +167,9 @@ export function useAbilities(clientId: string, userId: string): { write: boolean
       ).members[0],
   });
   const roles = (member.data?.roles ?? []) as Role[];
+  // Until the roles are known, no control shows (it would flash, then go for a reader). A caller
+  // who is not a member (an MSP's team, a system administrator) sees them: the API decides.
+  if (member.isPending) return { write: false, test: false };
   if (!member.data) return { write: true, test: true };
   const holds = (lowest: Role) => roles.some((role) => RANKED.indexOf(role) <= RANKED.indexOf(lowest));
   return { write: holds("devops"), test: holds("user") };

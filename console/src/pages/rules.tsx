@@ -4,12 +4,15 @@
  * flat (`pathPattern`, `pathPresence`) or the nested (`path`) form of the path check, deleted after
  * a confirmation. Rules cannot be edited (the API offers no update): delete and create.
  */
+
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { type FormValue, requestSchema } from "../schema-form";
+import { useSession } from "../session";
 import { ConfirmDialog, FormError, Status } from "../ui";
+import { useAbilities } from "./credentials-common";
 import { PAGE_SIZE, Pager, type Pagination, SchemaForm } from "./proxies-common";
 
 export type RuleOwnerKind = "credential" | "proxy" | "target";
@@ -151,6 +154,8 @@ export function RulesSection({
   const [page, setPage] = useState(1);
   const [pathForm, setPathForm] = useState<"flat" | "nested">("flat");
   const [deleting, setDeleting] = useState<Rule | null>(null);
+  // Creating and deleting rules needs the devops role or above: others see the list only.
+  const can = useAbilities(clientId, useSession().data?.userId ?? "");
   const calls = rulesApi(owner.kind, clientId, owner.id);
   const key = ["rules", clientId, owner.kind, owner.id] as const;
   const rules = useQuery({
@@ -195,71 +200,75 @@ export function RulesSection({
                 <strong>Priority {rule.priority}</strong>: {ruleSummary(rule)}
                 {rule.notes ? ` (${rule.notes})` : ""}
               </p>
-              <button
-                type="button"
-                className="secondary"
-                aria-label={`Delete the rule of priority ${rule.priority}`}
-                onClick={() => setDeleting(rule)}
-              >
-                Delete
-              </button>
+              {can.write && (
+                <button
+                  type="button"
+                  className="secondary"
+                  aria-label={`Delete the rule of priority ${rule.priority}`}
+                  onClick={() => setDeleting(rule)}
+                >
+                  Delete
+                </button>
+              )}
             </li>
           ))}
         </ol>
       )}
       <Pager label="rules" pagination={rules.data?.pagination} onPage={setPage} />
-      <div id={formId}>
-        <fieldset className="choice">
-          <legend>Path check written as</legend>
-          <label className="checkbox">
-            <input
-              type="radio"
-              name={`${formId}-path-form`}
-              checked={pathForm === "flat"}
-              onChange={() => setPathForm("flat")}
-            />{" "}
-            Flat fields (pathPattern, pathPresence)
-          </label>
-          <label className="checkbox">
-            <input
-              type="radio"
-              name={`${formId}-path-form`}
-              checked={pathForm === "nested"}
-              onChange={() => setPathForm("nested")}
-            />{" "}
-            A nested path object (path: pattern, presence)
-          </label>
-        </fieldset>
-        <SchemaForm
-          key={pathForm}
-          title="New rule"
-          headingLevel={3}
-          schema={schema}
-          initial={{ effect: "deny" }}
-          omit={pathForm === "flat" ? ["path"] : ["pathPattern", "pathPresence"]}
-          labels={{
-            pathPattern: "Path pattern",
-            pathPresence: "Path presence",
-            path: "Path",
-            "path.pattern": "Path pattern",
-            "path.presence": "Path presence",
-            regexFlags: "Regular expression flags",
-          }}
-          hints={{
-            priority: "0 to 1000; higher is evaluated first.",
-            methods: "HTTP methods, one per line (none: every method).",
-            pathPattern: "A regular expression matched against the path after the proxy's URL.",
-            "path.pattern": "A regular expression matched against the path after the proxy's URL.",
-          }}
-          submitLabel="Create rule"
-          onSubmit={async (body) => {
-            const answer = await calls.create(body);
-            await refresh();
-            return answer;
-          }}
-          success={() => "Rule created."}
-        />
-      </div>
+      {can.write && (
+        <div id={formId}>
+          <fieldset className="choice">
+            <legend>Path check written as</legend>
+            <label className="checkbox">
+              <input
+                type="radio"
+                name={`${formId}-path-form`}
+                checked={pathForm === "flat"}
+                onChange={() => setPathForm("flat")}
+              />{" "}
+              Flat fields (pathPattern, pathPresence)
+            </label>
+            <label className="checkbox">
+              <input
+                type="radio"
+                name={`${formId}-path-form`}
+                checked={pathForm === "nested"}
+                onChange={() => setPathForm("nested")}
+              />{" "}
+              A nested path object (path: pattern, presence)
+            </label>
+          </fieldset>
+          <SchemaForm
+            key={pathForm}
+            title="New rule"
+            headingLevel={3}
+            schema={schema}
+            initial={{ effect: "deny" }}
+            omit={pathForm === "flat" ? ["path"] : ["pathPattern", "pathPresence"]}
+            labels={{
+              pathPattern: "Path pattern",
+              pathPresence: "Path presence",
+              path: "Path",
+              "path.pattern": "Path pattern",
+              "path.presence": "Path presence",
+              regexFlags: "Regular expression flags",
+            }}
+            hints={{
+              priority: "0 to 1000; higher is evaluated first.",
+              methods: "HTTP methods (none: every method).",
+              pathPattern: "A regular expression matched against the path after the proxy's URL.",
+              "path.pattern": "A regular expression matched against the path after the proxy's URL.",
+            }}
+            submitLabel="Create rule"
+            onSubmit={async (body) => {
+              const answer = await calls.create(body);
+              await refresh();
+              return answer;
+            }}
+            success={() => "Rule created."}
+          />
+        </div>
+      )}
       <ConfirmDialog
         open={deleting !== null}
         title={`Delete the rule of priority ${deleting?.priority ?? ""}?`}
