@@ -887,6 +887,10 @@ const CONTRACT: Record<string, Entry> = {
     status: 200,
     call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId, meterId: fx.meterId } }),
   },
+  "GET /api/clients/{clientId}/proxies/{proxyId}/meters/{meterId}/usage": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId, proxyId: fx.meterProxyId, meterId: fx.meterId } }),
+  },
   "PUT /api/clients/{clientId}/proxies/{proxyId}/meters/{meterId}": {
     status: 200,
     call: (fx) => ({

@@ -31,6 +31,7 @@ export const LAYERS: ReadonlyArray<{ name: string; prefixes: string[] }> = [
       "lib/clock.ts",
       "lib/config.ts",
       "lib/account-config.ts",
+      "lib/app-url.ts",
       "lib/log.ts",
       "lib/log-backend.ts",
       "lib/lazy.ts",
