@@ -278,11 +278,22 @@ export async function scheduleDowngrade(
         : { cancel_at_period_end: true, metadata },
     ),
   );
-  await storePending(
-    member.clientId,
-    { tier, statuses: ["active", "upgrade_requested", "downgrade_scheduled"] },
-    { planStatus: "downgrade_scheduled", planPendingTier: planTier, planPendingEffectiveAt: effectiveAt },
-  );
+  try {
+    await storePending(
+      member.clientId,
+      { tier, statuses: ["active", "upgrade_requested", "downgrade_scheduled"] },
+      { planStatus: "downgrade_scheduled", planPendingTier: planTier, planPendingEffectiveAt: effectiveAt },
+    );
+  } catch (error) {
+    // The subscription was changed already: say so, for whoever reconciles it with the plan.
+    log.warn("Subscription changed for a downgrade, but the plan was not recorded", {
+      clientId: member.clientId,
+      subscriptionId: subscription.id,
+      planTier,
+      ...describeError(error),
+    });
+    throw error;
+  }
   log.info("Downgrade scheduled", { clientId: member.clientId, planTier, effectiveAt });
   return {
     planTier: tier,

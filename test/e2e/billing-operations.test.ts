@@ -186,6 +186,30 @@ describe("Checkout for an upgrade", () => {
     expect(await planOf(fresh.clientId)).toMatchObject({ planTier: "team", planStatus: "upgrade_requested" });
   });
 
+  it("a plan that changes while the Checkout is created is not overwritten: 409, and the session is expired", async () => {
+    const fresh = await newOrganisation();
+    // The processor reports a payment failure while the session is being created (a race).
+    processor.onRequest(async (request) => {
+      if (request.method === "POST" && request.path === "/v1/checkout/sessions")
+        await setPlan(fresh.clientId, "basic", "payment_failed");
+    });
+    try {
+      const raced = await fresh.owner.api.post(billing(fresh, "checkout"), { planTier: "team" });
+      expect(raced.status, JSON.stringify(raced.body)).toBe(409);
+      expect(raced.body.message).toBe("The client's plan changed meanwhile; reload it and try again");
+    } finally {
+      processor.onRequest(undefined);
+    }
+    expect(await planOf(fresh.clientId)).toMatchObject({
+      planStatus: "payment_failed",
+      planPendingTier: null,
+    });
+    const session = [...processor.checkoutSessions.values()].find(
+      (candidate) => (candidate.metadata as { clientId?: string }).clientId === fresh.clientId,
+    );
+    expect(session?.status).toBe("expired");
+  });
+
   it("refuses while a payment has failed; an unreachable processor is 502 and changes nothing", async () => {
     const fresh = await newOrganisation();
     await setPlan(fresh.clientId, "basic", "payment_failed");

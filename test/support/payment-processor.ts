@@ -55,6 +55,8 @@ export interface PaymentProcessor {
   /** An active subscription of a customer to `price`, its period from now for 30 days. */
   addSubscription(customerId: string, price: string, metadata?: Record<string, string>): StripeObject;
   failNext(status: number): void;
+  /** Run `hook` (awaited) when a request arrives, before it is answered; undefined removes it. */
+  onRequest(hook: ((request: RecordedRequest) => Promise<void> | void) | undefined): void;
   /** Set (or, with null, clear) a customer's default payment method, as the dashboard would. */
   setDefaultPaymentMethod(customerId: string, paymentMethodId: string | null): void;
   close(): Promise<void>;
@@ -70,6 +72,7 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
   const subscriptions = new Map<string, StripeObject>();
   const invoices: StripeObject[] = [];
   let failures: number[] = [];
+  let hook: ((request: RecordedRequest) => Promise<void> | void) | undefined;
   let base = "";
   const nowSeconds = () => Math.floor(Date.now() / 1000);
   const DAY = 86_400;
@@ -307,20 +310,23 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    req.on("end", async () => {
       const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
       const url = new URL(req.url ?? "/", "http://x");
       const path = url.pathname;
       const query = url.searchParams;
       const idempotencyKey = req.headers["idempotency-key"] as string | undefined;
-      requests.push({
+      const recorded: RecordedRequest = {
         method: req.method ?? "",
         path,
         authorization: req.headers.authorization,
         idempotencyKey,
         form,
         query,
-      });
+      };
+      requests.push(recorded);
+      // A test's hook runs before the answer (something else happening meanwhile, as in a race).
+      await hook?.(recorded);
       const reply = (status: number, body: unknown) => {
         res.writeHead(status, {
           "Content-Type": "application/json",
@@ -434,6 +440,9 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
     completeCheckout,
     addInvoice,
     addSubscription,
+    onRequest(next) {
+      hook = next;
+    },
     failNext(status) {
       failures = [...failures, status];
     },
