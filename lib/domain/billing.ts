@@ -16,7 +16,14 @@ import { type ClientConfigItem, clientConfigKeys, findClientConfig } from "#lib/
 import { findMspWithConfig } from "#lib/db/entities/msp.ts";
 import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
 import { describeError, log } from "#lib/log.ts";
-import { badRequest, conflict, DomainError, notFound, upstreamFailed } from "#lib/shared/errors.ts";
+import {
+  badRequest,
+  conflict,
+  DomainError,
+  notFound,
+  upstreamFailed,
+  validationFailed,
+} from "#lib/shared/errors.ts";
 import type { ClientAccess, MspAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
@@ -359,13 +366,20 @@ export async function listInvoices(
   const stripe = await paymentClient();
   if (!config.paymentCustomerId || !stripe) return { invoices: [], hasMore: false, nextStartingAfter: null };
   const customer = config.paymentCustomerId;
-  const list = await call("list invoices", { clientId: member.clientId }, () =>
-    stripe.invoices.list({
-      customer,
-      limit: page.limit,
-      ...(page.startingAfter ? { starting_after: page.startingAfter } : {}),
-    }),
-  );
+  const list = await call("list invoices", { clientId: member.clientId }, async () => {
+    try {
+      return await stripe.invoices.list({
+        customer,
+        limit: page.limit,
+        ...(page.startingAfter ? { starting_after: page.startingAfter } : {}),
+      });
+    } catch (error) {
+      // The cursor names no invoice of this customer: the caller's to fix.
+      if (page.startingAfter && (error as { statusCode?: number }).statusCode === 404)
+        throw validationFailed([{ field: "startingAfter", problem: "no such invoice" }]);
+      throw error;
+    }
+  });
   const invoices = list.data.map(toApiInvoice);
   return {
     invoices,

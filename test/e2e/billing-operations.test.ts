@@ -327,6 +327,9 @@ describe("the Billing Portal and invoices", () => {
     const listed = processor.requests.filter((r) => r.method === "GET" && r.path === "/v1/invoices").at(-1);
     expect(listed?.query.get("customer")).toBe(org.customerId);
     expect((await org.owner.api.get(`${billing(org, "invoices")}?limit=101`)).status).toBe(400);
+    const unknown = await org.owner.api.get(`${billing(org, "invoices")}?startingAfter=in_unknown`);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.errors).toEqual(["startingAfter: no such invoice"]);
     const refused = await org.user.api.get(billing(org, "invoices"));
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe(OWNER_ONLY);

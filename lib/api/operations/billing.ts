@@ -169,7 +169,7 @@ export const clientBillingOperations = [
     path: `${BILLING}/invoices`,
     group: "clients",
     summary: "List the client's invoices",
-    description: `The client's invoices from the payment processor, newest first, \`limit\` at a time (default 20, at most 100); the next page starts after \`nextStartingAfter\` (query \`startingAfter\`). Amounts are in the currency's units. A client without a customer record has none. ${OWNER_ONLY} ${PROCESSOR}`,
+    description: `The client's invoices from the payment processor, newest first, \`limit\` at a time (default 20, at most 100); the next page starts after \`nextStartingAfter\` (query \`startingAfter\`; one that names no invoice of the client is a 400). Amounts are in the currency's units. A client without a customer record has none. ${OWNER_ONLY} ${PROCESSOR}`,
     access: access.client("owner"),
     effect: "read",
     params: ClientParams,
