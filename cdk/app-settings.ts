@@ -34,6 +34,36 @@ const urlRecord = z
   ])
   .pipe(z.record(z.string().regex(REGION), z.url()));
 
+/** The tiers a client can buy online (every tier but the free `basic`). */
+const PAID_TIERS = [
+  "team",
+  "enterprise_basic",
+  "enterprise_security",
+  "enterprise_governance",
+  "enterprise_custom",
+] as const;
+
+/**
+ * `-c stripePrices='{"team":"price_..."}'` arrives as a string; cdk.json gives an object. The
+ * processor's recurring price of each tier sold online (STRIPE_PRICE_<TIER>, docs/billing.md).
+ */
+const priceRecord = z
+  .union([
+    z.record(z.string(), z.string()),
+    z.string().transform((value, ctx) => {
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "must be a JSON object" });
+        return z.NEVER;
+      }
+    }),
+  ])
+  .pipe(z.partialRecord(z.enum(PAID_TIERS), z.string().regex(/^price_\w+$/, "not a Stripe price id")));
+
+/** The environment variable of a tier's price: `enterprise_basic` -> STRIPE_PRICE_ENTERPRISE_BASIC. */
+export const stripePriceVariable = (tier: string): string => `STRIPE_PRICE_${tier.toUpperCase()}`;
+
 /** `-c mcpDeleteEnabled=true` arrives as a string; cdk.json gives a boolean. */
 const flag = z.union([z.boolean(), z.enum(["true", "false"]).transform((value) => value === "true")]);
 
@@ -72,6 +102,8 @@ const ContextSchema = z
         "not a Secrets Manager secret ARN",
       )
       .optional(),
+    /** Recurring price id of each paid tier sold online (STRIPE_PRICE_<TIER> of the payment groups). */
+    stripePrices: priceRecord.optional(),
     /** Data-plane base URL of each region, once the data plane is deployed (DATA_PLANE_URLS). */
     dataPlaneUrls: urlRecord.optional(),
     /**
@@ -127,6 +159,7 @@ export const CONTEXT_KEYS = [
   "emailSender",
   "appUrl",
   "stripeSecretArn",
+  "stripePrices",
   "dataPlaneUrls",
   "mcpDeleteEnabled",
   "mcpAllowedOrigins",

@@ -47,6 +47,7 @@ import {
   appUrlParameterName,
   kmsKeyAliasOf,
   oauthSigningKeyAliasOf,
+  stripePriceVariable,
   tableNameOf,
 } from "../app-settings.ts";
 import { ConsoleSite } from "../constructs/console-site.ts";
@@ -158,6 +159,9 @@ export class HomeStack extends Stack {
           settings.stripeSecretArn,
         );
       }
+      if (group.usesPayments)
+        for (const [tier, price] of Object.entries(settings.stripePrices ?? {}))
+          if (price) fn.addEnvironment(stripePriceVariable(tier), price);
     };
 
     // One function per route group.

@@ -4,6 +4,7 @@
  */
 
 import { authOperations } from "#lib/api/operations/auth.ts";
+import { clientBillingOperations, mspBillingOperations } from "#lib/api/operations/billing.ts";
 import { clientOperations } from "#lib/api/operations/clients.ts";
 import { credentialOperations } from "#lib/api/operations/credentials.ts";
 import { docsOperations } from "#lib/api/operations/docs.ts";
@@ -40,9 +41,11 @@ export const OPERATIONS: readonly Operation[] = [
   ...transformOperations,
   ...proxyPolicyOperations,
   ...limitOverrideOperations,
+  ...clientBillingOperations,
   ...requestLogOperations,
   ...telemetryOperations,
   ...mspOperations,
+  ...mspBillingOperations,
   ...webhookOperations,
   ...docsOperations,
   ...authOperations,

@@ -54,6 +54,12 @@ function stripe(): Promise<Stripe | undefined> {
   return stripeClient;
 }
 
+/**
+ * The processor's client for the billing operations (lib/domain/billing.ts), or undefined when no
+ * key is configured.
+ */
+export const paymentClient = (): Promise<Stripe | undefined> => stripe();
+
 /** Forget the client (tests change the configuration). */
 export function resetPayments(): void {
   stripeClient = undefined;

@@ -75,6 +75,11 @@ export const MCP_EXCLUDED_OPERATIONS: Readonly<Record<string, string>> = {
   cancelMspInvite: "member invites: web UI only",
   updateMspConfiguration: "billing and subscription (promotional codes, billing type): web UI only",
   updateMspClientConfiguration: "billing and subscription (billingTo, rates, budget, top-up): web UI only",
+  startClientCheckout: "billing and subscription (Checkout for an upgrade): web UI only",
+  scheduleClientDowngrade: "billing and subscription (downgrade or cancellation): web UI only",
+  openClientBillingPortal: "billing and subscription (the Billing Portal): web UI only",
+  listClientInvoices: "billing and subscription (invoices): web UI only",
+  startMspPaymentMethodSetup: "billing and subscription (the MSP's payment method): web UI only",
   createUserToken:
     "API tokens: account credentials, managed by their owner over the Core API (the answer is a raw token, which must never be in a tool result)",
   listUserTokens: "API tokens: account credentials, managed by their owner over the Core API",

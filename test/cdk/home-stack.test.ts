@@ -803,7 +803,11 @@ describe("HomeStack: the MCP endpoint", () => {
 describe("HomeStack with optional context", () => {
   const stripeSecretArn = `arn:aws:secretsmanager:${homeRegion}:${ACCOUNT}:secret:proxy-gateway/stripe-AbCdEf`;
   const dataPlaneUrls = Object.fromEntries(regions.map((r) => [r, `https://data.${r}.example.com`]));
-  const configured = buildTestApp({ stripeSecretArn, dataPlaneUrls }, { account: ACCOUNT }).homeStack;
+  const stripePrices = { team: "price_team_monthly", enterprise_basic: "price_enterprise_basic_monthly" };
+  const configured = buildTestApp(
+    { stripeSecretArn, dataPlaneUrls, stripePrices: JSON.stringify(stripePrices) },
+    { account: ACCOUNT },
+  ).homeStack;
   const configuredTemplate = Template.fromStack(configured);
   const variablesOf = (fn: GatewayFunction) =>
     configuredTemplate.findResources("AWS::Lambda::Function")[logicalId(fn.function)]?.Properties.Environment
@@ -824,6 +828,18 @@ describe("HomeStack with optional context", () => {
         expect(variablesOf(fn)).not.toHaveProperty("STRIPE_SECRET_ARN");
         expect(secretStatements).toEqual([]);
       }
+    }
+  });
+
+  it("gives the payment groups each configured tier's price (STRIPE_PRICE_<TIER>), and no other group", () => {
+    for (const [key, group] of Object.entries(FUNCTION_GROUPS)) {
+      const variables = variablesOf(configured.groupFunctions[key as FunctionGroupName]);
+      const prices = Object.keys(variables).filter((name) => name.startsWith("STRIPE_PRICE_"));
+      if ("usesPayments" in group && group.usesPayments) {
+        expect(variables.STRIPE_PRICE_TEAM, key).toBe("price_team_monthly");
+        expect(variables.STRIPE_PRICE_ENTERPRISE_BASIC, key).toBe("price_enterprise_basic_monthly");
+        expect(prices.sort(), key).toEqual(["STRIPE_PRICE_ENTERPRISE_BASIC", "STRIPE_PRICE_TEAM"]);
+      } else expect(prices, key).toEqual([]);
     }
   });
 

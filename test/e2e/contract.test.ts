@@ -1004,6 +1004,41 @@ const CONTRACT: Record<string, Entry> = {
     call: async (fx) => ({ params: { clientId: await createClientFor(fx.owner, "Limits Co") } }),
   },
 
+  // ---- Billing (issue 24): the owner's operations, each on a client of its own; the MSP's payment method
+  "POST /api/clients/{clientId}/billing/checkout": {
+    status: 201,
+    call: async (fx) => ({
+      params: { clientId: await createClientFor(fx.owner, "Upgrading Co") },
+      body: { planTier: "team" },
+    }),
+  },
+  "POST /api/clients/{clientId}/billing/downgrade": {
+    status: 200,
+    call: async (fx) => {
+      const clientId = await createClientFor(fx.owner, "Downgrading Co");
+      await setClientPlan(clientId, "team");
+      const customerId = String((await storedItem(keys.clientConfig(clientId)))?.paymentCustomerId);
+      processor.addSubscription(customerId, CONTRACT_TEAM_PRICE, { clientId });
+      return { params: { clientId }, body: { planTier: "basic" } };
+    },
+  },
+  "POST /api/clients/{clientId}/billing/portal": {
+    status: 201,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
+  "GET /api/clients/{clientId}/billing/invoices": {
+    status: 200,
+    call: async (fx) => {
+      const clientId = await createClientFor(fx.owner, "Invoiced Co");
+      processor.addInvoice(String((await storedItem(keys.clientConfig(clientId)))?.paymentCustomerId));
+      return { params: { clientId } };
+    },
+  },
+  "POST /api/msps/{mspId}/billing/payment-method": {
+    status: 201,
+    call: (fx) => ({ params: { mspId: fx.mspId } }),
+  },
+
   // ---- 4.8 Rules, on each of the three parents
   ...Object.fromEntries(
     RULE_PARENTS.flatMap(([parent, parentParams]): [string, Entry][] => {
@@ -1169,12 +1204,15 @@ function expectErrorShape(response: { status: number; body: unknown }, status: n
 }
 
 let processor: PaymentProcessor;
+/** The team plan's price with the processor (STRIPE_PRICE_TEAM): Checkout and downgrades use it. */
+const CONTRACT_TEAM_PRICE = "price_contract_team";
 
 beforeAll(async () => {
   // The payment processor on loopback: a top-up charges the MSP's card.
   processor = await startPaymentProcessor();
   process.env.STRIPE_SECRET_KEY = "sk_test_contract";
   process.env.STRIPE_API_BASE = processor.url;
+  process.env.STRIPE_PRICE_TEAM = CONTRACT_TEAM_PRICE;
   resetConfig();
   resetPayments();
   stack = await startTestStack();
@@ -1319,6 +1357,7 @@ afterAll(async () => {
   await processor?.close();
   delete process.env.STRIPE_SECRET_KEY;
   delete process.env.STRIPE_API_BASE;
+  delete process.env.STRIPE_PRICE_TEAM;
   resetConfig();
   resetPayments();
   await closeOutboundAgents();

@@ -1,10 +1,16 @@
 /**
  * A payment-processor API on loopback that speaks the part of Stripe's REST API the service uses
  * (customers: create, retrieve, update of the default payment method, delete; payment intents:
- * create and confirm), so the real `stripe` package is exercised over real HTTP. It records every
- * request, honours idempotency keys as Stripe does, and can be told to fail. A customer whose
- * default payment method is `pm_card_chargeDeclined` is declined (402 card_error), as Stripe's
- * test card of that name.
+ * create and confirm; Checkout Sessions in subscription and setup mode, and their expiry; Billing
+ * Portal sessions; invoices: list; subscriptions: list, retrieve, update), so the real `stripe`
+ * package is exercised over real HTTP. It records every request, honours idempotency keys as
+ * Stripe does, and can be told to fail. A customer whose default payment method is
+ * `pm_card_chargeDeclined` is declined (402 card_error), as Stripe's test card of that name.
+ *
+ * What a person does on Stripe's hosted pages, tests do with `completeCheckout` (the session
+ * completes: a subscription and its paid invoice, or a setup intent with a new payment method);
+ * `addInvoice` and `addSubscription` seed what the dashboard would show. Object shapes follow
+ * API version 2025-03-31 and later (a subscription's period is on its items).
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
@@ -16,6 +22,19 @@ export interface RecordedRequest {
   authorization: string | undefined;
   idempotencyKey: string | undefined;
   form: URLSearchParams;
+  /** The query string (list calls send their parameters there). */
+  query: URLSearchParams;
+}
+
+type StripeObject = Record<string, unknown> & { id: string };
+
+/** What `completeCheckout` made: a subscription (subscription mode) or a payment method (setup mode). */
+export interface CheckoutCompletion {
+  session: StripeObject;
+  subscription?: StripeObject;
+  invoice?: StripeObject;
+  setupIntent?: StripeObject;
+  paymentMethodId?: string;
 }
 
 export interface PaymentProcessor {
@@ -24,7 +43,20 @@ export interface PaymentProcessor {
   customers: Map<string, Record<string, unknown>>;
   /** Every PaymentIntent created (an idempotent replay is not a new one), succeeded or declined. */
   paymentIntents: Record<string, unknown>[];
+  checkoutSessions: Map<string, StripeObject>;
+  portalSessions: Map<string, StripeObject>;
+  subscriptions: Map<string, StripeObject>;
+  /** Newest last. */
+  invoices: StripeObject[];
+  /** The hosted page's work: the session completes (see CheckoutCompletion). */
+  completeCheckout(sessionId: string): CheckoutCompletion;
+  /** An invoice of a customer, as the processor would have issued it (amounts in cents). */
+  addInvoice(customerId: string, fields?: Record<string, unknown>): StripeObject;
+  /** An active subscription of a customer to `price`, its period from now for 30 days. */
+  addSubscription(customerId: string, price: string, metadata?: Record<string, string>): StripeObject;
   failNext(status: number): void;
+  /** Run `hook` (awaited) when a request arrives, before it is answered; undefined removes it. */
+  onRequest(hook: ((request: RecordedRequest) => Promise<void> | void) | undefined): void;
   /** Set (or, with null, clear) a customer's default payment method, as the dashboard would. */
   setDefaultPaymentMethod(customerId: string, paymentMethodId: string | null): void;
   close(): Promise<void>;
@@ -35,22 +67,266 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
   const customers = new Map<string, Record<string, unknown>>();
   const paymentIntents: Record<string, unknown>[] = [];
   const byIdempotencyKey = new Map<string, Record<string, unknown>>();
+  const checkoutSessions = new Map<string, StripeObject>();
+  const portalSessions = new Map<string, StripeObject>();
+  const subscriptions = new Map<string, StripeObject>();
+  const invoices: StripeObject[] = [];
   let failures: number[] = [];
+  let hook: ((request: RecordedRequest) => Promise<void> | void) | undefined;
+  let base = "";
+  const nowSeconds = () => Math.floor(Date.now() / 1000);
+  const DAY = 86_400;
+
+  function addSubscription(customerId: string, price: string, metadata: Record<string, string> = {}) {
+    const start = nowSeconds();
+    const id = newId("sub");
+    const subscription: StripeObject = {
+      id,
+      object: "subscription",
+      customer: customerId,
+      status: "active",
+      cancel_at_period_end: false,
+      cancel_at: null,
+      created: start,
+      start_date: start,
+      billing_cycle_anchor: start,
+      metadata,
+      items: {
+        object: "list",
+        data: [
+          {
+            id: newId("si"),
+            object: "subscription_item",
+            subscription: id,
+            quantity: 1,
+            price: { id: price, object: "price", recurring: { interval: "month", interval_count: 1 } },
+            current_period_start: start,
+            current_period_end: start + 30 * DAY,
+          },
+        ],
+        has_more: false,
+        url: `/v1/subscription_items?subscription=${id}`,
+      },
+      latest_invoice: null,
+    };
+    subscriptions.set(id, subscription);
+    return subscription;
+  }
+
+  function addInvoice(customerId: string, fields: Record<string, unknown> = {}) {
+    const created = nowSeconds() + invoices.length; // strictly increasing, as newest-first needs
+    const id = newId("in");
+    const invoice: StripeObject = {
+      id,
+      object: "invoice",
+      customer: customerId,
+      number: `${customerId.slice(4, 12).toUpperCase()}-${String(invoices.length + 1).padStart(4, "0")}`,
+      status: "paid",
+      currency: "usd",
+      amount_due: 4900,
+      amount_paid: 4900,
+      total: 4900,
+      created,
+      period_start: created,
+      period_end: created + 30 * DAY,
+      hosted_invoice_url: `${base}/invoices/${id}`,
+      invoice_pdf: `${base}/invoices/${id}/pdf`,
+      ...fields,
+    };
+    invoices.push(invoice);
+    return invoice;
+  }
+
+  function completeCheckout(sessionId: string): CheckoutCompletion {
+    const session = checkoutSessions.get(sessionId);
+    if (!session) throw new Error(`no Checkout Session ${sessionId}`);
+    if (session.status !== "open") throw new Error(`Checkout Session ${sessionId} is ${session.status}`);
+    session.status = "complete";
+    const customer = String(session.customer);
+    if (session.mode === "setup") {
+      const paymentMethodId = newId("pm");
+      const setupIntent: StripeObject = {
+        id: newId("seti"),
+        object: "setup_intent",
+        customer,
+        payment_method: paymentMethodId,
+        status: "succeeded",
+        metadata: (session.setup_intent_data as { metadata?: unknown } | undefined)?.metadata ?? {},
+      };
+      session.setup_intent = setupIntent.id;
+      return { session, setupIntent, paymentMethodId };
+    }
+    const lineItems = (session.line_items as { price: string }[] | undefined) ?? [];
+    const subscription = addSubscription(
+      customer,
+      String(lineItems[0]?.price),
+      ((session.subscription_data as { metadata?: Record<string, string> } | undefined)?.metadata ??
+        {}) as Record<string, string>,
+    );
+    const invoice = addInvoice(customer, { subscription: subscription.id });
+    subscription.latest_invoice = invoice.id;
+    session.subscription = subscription.id;
+    session.invoice = invoice.id;
+    session.payment_status = "paid";
+    return { session, subscription, invoice };
+  }
+
+  const invalid = (message: string, param?: string) => ({
+    status: 400,
+    body: { error: { type: "invalid_request_error", message, ...(param ? { param } : {}) } },
+  });
+  const missing = (kind: string, id: string) => ({
+    status: 404,
+    body: {
+      error: { type: "invalid_request_error", code: "resource_missing", message: `No such ${kind}: '${id}'` },
+    },
+  });
+  const list = (data: unknown[], url: string, hasMore = false) => ({
+    status: 200,
+    body: { object: "list", data, has_more: hasMore, url },
+  });
+
+  /** Checkout, the Billing Portal, invoices and subscriptions; undefined for any other route. */
+  function billingRoute(
+    method: string,
+    path: string,
+    form: URLSearchParams,
+    query: URLSearchParams,
+  ): { status: number; body: unknown } | undefined {
+    const params = nestedForm(form);
+    if (method === "POST" && path === "/v1/checkout/sessions") {
+      const mode = String(params.mode ?? "");
+      const customer = String(params.customer ?? "");
+      if (!["subscription", "setup", "payment"].includes(mode))
+        return invalid("Missing required param: mode.", "mode");
+      if (!customers.has(customer)) return missing("customer", customer);
+      if (!params.success_url) return invalid("Missing required param: success_url.", "success_url");
+      const lineItems = (params.line_items as { price?: string; quantity?: string }[] | undefined) ?? [];
+      if (mode === "subscription" && !lineItems[0]?.price)
+        return invalid("You must specify `line_items` in `subscription` mode.", "line_items");
+      if (mode === "setup" && !params.currency && !params.payment_method_types)
+        return invalid(
+          "You must provide `currency` in `setup` mode when `payment_method_types` is not set.",
+          "currency",
+        );
+      const id = `cs_test_${randomBytes(12).toString("hex")}`;
+      const session: StripeObject = {
+        id,
+        object: "checkout.session",
+        mode,
+        customer,
+        currency: params.currency ?? null,
+        client_reference_id: params.client_reference_id ?? null,
+        success_url: params.success_url,
+        cancel_url: params.cancel_url ?? null,
+        metadata: params.metadata ?? {},
+        line_items: lineItems.map((item) => ({ price: item.price, quantity: Number(item.quantity ?? 1) })),
+        subscription_data: params.subscription_data ?? null,
+        setup_intent_data: params.setup_intent_data ?? null,
+        status: "open",
+        payment_status: mode === "setup" ? "no_payment_required" : "unpaid",
+        subscription: null,
+        setup_intent: null,
+        invoice: null,
+        created: nowSeconds(),
+        expires_at: nowSeconds() + DAY,
+        url: `${base}/checkout/pay/${id}`,
+      };
+      checkoutSessions.set(id, session);
+      return { status: 200, body: session };
+    }
+    const expire = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(path);
+    if (method === "POST" && expire?.[1]) {
+      const session = checkoutSessions.get(expire[1]);
+      if (!session) return missing("checkout.session", expire[1]);
+      if (session.status !== "open")
+        return invalid(`Only Checkout Sessions with a status of open can be expired.`);
+      session.status = "expired";
+      return { status: 200, body: session };
+    }
+    if (method === "POST" && path === "/v1/billing_portal/sessions") {
+      const customer = String(params.customer ?? "");
+      if (!customers.has(customer)) return missing("customer", customer);
+      const id = `bps_${randomBytes(12).toString("hex")}`;
+      const session: StripeObject = {
+        id,
+        object: "billing_portal.session",
+        customer,
+        return_url: params.return_url ?? null,
+        created: nowSeconds(),
+        livemode: false,
+        url: `${base}/billing/p/session/${id}`,
+      };
+      portalSessions.set(id, session);
+      return { status: 200, body: session };
+    }
+    if (method === "GET" && path === "/v1/invoices") {
+      const customer = query.get("customer");
+      const limit = Math.min(Math.max(Number(query.get("limit") ?? 10), 1), 100);
+      const newestFirst = invoices.filter((invoice) => !customer || invoice.customer === customer).reverse();
+      const after = query.get("starting_after");
+      const start = after ? newestFirst.findIndex((invoice) => invoice.id === after) + 1 : 0;
+      if (after && start === 0) return missing("invoice", after);
+      const page = newestFirst.slice(start, start + limit);
+      return list(page, "/v1/invoices", start + limit < newestFirst.length);
+    }
+    if (method === "GET" && path === "/v1/subscriptions") {
+      const customer = query.get("customer");
+      const status = query.get("status");
+      const found = [...subscriptions.values()].filter(
+        (subscription) =>
+          (!customer || subscription.customer === customer) && (!status || subscription.status === status),
+      );
+      return list(found.slice(0, Number(query.get("limit") ?? 10)), "/v1/subscriptions");
+    }
+    const sub = /^\/v1\/subscriptions\/([^/]+)$/.exec(path);
+    if (sub?.[1]) {
+      const subscription = subscriptions.get(sub[1]);
+      if (!subscription) return missing("subscription", sub[1]);
+      if (method === "GET") return { status: 200, body: subscription };
+      if (method !== "POST") return undefined;
+      if (params.cancel_at_period_end !== undefined) {
+        subscription.cancel_at_period_end = params.cancel_at_period_end === "true";
+        const item = (subscription.items as { data: { current_period_end: number }[] }).data[0];
+        subscription.cancel_at = subscription.cancel_at_period_end
+          ? (item?.current_period_end ?? null)
+          : null;
+      }
+      const items = (subscription.items as { data: { id: string; price: { id: string } }[] }).data;
+      for (const change of (params.items as { id?: string; price?: string }[] | undefined) ?? []) {
+        const item = items.find((candidate) => candidate.id === change.id);
+        if (!item) return missing("subscription_item", String(change.id));
+        if (change.price) item.price = { ...item.price, id: change.price };
+      }
+      if (params.proration_behavior !== undefined)
+        subscription.last_proration_behavior = params.proration_behavior;
+      if (params.metadata)
+        subscription.metadata = { ...(subscription.metadata as object), ...(params.metadata as object) };
+      return { status: 200, body: subscription };
+    }
+    return undefined;
+  }
 
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    req.on("end", async () => {
       const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
-      const path = new URL(req.url ?? "/", "http://x").pathname;
+      const url = new URL(req.url ?? "/", "http://x");
+      const path = url.pathname;
+      const query = url.searchParams;
       const idempotencyKey = req.headers["idempotency-key"] as string | undefined;
-      requests.push({
+      const recorded: RecordedRequest = {
         method: req.method ?? "",
         path,
         authorization: req.headers.authorization,
         idempotencyKey,
         form,
-      });
+        query,
+      };
+      requests.push(recorded);
+      // A test's hook runs before the answer (something else happening meanwhile, as in a race).
+      await hook?.(recorded);
       const reply = (status: number, body: unknown) => {
         res.writeHead(status, {
           "Content-Type": "application/json",
@@ -122,6 +398,8 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
         if (idempotencyKey) byIdempotencyKey.set(idempotencyKey, { status: intent.status, reply: body });
         return reply(declined ? 402 : 200, body);
       }
+      const billing = billingRoute(req.method ?? "", path, form, query);
+      if (billing) return reply(billing.status, billing.body);
       const del = /^\/v1\/customers\/([^/]+)$/.exec(path);
       if (req.method === "DELETE" && del?.[1]) {
         customers.delete(del[1]);
@@ -149,11 +427,22 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  base = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: base,
     requests,
     customers,
     paymentIntents,
+    checkoutSessions,
+    portalSessions,
+    subscriptions,
+    invoices,
+    completeCheckout,
+    addInvoice,
+    addSubscription,
+    onRequest(next) {
+      hook = next;
+    },
     failNext(status) {
       failures = [...failures, status];
     },
@@ -168,4 +457,37 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
         server.closeAllConnections();
       }),
   };
+}
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(7).toString("hex")}`;
+}
+
+/**
+ * A form as Stripe's clients encode nested parameters (`metadata[clientId]`, `line_items[0][price]`):
+ * objects, and arrays where every key is an index.
+ */
+export function nestedForm(form: URLSearchParams): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  for (const [key, value] of form) {
+    const parts = key.split(/\[|\]\[|\]$/).filter((part, index) => index === 0 || part !== "");
+    let node: Record<string, unknown> = root;
+    for (const [index, part] of parts.entries()) {
+      if (index === parts.length - 1) {
+        node[part] = value;
+        break;
+      }
+      node[part] ??= {};
+      node = node[part] as Record<string, unknown>;
+    }
+  }
+  const arrays = (node: unknown): unknown => {
+    if (!node || typeof node !== "object") return node;
+    const entries = Object.entries(node as Record<string, unknown>).map(([k, v]) => [k, arrays(v)] as const);
+    const indexed = entries.length > 0 && entries.every(([k]) => /^\d+$/.test(k));
+    return indexed
+      ? entries.sort(([a], [b]) => Number(a) - Number(b)).map(([, v]) => v)
+      : Object.fromEntries(entries);
+  };
+  return arrays(root) as Record<string, unknown>;
 }

@@ -15,6 +15,11 @@ const OPTIONAL = [
   "STRIPE_SECRET_KEY",
   "STRIPE_SECRET_ARN",
   "STRIPE_API_BASE",
+  "STRIPE_PRICE_TEAM",
+  "STRIPE_PRICE_ENTERPRISE_BASIC",
+  "STRIPE_PRICE_ENTERPRISE_SECURITY",
+  "STRIPE_PRICE_ENTERPRISE_GOVERNANCE",
+  "STRIPE_PRICE_ENTERPRISE_CUSTOM",
   "OAUTH_SIGNING_KEY_ID",
   "CLIENT_DELETION_GRACE_DAYS",
   "WEBAUTHN_RP_ID",
@@ -79,7 +84,7 @@ describe("getConfig", () => {
       emailSender: "no-reply@example.com",
       appUrl: "http://localhost:3000",
       dataPlaneUrls: {},
-      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
+      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined, prices: {} },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
     });
@@ -163,6 +168,7 @@ describe("getConfig", () => {
       DATA_PLANE_URLS: '{"eu-west-1":"https://eu.example.com"}',
       CLIENT_DELETION_GRACE_DAYS: "0",
       STRIPE_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe",
+      STRIPE_PRICE_TEAM: "price_team",
     });
     expect(getConfig()).toMatchObject({
       homeRegion: "eu-west-1",
@@ -170,7 +176,10 @@ describe("getConfig", () => {
       appUrl: "https://app.example.com",
       dataPlaneUrls: { "eu-west-1": "https://eu.example.com" },
       clientDeletionGraceDays: 0,
-      stripe: { secretArn: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe" },
+      stripe: {
+        secretArn: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe",
+        prices: { team: "price_team" },
+      },
     });
   });
 
