@@ -46,15 +46,6 @@ const EnvSchema = z.object({
   /** In AWS the key lives in Secrets Manager; the function reads it once at cold start. */
   STRIPE_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   STRIPE_API_BASE: z.optional(z.url()),
-  /**
-   * The processor's recurring price of each tier a client can buy online (Checkout, docs/billing.md
-   * "Owner operations"); a tier without one cannot be bought or downgraded to online. `basic` is free.
-   */
-  STRIPE_PRICE_TEAM: z.optional(z.string().check(z.minLength(1))),
-  STRIPE_PRICE_ENTERPRISE_BASIC: z.optional(z.string().check(z.minLength(1))),
-  STRIPE_PRICE_ENTERPRISE_SECURITY: z.optional(z.string().check(z.minLength(1))),
-  STRIPE_PRICE_ENTERPRISE_GOVERNANCE: z.optional(z.string().check(z.minLength(1))),
-  STRIPE_PRICE_ENTERPRISE_CUSTOM: z.optional(z.string().check(z.minLength(1))),
   CLIENT_DELETION_GRACE_DAYS: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(365)), 30),
   /**
    * The asymmetric KMS key (ECC_NIST_P256, SIGN_VERIFY) that signs the MCP endpoint's OAuth access
@@ -74,13 +65,7 @@ export interface AppConfig {
   appUrl: string;
   /** Data-plane base URL of each region (`{region_base_url}`), when known. */
   dataPlaneUrls: Record<string, string>;
-  stripe: {
-    secretKey?: string;
-    secretArn?: string;
-    apiBase?: string;
-    /** The recurring price id of each paid tier sold online (STRIPE_PRICE_<TIER>); absent: not sold. */
-    prices: Partial<Record<string, string>>;
-  };
+  stripe: { secretKey?: string; secretArn?: string; apiBase?: string };
   clientDeletionGraceDays: number;
   /** The KMS key that signs OAuth access tokens (id, ARN or alias), in the home region. */
   oauthSigningKeyId: string;
@@ -114,15 +99,6 @@ export function getConfig(): AppConfig {
       secretKey: env.STRIPE_SECRET_KEY,
       secretArn: env.STRIPE_SECRET_ARN,
       apiBase: env.STRIPE_API_BASE,
-      prices: Object.fromEntries(
-        Object.entries({
-          team: env.STRIPE_PRICE_TEAM,
-          enterprise_basic: env.STRIPE_PRICE_ENTERPRISE_BASIC,
-          enterprise_security: env.STRIPE_PRICE_ENTERPRISE_SECURITY,
-          enterprise_governance: env.STRIPE_PRICE_ENTERPRISE_GOVERNANCE,
-          enterprise_custom: env.STRIPE_PRICE_ENTERPRISE_CUSTOM,
-        }).filter((entry): entry is [string, string] => entry[1] !== undefined),
-      ),
     },
     clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
     oauthSigningKeyId: env.OAUTH_SIGNING_KEY_ID ?? oauthSigningKeyAlias(env.KMS_KEY_ALIAS),

@@ -39,8 +39,16 @@ const SETUP_CURRENCY = "usd";
 /** Tiers in ascending order: a higher index is an upgrade. */
 const rankOf = (tier: PlanTier) => PLAN_TIERS.indexOf(tier);
 
-/** The recurring price of a paid tier (STRIPE_PRICE_<TIER>); undefined when it is not sold online. */
-export const priceOfTier = (tier: PlanTier): string | undefined => getConfig().stripe.prices[tier];
+/**
+ * The recurring price of a paid tier (STRIPE_PRICE_<TIER>, e.g. STRIPE_PRICE_ENTERPRISE_BASIC);
+ * undefined when it is not sold online (`basic` is free). Read here, not in lib/config.ts, which the
+ * data plane loads at every cold start (its bundle budget).
+ */
+export const priceOfTier = (tier: PlanTier): string | undefined => {
+  if (tier === "basic") return undefined;
+  const price = process.env[`STRIPE_PRICE_${tier.toUpperCase()}`]?.trim();
+  return price ? price : undefined;
+};
 
 /** The console's billing page of a client, with its outcome (APP_URL, never the request). */
 export function clientBillingUrl(clientId: string, checkout?: "success" | "cancelled"): string {

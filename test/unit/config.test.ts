@@ -15,11 +15,6 @@ const OPTIONAL = [
   "STRIPE_SECRET_KEY",
   "STRIPE_SECRET_ARN",
   "STRIPE_API_BASE",
-  "STRIPE_PRICE_TEAM",
-  "STRIPE_PRICE_ENTERPRISE_BASIC",
-  "STRIPE_PRICE_ENTERPRISE_SECURITY",
-  "STRIPE_PRICE_ENTERPRISE_GOVERNANCE",
-  "STRIPE_PRICE_ENTERPRISE_CUSTOM",
   "OAUTH_SIGNING_KEY_ID",
   "CLIENT_DELETION_GRACE_DAYS",
   "WEBAUTHN_RP_ID",
@@ -84,7 +79,7 @@ describe("getConfig", () => {
       emailSender: "no-reply@example.com",
       appUrl: "http://localhost:3000",
       dataPlaneUrls: {},
-      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined, prices: {} },
+      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
     });
@@ -168,7 +163,6 @@ describe("getConfig", () => {
       DATA_PLANE_URLS: '{"eu-west-1":"https://eu.example.com"}',
       CLIENT_DELETION_GRACE_DAYS: "0",
       STRIPE_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe",
-      STRIPE_PRICE_TEAM: "price_team",
     });
     expect(getConfig()).toMatchObject({
       homeRegion: "eu-west-1",
@@ -176,10 +170,7 @@ describe("getConfig", () => {
       appUrl: "https://app.example.com",
       dataPlaneUrls: { "eu-west-1": "https://eu.example.com" },
       clientDeletionGraceDays: 0,
-      stripe: {
-        secretArn: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe",
-        prices: { team: "price_team" },
-      },
+      stripe: { secretArn: "arn:aws:secretsmanager:eu-west-1:1:secret:stripe" },
     });
   });
 
