@@ -61,6 +61,8 @@ export interface ProxyRuntime {
   requestsPerDay: number | null;
   /** Billed to its MSP, whose billing is suspended (402 like the client's own suspension). */
   mspSuspended: boolean;
+  /** When the client's payments began failing (null: they are not): 402 after the grace period. */
+  paymentFailedAt: string | null;
   proxy: ProxyItem;
   target?: TargetItem;
   proxyCredential?: LoadedCredential;
@@ -252,6 +254,7 @@ async function loadFull(
     requestsPerMinute: settings.requestsPerMinute,
     requestsPerDay: settings.requestsPerDay,
     mspSuspended: settings.mspSuspended,
+    paymentFailedAt: settings.paymentFailedAt,
     proxy,
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { now } from "#lib/clock.ts";
 import { getConfig } from "#lib/config.ts";
 import { type ClientItem, clientItemOf, clientKeys, findClient } from "#lib/db/entities/client.ts";
 import {
@@ -49,6 +50,7 @@ import { applyRates, applyThresholds, type Rates, type Thresholds } from "./msp-
 import { toApiMspMember } from "./msp-team.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { deleteCustomer, hasDefaultPaymentMethod, provisionCustomer } from "./payments.ts";
+import { effectiveBillingStatus } from "./plan-states.ts";
 import {
   PLATFORM_MAX_REQUESTS_PER_DAY,
   PLATFORM_MAX_REQUESTS_PER_MINUTE,
@@ -472,7 +474,12 @@ export function toApiClientConfiguration(config: ClientConfigItem) {
     mspId: config.mspId,
     billingTo: config.billingTo,
     billingType: config.billingType,
-    billingStatus: config.billingStatus,
+    // Decided at read time: suspended once a failed payment outlasts the grace period (docs/billing.md).
+    billingStatus: effectiveBillingStatus(
+      { billingStatus: config.billingStatus, paymentFailedAt: config.planPaymentFailedAt },
+      now(),
+      getConfig().billingGraceDays,
+    ),
     topUpMethod: config.topUpMethod,
     regionAccess: [...config.regionAccess],
     sharing: { ...config.sharing },

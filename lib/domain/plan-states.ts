@@ -360,11 +360,11 @@ export const DEFAULT_BILLING_GRACE_DAYS = 7;
  * stored one, or `suspended` once a payment has been failing for longer than the grace period.
  */
 export function effectiveBillingStatus(
-  fields: { billingStatus?: string; planPaymentFailedAt?: string | null },
+  fields: { billingStatus?: string; paymentFailedAt?: string | null },
   nowMs: number,
   graceDays: number = DEFAULT_BILLING_GRACE_DAYS,
 ): "active" | "suspended" {
   if (fields.billingStatus === "suspended") return "suspended";
-  const failedAt = fields.planPaymentFailedAt ? Date.parse(fields.planPaymentFailedAt) : Number.NaN;
+  const failedAt = fields.paymentFailedAt ? Date.parse(fields.paymentFailedAt) : Number.NaN;
   return Number.isFinite(failedAt) && nowMs - failedAt >= graceDays * 86_400_000 ? "suspended" : "active";
 }

@@ -265,26 +265,23 @@ describe("dunning at read time", () => {
   it("suspended once the grace period has passed since the first failure", () => {
     expect(
       effectiveBillingStatus(
-        { billingStatus: "active", planPaymentFailedAt: failedAt },
+        { billingStatus: "active", paymentFailedAt: failedAt },
         (T0 + 7 * DAY - 1) * 1000,
       ),
     ).toBe("active");
     expect(
-      effectiveBillingStatus(
-        { billingStatus: "active", planPaymentFailedAt: failedAt },
-        (T0 + 7 * DAY) * 1000,
-      ),
+      effectiveBillingStatus({ billingStatus: "active", paymentFailedAt: failedAt }, (T0 + 7 * DAY) * 1000),
     ).toBe("suspended");
     expect(
       effectiveBillingStatus(
-        { billingStatus: "active", planPaymentFailedAt: failedAt },
+        { billingStatus: "active", paymentFailedAt: failedAt },
         (T0 + 2 * DAY) * 1000,
         1,
       ),
     ).toBe("suspended");
   });
   it("no failure: the stored status", () => {
-    expect(effectiveBillingStatus({ billingStatus: "active", planPaymentFailedAt: null }, T0 * 1000)).toBe(
+    expect(effectiveBillingStatus({ billingStatus: "active", paymentFailedAt: null }, T0 * 1000)).toBe(
       "active",
     );
     expect(effectiveBillingStatus({ billingStatus: "suspended" }, T0 * 1000)).toBe("suspended");

@@ -6,6 +6,8 @@
  * `ctx.admission`. No store call: everything comes from the loaded configuration.
  */
 
+import { now } from "#lib/clock.ts";
+import { getConfig } from "#lib/config.ts";
 import type { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
 import {
   type Admission,
@@ -16,6 +18,7 @@ import {
   notForwarded,
   serviceAnswer,
 } from "#lib/data-plane/context.ts";
+import { effectiveBillingStatus } from "#lib/domain/plan-states.ts";
 import { rateLimitForPlan } from "#lib/domain/plans.ts";
 import { evaluateAccess } from "#lib/domain/rules/rule-evaluator.ts";
 import type { ProxySecret } from "#lib/vault/secret-schemas.ts";
@@ -30,8 +33,12 @@ export async function admit(ctx: Located, authenticate: Authenticate): Promise<A
   if (proxy.proxyActive !== true || proxy.deletingAt) return denied("The proxy is inactive");
   if (runtime.clientStatus === "pendingDeletion") return denied("The organisation is scheduled for deletion");
   v.proxyActive = true;
-  // The client's own billing, or that of the MSP paying for it (a managed client billed to it).
-  if (runtime.billingStatus === "suspended" || runtime.mspSuspended) {
+  // The client's own billing (suspended, or its payments failing for longer than the grace period:
+  // decided now, docs/billing.md), or that of the MSP paying for it (a managed client billed to it).
+  if (
+    effectiveBillingStatus(runtime, now(), getConfig().billingGraceDays) === "suspended" ||
+    runtime.mspSuspended
+  ) {
     return serviceAnswer(402, {
       code: "billing-suspended",
       message: "Payment required: the account's billing is suspended",

@@ -34,6 +34,8 @@ export const ClientRuntimeItem = z.object({
   requestsPerDay: z._default(z.nullable(z.int()), null),
   /** Billed to its MSP, whose billing is suspended: the data plane answers 402. */
   mspSuspended: z._default(z.boolean(), false),
+  /** When the client's payments began failing (null: they are not): suspended after the grace period. */
+  paymentFailedAt: z._default(z.nullable(z.string()), null),
 });
 export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
 
@@ -73,6 +75,8 @@ export interface ClientRuntimeSettings {
   requestsPerDay?: number | null;
   /** True while the client is billed to its MSP and that MSP's billing is suspended. */
   mspSuspended?: boolean;
+  /** When the client's payments began failing; null: they are not (docs/billing.md, dunning). */
+  paymentFailedAt?: string | null;
 }
 
 /** Copy billing and plan settings from the home region to every regional table (and bump versions). */
