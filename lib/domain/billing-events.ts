@@ -10,20 +10,18 @@ import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-sec
 import { v7 as uuidv7 } from "uuid";
 import { sdkCallBounds } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
-import { type ClientConfigItem, clientConfigKeys, findClientConfig } from "#lib/db/entities/client-config.ts";
+import {
+  type ClientConfigItem,
+  clientConfigKeys,
+  findClientConfig,
+  findClientIdByPaymentCustomer,
+} from "#lib/db/entities/client-config.ts";
 import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
 import { listMembersOfClient } from "#lib/db/entities/member.ts";
 import { type NotificationItem, notificationKeys } from "#lib/db/entities/notification.ts";
 import { findUser } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
-import {
-  commitSteps,
-  nowIso,
-  queryAll,
-  setExpression,
-  type TransactionStep,
-  tableName,
-} from "#lib/db/store.ts";
+import { commitSteps, nowIso, setExpression, type TransactionStep, tableName } from "#lib/db/store.ts";
 import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { badRequest, serviceUnavailable } from "#lib/shared/errors.ts";
@@ -80,20 +78,6 @@ export async function verifyStripeEvent(rawBody: string | undefined, signature: 
   } catch (error) {
     throw badRequest(`${BAD_SIGNATURE}: ${error instanceof Error ? error.message : "verification failed"}`);
   }
-}
-
-/** Access pattern "client of a payment customer": Query GSI1 `PAYMENTCUSTOMER#<id>`. */
-export async function findClientIdByPaymentCustomer(customerId: string): Promise<string | undefined> {
-  const items = await queryAll(
-    {
-      IndexName: "GSI1",
-      KeyConditionExpression: "gsi1pk = :pk",
-      ExpressionAttributeValues: { ":pk": keys.clientByPaymentCustomerIndex(customerId, "").gsi1pk },
-    },
-    { max: 1 },
-  );
-  const clientId = items[0]?.clientId;
-  return typeof clientId === "string" ? clientId : undefined;
 }
 
 const planFieldsOf = (config: ClientConfigItem): PlanFields => ({

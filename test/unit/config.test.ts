@@ -79,7 +79,14 @@ describe("getConfig", () => {
       emailSender: "no-reply@example.com",
       appUrl: "http://localhost:3000",
       dataPlaneUrls: {},
-      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
+      stripe: {
+        secretKey: undefined,
+        secretArn: undefined,
+        apiBase: undefined,
+        webhookSecret: undefined,
+        webhookSecretArn: undefined,
+      },
+      billingGraceDays: 7,
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
     });

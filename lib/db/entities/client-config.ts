@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { GetCommand } from "#lib/aws/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
-import { homeDb, parseStored, tableName } from "#lib/db/store.ts";
+import { homeDb, parseStored, queryAll, tableName } from "#lib/db/store.ts";
 
 export const BILLING_TO = ["client", "msp"] as const;
 export const TOP_UP_METHODS = ["automatic", "manual"] as const;
@@ -131,4 +131,18 @@ export async function findClientConfig(clientId: string): Promise<ClientConfigIt
     new GetCommand({ TableName: tableName(), Key: clientConfigKeys.item(clientId), ConsistentRead: true }),
   );
   return result.Item ? clientConfigItemOf(result.Item) : undefined;
+}
+
+/** Access pattern "client of a payment customer": Query GSI1 `PAYMENTCUSTOMER#<id>`. */
+export async function findClientIdByPaymentCustomer(customerId: string): Promise<string | undefined> {
+  const items = await queryAll(
+    {
+      IndexName: "GSI1",
+      KeyConditionExpression: "gsi1pk = :pk",
+      ExpressionAttributeValues: { ":pk": keys.clientByPaymentCustomerIndex(customerId, "").gsi1pk },
+    },
+    { max: 1 },
+  );
+  const clientId = items[0]?.clientId;
+  return typeof clientId === "string" ? clientId : undefined;
 }
