@@ -15,12 +15,14 @@ import { keys } from "#lib/db/keys.ts";
 import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
 import { resetPayments } from "#lib/domain/payments.ts";
 import { TestClock } from "../support/clock.ts";
+import { sentEmails } from "../support/emulator.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import {
   callDataPlane,
   createClientFor,
   createProxyOf,
   createProxyParts,
+  joinClient,
   startTestStack,
   storedItem,
   type TestStack,
@@ -37,6 +39,7 @@ let stack: TestStack;
 let processor: PaymentProcessor;
 let target: Server;
 let owner: TestUser;
+let member: TestUser;
 let clientId: string;
 let customerId: string;
 let proxyUrl: string;
@@ -119,6 +122,8 @@ beforeAll(async () => {
   stack = await startTestStack({ clock: clock.now });
   owner = await stack.newUser();
   clientId = await createClientFor(owner, "Billing Co");
+  member = await stack.newUser();
+  await joinClient(owner, clientId, member, "admin");
   customerId = (await config()).paymentCustomerId;
   expect(customerId).toMatch(/^cus_/);
   const parts = await createProxyParts(owner, clientId, {
@@ -213,6 +218,9 @@ describe("POST /webhooks/stripe", () => {
     });
     expect(stored.planRenewedAt).toBeTruthy();
     expect(await billingNotifications()).toMatchObject([{ type: "billing", title: "Plan team active" }]);
+    // The owners hear of it by e-mail, once; other members only through the client's inbox.
+    expect((await sentEmails(owner.email)).filter((m) => m.subject === "Plan team active")).toHaveLength(1);
+    expect((await sentEmails(member.email)).filter((m) => m.subject.startsWith("Plan"))).toEqual([]);
     expect(await coreApiLimit()).toBe(1000);
     // The data plane's runtime item follows (its version moved).
     const runtime = (await storedItem(keys.clientRuntime(clientId), REGION)) as Record<string, any>;
@@ -311,5 +319,7 @@ describe("POST /webhooks/stripe", () => {
     const titles = (await billingNotifications()).map((n) => n.title);
     expect(titles.slice(0, 2)).toEqual(["Plan expired", "Plan cancellation scheduled"]);
     expect(titles).toHaveLength(5);
+    const billingMails = (await sentEmails(owner.email)).filter((m) => titles.includes(m.subject));
+    expect(billingMails.map((m) => m.subject).sort()).toEqual([...titles].sort());
   });
 });
