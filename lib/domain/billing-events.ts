@@ -68,10 +68,10 @@ export function resetWebhookSecret(): void {
  * a 503 (Stripe retries).
  */
 export async function verifyStripeEvent(rawBody: string | undefined, signature: string | undefined) {
-  const secret = await webhookSecret();
-  if (!secret) throw serviceUnavailable("The Stripe webhook is not configured");
   if (!signature || rawBody === undefined)
     throw badRequest(`${BAD_SIGNATURE}: the Stripe-Signature header is missing`);
+  const secret = await webhookSecret();
+  if (!secret) throw serviceUnavailable("The Stripe webhook is not configured");
   const { default: Stripe } = await import("stripe");
   try {
     return Stripe.webhooks.constructEvent(rawBody, signature, secret) as unknown as BillingEvent;
