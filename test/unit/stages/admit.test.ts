@@ -40,6 +40,21 @@ describe("admit: the MSP paying for a managed client", () => {
   });
 });
 
+describe("admit: dunning, decided at the request's time (docs/billing.md)", () => {
+  const DAY = 86_400_000;
+  it("payments failing for less than the grace period: admitted; for longer: 402 billing-suspended", async () => {
+    const recent = located(runtime({ paymentFailedAt: new Date(Date.now() - 6 * DAY).toISOString() }));
+    expect(await admit(recent, authenticateCaller)).toBe(recent);
+    const old = answerOf(
+      await admit(
+        located(runtime({ paymentFailedAt: new Date(Date.now() - 7 * DAY - 60_000).toISOString() })),
+        authenticateCaller,
+      ),
+    );
+    expect(summary(old)).toMatchObject({ status: 402, code: "billing-suspended" });
+  });
+});
+
 describe("admit: refusals in the order of spec 4.13", () => {
   it("reports the first failing check; fixing it reveals the next", async () => {
     // A configuration wrong in every way; each step below fixes the check that refused.
