@@ -46,11 +46,6 @@ const EnvSchema = z.object({
   /** In AWS the key lives in Secrets Manager; the function reads it once at cold start. */
   STRIPE_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   STRIPE_API_BASE: z.optional(z.url()),
-  /** The Stripe webhook endpoint's signing secret (`whsec_...`), locally; in AWS the secret's ARN. */
-  STRIPE_WEBHOOK_SECRET: z.optional(z.string().check(z.minLength(1))),
-  STRIPE_WEBHOOK_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
-  /** Days a client stays in `payment_failed` before its billing is suspended (docs/billing.md). */
-  BILLING_GRACE_DAYS: z._default(z.coerce.number().check(z.minimum(0), z.maximum(365)), 7),
   CLIENT_DELETION_GRACE_DAYS: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(365)), 30),
   /**
    * The asymmetric KMS key (ECC_NIST_P256, SIGN_VERIFY) that signs the MCP endpoint's OAuth access
@@ -70,15 +65,7 @@ export interface AppConfig {
   appUrl: string;
   /** Data-plane base URL of each region (`{region_base_url}`), when known. */
   dataPlaneUrls: Record<string, string>;
-  stripe: {
-    secretKey?: string;
-    secretArn?: string;
-    apiBase?: string;
-    webhookSecret?: string;
-    webhookSecretArn?: string;
-  };
-  /** Days in `payment_failed` before a client's billing is suspended. */
-  billingGraceDays: number;
+  stripe: { secretKey?: string; secretArn?: string; apiBase?: string };
   clientDeletionGraceDays: number;
   /** The KMS key that signs OAuth access tokens (id, ARN or alias), in the home region. */
   oauthSigningKeyId: string;
@@ -112,10 +99,7 @@ export function getConfig(): AppConfig {
       secretKey: env.STRIPE_SECRET_KEY,
       secretArn: env.STRIPE_SECRET_ARN,
       apiBase: env.STRIPE_API_BASE,
-      webhookSecret: env.STRIPE_WEBHOOK_SECRET,
-      webhookSecretArn: env.STRIPE_WEBHOOK_SECRET_ARN,
     },
-    billingGraceDays: env.BILLING_GRACE_DAYS,
     clientDeletionGraceDays: env.CLIENT_DELETION_GRACE_DAYS,
     oauthSigningKeyId: env.OAUTH_SIGNING_KEY_ID ?? oauthSigningKeyAlias(env.KMS_KEY_ALIAS),
   };

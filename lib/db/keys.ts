@@ -73,16 +73,6 @@ export const keys = {
     gsi1pk: `EMAIL#${email.toLowerCase()}`,
     gsi1sk: `INVITE#${inviteId}`,
   }),
-  /**
-   * GSI1 keys of a client configuration with a payment customer: the Stripe webhook finds the
-   * client by the event's customer id (docs/billing.md).
-   */
-  clientByPaymentCustomerIndex: (customerId: string, clientId: string) => ({
-    gsi1pk: `PAYMENTCUSTOMER#${customerId}`,
-    gsi1sk: `CLIENT#${clientId}`,
-  }),
-  /** A Stripe event handled (its marker, TTL 30 days): each event id is applied once. */
-  stripeEvent: (eventId: string) => key(`STRIPEEVENT#${eventId}`, "EVENT"),
   /** Tombstone kept after a client is purged: billing and legal records survive deletion. */
   deletedClient: (clientId: string) => key(`DELETEDCLIENT#${clientId}`, "CLIENT"),
 

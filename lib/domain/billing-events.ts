@@ -10,6 +10,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-sec
 import { v7 as uuidv7 } from "uuid";
 import { sdkCallBounds } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
+import { billingKeys } from "#lib/db/entities/billing.ts";
 import {
   type ClientConfigItem,
   clientConfigKeys,
@@ -20,11 +21,11 @@ import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
 import { listMembersOfClient } from "#lib/db/entities/member.ts";
 import { type NotificationItem, notificationKeys } from "#lib/db/entities/notification.ts";
 import { findUser } from "#lib/db/entities/user.ts";
-import { keys } from "#lib/db/keys.ts";
 import { commitSteps, nowIso, setExpression, type TransactionStep, tableName } from "#lib/db/store.ts";
 import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { badRequest, serviceUnavailable } from "#lib/shared/errors.ts";
+import { billingSettings } from "./billing-settings.ts";
 import { NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
 import {
   type BillingEvent,
@@ -43,7 +44,7 @@ let signingSecret: Promise<string | undefined> | undefined;
 /** The endpoint's signing secret: STRIPE_WEBHOOK_SECRET, or the Secrets Manager secret (read once). */
 function webhookSecret(): Promise<string | undefined> {
   signingSecret ??= (async () => {
-    const { webhookSecret, webhookSecretArn } = getConfig().stripe;
+    const { webhookSecret, webhookSecretArn } = billingSettings();
     if (webhookSecret) return webhookSecret;
     if (!webhookSecretArn) return undefined;
     const secret = await new SecretsManagerClient(sdkCallBounds()).send(
@@ -102,7 +103,9 @@ async function syncRuntime(clientId: string, plan: PlanFields): Promise<void> {
     planTier: plan.planTier,
     planStatus: plan.planStatus,
     billingStatus: plan.billingStatus,
-    paymentFailedAt: plan.planPaymentFailedAt,
+    suspendAt: plan.planPaymentFailedAt
+      ? Date.parse(plan.planPaymentFailedAt) + billingSettings().graceDays * 86_400_000
+      : null,
   });
 }
 
@@ -121,7 +124,7 @@ function markerStep(event: BillingEvent, clientId: string | undefined): Transact
       Put: {
         TableName: tableName(),
         Item: {
-          ...keys.stripeEvent(event.id),
+          ...billingKeys.stripeEvent(event.id),
           entity: "stripeEvent",
           eventType: event.type,
           ...(clientId ? { clientId } : {}),

@@ -41,8 +41,10 @@ import {
 import { badRequest, conflict, forbidden, notFound, validationFailed } from "#lib/shared/errors.ts";
 import { type ClientRole, normaliseRoles } from "#lib/shared/roles.ts";
 import type { MspAccess } from "./access.ts";
+import { billingSettings } from "./billing-settings.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { addClientToUserStep, CLIENT_NOT_FOUND, MAX_CLIENTS_PER_USER, memberRef } from "./clients.ts";
+import { effectiveBillingStatus } from "./dunning.ts";
 import { MEMBER_NOT_FOUND, membershipRemovalSteps } from "./members.ts";
 import { syncManagedRuntime } from "./msp-enforcement.ts";
 import { ROLES_REQUIRED } from "./msp-member-rules.ts";
@@ -50,7 +52,6 @@ import { applyRates, applyThresholds, type Rates, type Thresholds } from "./msp-
 import { toApiMspMember } from "./msp-team.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { deleteCustomer, hasDefaultPaymentMethod, provisionCustomer } from "./payments.ts";
-import { effectiveBillingStatus } from "./plan-states.ts";
 import {
   PLATFORM_MAX_REQUESTS_PER_DAY,
   PLATFORM_MAX_REQUESTS_PER_MINUTE,
@@ -478,7 +479,7 @@ export function toApiClientConfiguration(config: ClientConfigItem) {
     billingStatus: effectiveBillingStatus(
       { billingStatus: config.billingStatus, paymentFailedAt: config.planPaymentFailedAt },
       now(),
-      getConfig().billingGraceDays,
+      billingSettings().graceDays,
     ),
     topUpMethod: config.topUpMethod,
     regionAccess: [...config.regionAccess],

@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetConfig } from "#lib/config.ts";
+import { billingKeys } from "#lib/db/entities/billing.ts";
 import { keys } from "#lib/db/keys.ts";
 import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
 import { resetPayments } from "#lib/domain/payments.ts";
@@ -179,7 +180,7 @@ describe("POST /webhooks/stripe", () => {
     expect(tampered.status).toBe(400);
     expect(await config()).toEqual(before);
     expect(await billingNotifications()).toEqual([]);
-    expect(await storedItem(keys.stripeEvent(completion.id))).toBeUndefined();
+    expect(await storedItem(billingKeys.stripeEvent(completion.id))).toBeUndefined();
     expect((await callProxy()).status).toBe(200);
   });
 

@@ -79,14 +79,7 @@ describe("getConfig", () => {
       emailSender: "no-reply@example.com",
       appUrl: "http://localhost:3000",
       dataPlaneUrls: {},
-      stripe: {
-        secretKey: undefined,
-        secretArn: undefined,
-        apiBase: undefined,
-        webhookSecret: undefined,
-        webhookSecretArn: undefined,
-      },
-      billingGraceDays: 7,
+      stripe: { secretKey: undefined, secretArn: undefined, apiBase: undefined },
       clientDeletionGraceDays: 30,
       oauthSigningKeyId: "alias/proxy-gateway-oauth-signing",
     });

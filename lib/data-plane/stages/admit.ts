@@ -18,7 +18,7 @@ import {
   notForwarded,
   serviceAnswer,
 } from "#lib/data-plane/context.ts";
-import { effectiveBillingStatus } from "#lib/domain/plan-states.ts";
+import { effectiveBillingStatus } from "#lib/domain/dunning.ts";
 import { rateLimitForPlan } from "#lib/domain/plans.ts";
 import { evaluateAccess } from "#lib/domain/rules/rule-evaluator.ts";
 import type { ProxySecret } from "#lib/vault/secret-schemas.ts";
@@ -33,10 +33,11 @@ export async function admit(ctx: Located, authenticate: Authenticate): Promise<A
   if (proxy.proxyActive !== true || proxy.deletingAt) return denied("The proxy is inactive");
   if (runtime.clientStatus === "pendingDeletion") return denied("The organisation is scheduled for deletion");
   v.proxyActive = true;
-  // The client's own billing (suspended, or its payments failing for longer than the grace period:
-  // decided now, docs/billing.md), or that of the MSP paying for it (a managed client billed to it).
+  // The client's own billing (suspended, or its payments failing past the grace period's end:
+  // docs/billing.md), or that of the MSP paying for it (a managed client billed to it).
   if (
-    effectiveBillingStatus(runtime, now(), getConfig().billingGraceDays) === "suspended" ||
+    runtime.billingStatus === "suspended" ||
+    (runtime.suspendAt !== null && runtime.suspendAt <= now()) ||
     runtime.mspSuspended
   ) {
     return serviceAnswer(402, {

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { GetCommand } from "#lib/aws/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import { homeDb, parseStored, queryAll, tableName } from "#lib/db/store.ts";
+import { billingKeys } from "./billing.ts";
 
 export const BILLING_TO = ["client", "msp"] as const;
 export const TOP_UP_METHODS = ["automatic", "manual"] as const;
@@ -139,7 +140,7 @@ export async function findClientIdByPaymentCustomer(customerId: string): Promise
     {
       IndexName: "GSI1",
       KeyConditionExpression: "gsi1pk = :pk",
-      ExpressionAttributeValues: { ":pk": keys.clientByPaymentCustomerIndex(customerId, "").gsi1pk },
+      ExpressionAttributeValues: { ":pk": billingKeys.clientByPaymentCustomerIndex(customerId, "").gsi1pk },
     },
     { max: 1 },
   );

@@ -115,7 +115,7 @@ export interface RuntimeOptions {
   requestsPerMinute?: number | null;
   requestsPerDay?: number | null;
   mspSuspended?: boolean;
-  paymentFailedAt?: string | null;
+  suspendAt?: number | null;
   policies?: CompiledPolicies;
 }
 
@@ -178,7 +178,7 @@ export function runtime(options: RuntimeOptions = {}): ProxyRuntime {
     requestsPerMinute: options.requestsPerMinute ?? null,
     requestsPerDay: options.requestsPerDay ?? null,
     mspSuspended: options.mspSuspended ?? false,
-    paymentFailedAt: options.paymentFailedAt ?? null,
+    suspendAt: options.suspendAt ?? null,
     proxy,
     target,
     proxyCredential:
