@@ -7,7 +7,6 @@
  */
 
 import { now } from "#lib/clock.ts";
-import { getConfig } from "#lib/config.ts";
 import type { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
 import {
   type Admission,
@@ -18,7 +17,6 @@ import {
   notForwarded,
   serviceAnswer,
 } from "#lib/data-plane/context.ts";
-import { effectiveBillingStatus } from "#lib/domain/dunning.ts";
 import { rateLimitForPlan } from "#lib/domain/plans.ts";
 import { evaluateAccess } from "#lib/domain/rules/rule-evaluator.ts";
 import type { ProxySecret } from "#lib/vault/secret-schemas.ts";
