@@ -104,6 +104,17 @@ const ContextSchema = z
       .optional(),
     /** Recurring price id of each paid tier sold online (STRIPE_PRICE_<TIER> of the payment groups). */
     stripePrices: priceRecord.optional(),
+    /**
+     * Full ARN of the Secrets Manager secret holding the Stripe webhook endpoint's signing secret
+     * (`whsec_...`): STRIPE_WEBHOOK_SECRET_ARN of the webhooks function, the only one that reads it.
+     */
+    stripeWebhookSecretArn: z
+      .string()
+      .regex(
+        /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/,
+        "not a Secrets Manager secret ARN",
+      )
+      .optional(),
     /** Data-plane base URL of each region, once the data plane is deployed (DATA_PLANE_URLS). */
     dataPlaneUrls: urlRecord.optional(),
     /**
@@ -148,6 +159,14 @@ const ContextSchema = z
         message: "the secret must be in homeRegion",
       });
     }
+    const webhookSecretRegion = settings.stripeWebhookSecretArn?.split(":")[3];
+    if (webhookSecretRegion && webhookSecretRegion !== settings.homeRegion) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["stripeWebhookSecretArn"],
+        message: "the secret must be in homeRegion",
+      });
+    }
   });
 
 export type AppSettings = z.infer<typeof ContextSchema>;
@@ -160,6 +179,7 @@ export const CONTEXT_KEYS = [
   "appUrl",
   "stripeSecretArn",
   "stripePrices",
+  "stripeWebhookSecretArn",
   "dataPlaneUrls",
   "mcpDeleteEnabled",
   "mcpAllowedOrigins",

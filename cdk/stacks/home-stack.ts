@@ -178,6 +178,11 @@ export class HomeStack extends Stack {
       groupFunctions[key] = fn;
     }
     this.groupFunctions = groupFunctions as Record<FunctionGroupName, GatewayFunction>;
+    // The Stripe webhook's signing secret (docs/billing.md): read by the webhooks function only.
+    if (settings.stripeWebhookSecretArn)
+      this.groupFunctions.webhooks
+        .addEnvironment("STRIPE_WEBHOOK_SECRET_ARN", settings.stripeWebhookSecretArn)
+        .allowReadSecret(settings.stripeWebhookSecretArn);
     // The accounts policy (docs/accounts.md), read only by the auth function.
     this.groupFunctions.auth
       .addEnvironment("SIGN_UP_POLICY", settings.signUpPolicy)

@@ -120,6 +120,8 @@ export interface OperationContext {
   baseUrl: string;
   /** The request's headers, names lower-cased (none for an MCP tool call). */
   headers?: Readonly<Record<string, string>>;
+  /** The request's body as received (none for an MCP tool call): what a signed webhook is verified on. */
+  rawBody?: string;
 }
 
 export interface OperationAnswer {
@@ -157,12 +159,19 @@ export async function runOperation(
     requestId: context.requestId,
     baseUrl: context.baseUrl,
     headers: context.headers ?? {},
+    rawBody: context.rawBody,
   });
   return {
     status: result.status ?? operation.response.status,
     body: shape(operation, result.body),
     headers: result.headers ?? {},
   };
+}
+
+/** The body's text exactly as it arrived (decoded from base64 when API Gateway encoded it). */
+function rawBodyOf(event: APIGatewayProxyEvent): string | undefined {
+  if (event.body === null || event.body === undefined) return undefined;
+  return event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
 }
 
 /** A request's headers with lower-cased names (API Gateway keeps the client's spelling). */
@@ -255,6 +264,7 @@ export function createOperationHandler(operations: readonly Operation[]) {
           requestId: event.requestContext?.requestId ?? "",
           baseUrl: publicBaseUrl(event),
           headers: lowerCasedHeaders(event.headers),
+          rawBody: rawBodyOf(event),
         },
       );
       const { status, body: shaped } = answer;

@@ -92,6 +92,8 @@ interface OperationFields<P, Q, B> {
   baseUrl: string;
   /** The request's headers, names lower-cased (empty for an MCP tool call). The /auth routes read `cookie`. */
   headers: Readonly<Record<string, string>>;
+  /** The request's body text as received (undefined for an MCP tool call): a signed webhook verifies it. */
+  rawBody?: string;
 }
 
 export interface OperationResult<R> {

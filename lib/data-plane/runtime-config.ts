@@ -61,6 +61,8 @@ export interface ProxyRuntime {
   requestsPerDay: number | null;
   /** Billed to its MSP, whose billing is suspended (402 like the client's own suspension). */
   mspSuspended: boolean;
+  /** While its payments fail: when the grace period ends (epoch ms, null: no failure); 402 from then. */
+  suspendAt: number | null;
   proxy: ProxyItem;
   target?: TargetItem;
   proxyCredential?: LoadedCredential;
@@ -252,6 +254,7 @@ async function loadFull(
     requestsPerMinute: settings.requestsPerMinute,
     requestsPerDay: settings.requestsPerDay,
     mspSuspended: settings.mspSuspended,
+    suspendAt: settings.suspendAt,
     proxy,
     target: target && !target.deletingAt ? target : undefined,
     proxyCredential,

@@ -2,6 +2,7 @@
  * The configuration record every client gets (spec 2.14, the fields that apply to a client).
  * Later issues read it: plan limits, billing suspension, MSP management, region access.
  */
+import { billingKeys } from "#lib/db/entities/billing.ts";
 import type { CustomerProvisioning } from "./payments.ts";
 
 export function defaultClientConfiguration(input: {
@@ -39,6 +40,10 @@ export function defaultClientConfiguration(input: {
     featureOverrides: [],
     promoOverrides: [],
     ...input.payment,
+    // The Stripe webhook's way from the customer to the client (GSI1, docs/billing.md).
+    ...(input.payment.paymentCustomerId
+      ? billingKeys.clientByPaymentCustomerIndex(input.payment.paymentCustomerId, input.clientId)
+      : {}),
     configCreated: input.createdAt,
     configUpdated: input.createdAt,
   };

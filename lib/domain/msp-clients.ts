@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { now } from "#lib/clock.ts";
 import { getConfig } from "#lib/config.ts";
 import { type ClientItem, clientItemOf, clientKeys, findClient } from "#lib/db/entities/client.ts";
 import {
@@ -40,8 +41,10 @@ import {
 import { badRequest, conflict, forbidden, notFound, validationFailed } from "#lib/shared/errors.ts";
 import { type ClientRole, normaliseRoles } from "#lib/shared/roles.ts";
 import type { MspAccess } from "./access.ts";
+import { billingSettings } from "./billing-settings.ts";
 import { defaultClientConfiguration } from "./client-config.ts";
 import { addClientToUserStep, CLIENT_NOT_FOUND, MAX_CLIENTS_PER_USER, memberRef } from "./clients.ts";
+import { effectiveBillingStatus } from "./dunning.ts";
 import { MEMBER_NOT_FOUND, membershipRemovalSteps } from "./members.ts";
 import { syncManagedRuntime } from "./msp-enforcement.ts";
 import { ROLES_REQUIRED } from "./msp-member-rules.ts";
@@ -472,7 +475,12 @@ export function toApiClientConfiguration(config: ClientConfigItem) {
     mspId: config.mspId,
     billingTo: config.billingTo,
     billingType: config.billingType,
-    billingStatus: config.billingStatus,
+    // Decided at read time: suspended once a failed payment outlasts the grace period (docs/billing.md).
+    billingStatus: effectiveBillingStatus(
+      { billingStatus: config.billingStatus, paymentFailedAt: config.planPaymentFailedAt },
+      now(),
+      billingSettings().graceDays,
+    ),
     topUpMethod: config.topUpMethod,
     regionAccess: [...config.regionAccess],
     sharing: { ...config.sharing },

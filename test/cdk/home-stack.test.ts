@@ -357,12 +357,20 @@ describe("HomeStack", () => {
       template.hasResourceProperties("AWS::SES::EmailIdentity", { EmailIdentity: CDK_CONTEXT.emailSender });
     });
 
-    it("lets only the invites, MSP and accounts functions, the meter digest and the MCP endpoint send e-mail, from the sender identity only", () => {
-      expect(senders.map(([name]) => name)).toEqual(["invites", "msps", "auth", "meterDigest", "mcp"]);
+    it("lets only the invites, MSP, webhooks (billing changes to owners) and accounts functions, the meter digest and the MCP endpoint send e-mail, from the sender identity only", () => {
+      expect(senders.map(([name]) => name)).toEqual([
+        "invites",
+        "msps",
+        "webhooks",
+        "auth",
+        "meterDigest",
+        "mcp",
+      ]);
       const identityId = logicalId(home.emailIdentity);
       for (const fn of [
         home.groupFunctions.invites,
         home.groupFunctions.msps,
+        home.groupFunctions.webhooks,
         home.groupFunctions.auth,
         home.scheduledFunctions.meterDigest,
         home.mcp.function,
@@ -492,7 +500,10 @@ describe("HomeStack", () => {
         "DELETE /auth/passkeys/{passkeyId}",
       ];
       expect(docs.length).toBeGreaterThan(0);
-      expect(unauthenticated.sort()).toEqual([...docs, ...accounts, "GET /webhooks/oauth2"].sort());
+      // POST /webhooks/stripe: Stripe sends no token; the handler verifies the event's signature.
+      expect(unauthenticated.sort()).toEqual(
+        [...docs, ...accounts, "GET /webhooks/oauth2", "POST /webhooks/stripe"].sort(),
+      );
     });
 
     it("lets API Gateway invoke each group function from this API's stage v1 only, with one permission", () => {
@@ -852,10 +863,56 @@ describe("HomeStack with optional context", () => {
     ).toEqual([{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [stripeSecretArn] }]);
   });
 
+  it("sets no STRIPE_WEBHOOK_SECRET_ARN anywhere without stripeWebhookSecretArn", () => {
+    for (const fn of Object.values(configured.groupFunctions))
+      expect(variablesOf(fn)).not.toHaveProperty("STRIPE_WEBHOOK_SECRET_ARN");
+  });
+
   it("gives every function DATA_PLANE_URLS as JSON", () => {
     for (const fn of [...Object.values(configured.groupFunctions), configured.authorizerFunction]) {
       expect(JSON.parse(variablesOf(fn).DATA_PLANE_URLS)).toEqual(dataPlaneUrls);
     }
+  });
+});
+
+describe("HomeStack: the Stripe webhook's signing secret", () => {
+  const webhookSecretArn = `arn:aws:secretsmanager:${homeRegion}:${ACCOUNT}:secret:proxy-gateway/stripe-webhook-XyZ123`;
+  const configured = buildTestApp(
+    { stripeWebhookSecretArn: webhookSecretArn },
+    { account: ACCOUNT },
+  ).homeStack;
+  const configuredTemplate = Template.fromStack(configured);
+  const variablesOf = (fn: GatewayFunction) =>
+    configuredTemplate.findResources("AWS::Lambda::Function")[logicalId(fn.function)]?.Properties.Environment
+      .Variables;
+  const secretStatementsOf = (fn: GatewayFunction) =>
+    statementsOf(configuredTemplate, fn).filter((s) => s.Action.some((a) => a.startsWith("secretsmanager:")));
+
+  it("the webhooks function alone reads it (GetSecretValue on that one secret) and is told its ARN", () => {
+    expect(variablesOf(configured.groupFunctions.webhooks).STRIPE_WEBHOOK_SECRET_ARN).toBe(webhookSecretArn);
+    expect(secretStatementsOf(configured.groupFunctions.webhooks)).toEqual([
+      { Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [webhookSecretArn] },
+    ]);
+    for (const fn of [
+      ...Object.entries(configured.groupFunctions)
+        .filter(([name]) => name !== "webhooks")
+        .map(([, fn]) => fn),
+      configured.authorizerFunction,
+      configured.mcp.function,
+    ]) {
+      expect(variablesOf(fn)).not.toHaveProperty("STRIPE_WEBHOOK_SECRET_ARN");
+      expect(secretStatementsOf(fn)).toEqual([]);
+    }
+  });
+
+  it("POST /webhooks/stripe has no authorizer and is served by the webhooks function", () => {
+    const body = restApiBody(configuredTemplate, logicalId(configured.api));
+    const operation = body.paths["/webhooks/stripe"]?.post;
+    expect(operation).toBeDefined();
+    expect(operation?.security ?? []).toEqual([]);
+    expect(JSON.stringify(operation?.["x-amazon-apigateway-integration"])).toContain(
+      logicalId(configured.groupFunctions.webhooks.function),
+    );
   });
 });
 

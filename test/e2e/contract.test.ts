@@ -14,6 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { operationKey } from "#lib/api/dispatch.ts";
@@ -23,6 +24,7 @@ import { CORE_API_ROUTES } from "#lib/api/routes.ts";
 import { resetConfig } from "#lib/config.ts";
 import { putNotificationIfAbsent } from "#lib/db/entities/notification.ts";
 import { keys } from "#lib/db/keys.ts";
+import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
 import { usageNotification } from "#lib/domain/meter-digests.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { createNotification } from "#lib/domain/notifications.ts";
@@ -321,6 +323,8 @@ interface Call {
   body?: unknown;
   /** A session cookie to send (the /auth routes); the call is then made without a token. */
   cookie?: string;
+  /** Headers to send instead of a token (a signed webhook); a string body is sent as it is. */
+  headers?: Record<string, string>;
 }
 
 interface Entry {
@@ -339,6 +343,7 @@ interface Entry {
 }
 
 const UNSUPPORTED = 405;
+const STRIPE_WEBHOOK_SECRET = "whsec_contract_secret";
 
 /** Every route of the Core API, by "METHOD path". */
 const CONTRACT: Record<string, Entry> = {
@@ -723,6 +728,22 @@ const CONTRACT: Record<string, Entry> = {
       );
       const redirect = await new Browser().authorize(pending.authorizationUrl as string);
       return { as: "anonymous", query: Object.fromEntries(redirect.searchParams) };
+    },
+  },
+
+  // ---- Stripe's signed webhook (issue 24, docs/billing.md): an event of a type the plan ignores
+  "POST /webhooks/stripe": {
+    status: 200,
+    call: async () => {
+      const payload = JSON.stringify({
+        id: `evt_contract_${randomUUID()}`,
+        object: "event",
+        type: "customer.updated",
+        created: Math.floor(Date.now() / 1000),
+        data: { object: { id: "cus_contract", object: "customer" } },
+      });
+      const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: STRIPE_WEBHOOK_SECRET });
+      return { body: payload, headers: { "Stripe-Signature": signature } };
     },
   },
 
@@ -1174,8 +1195,31 @@ function fillPath(path: string, params: Record<string, string>): string {
   });
 }
 
+/** A client that sends `extra` headers and no token; a string body goes as it is (a signed payload). */
+function headerClient(extra: Record<string, string>): ApiClient {
+  const request: ApiClient["request"] = async (method, path, body) => {
+    const headers: Record<string, string> = { ...extra };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(`${stack.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : {}, headers: response.headers };
+  };
+  return {
+    request,
+    get: (path) => request("GET", path),
+    post: (path, body) => request("POST", path, body),
+    put: (path, body) => request("PUT", path, body),
+    delete: (path, body) => request("DELETE", path, body),
+  };
+}
+
 function callerFor(operation: Operation | undefined, call: Call): ApiClient {
   if (call.cookie) return cookieClient(call.cookie);
+  if (call.headers) return headerClient(call.headers);
   if (operation?.access.kind === "public") return stack.anonymous;
   if (operation?.access.kind === "systemAdmin") return f.systemAdmin.api;
   const as = call.as ?? f.owner;
@@ -1213,7 +1257,9 @@ beforeAll(async () => {
   process.env.STRIPE_SECRET_KEY = "sk_test_contract";
   process.env.STRIPE_API_BASE = processor.url;
   process.env.STRIPE_PRICE_TEAM = CONTRACT_TEAM_PRICE;
+  process.env.STRIPE_WEBHOOK_SECRET = STRIPE_WEBHOOK_SECRET;
   resetConfig();
+  resetWebhookSecret();
   resetPayments();
   stack = await startTestStack();
   echo = createServer((req, res) => {
@@ -1356,6 +1402,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await processor?.close();
   delete process.env.STRIPE_SECRET_KEY;
+  delete process.env.STRIPE_WEBHOOK_SECRET;
+  resetWebhookSecret();
   delete process.env.STRIPE_API_BASE;
   delete process.env.STRIPE_PRICE_TEAM;
   resetConfig();

@@ -9,6 +9,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { billingKeys } from "#lib/db/entities/billing.ts";
 import { passkeyKeys } from "#lib/db/entities/passkey.ts";
 import * as keyModule from "#lib/db/keys.ts";
 
@@ -23,6 +24,7 @@ const NONE = "— (none yet)";
 const BUILDERS = [
   ...Object.keys(keyModule.keys).map((name) => `keys.${name}`),
   ...Object.keys(passkeyKeys).map((name) => `passkeyKeys.${name}`),
+  ...Object.keys(billingKeys).map((name) => `billingKeys.${name}`),
   ...Object.entries(keyModule)
     .filter(([name, value]) => name !== "keys" && typeof value === "function")
     .map(([name]) => name),

@@ -12,6 +12,7 @@
 import { z } from "zod";
 import { access, operation, wrapped } from "#lib/api/operation.ts";
 import { getConfig } from "#lib/config.ts";
+import { handleStripeEvent, verifyStripeEvent } from "#lib/domain/billing-events.ts";
 import { toApiCredential } from "#lib/domain/credentials.ts";
 import {
   type AuthorizationState,
@@ -32,6 +33,12 @@ const CallbackQuery = z.object({
 
 /** How a flow started from the console ended, as its page reads it from `?oauth2=`. */
 export type ConsoleOutcome = "authorized" | "denied" | "failed";
+
+/** What the Stripe webhook answers: what became of the event. */
+const StripeWebhookAnswer = z.object({
+  message: z.string(),
+  outcome: z.enum(["applied", "unchanged", "duplicate", "ignored"]),
+});
 
 /** The console's page of the state's credential: APP_URL and the stored ids, nothing from the request. */
 export function consoleCredentialUrl(state: AuthorizationState, outcome: ConsoleOutcome): string {
@@ -82,6 +89,30 @@ export const webhookOperations = [
         headers: { Location: consoleCredentialUrl(state, outcome) },
         body: { message: `Authorization ${outcome}: see the credential's page`, credentials: [] },
       };
+    },
+  }),
+  operation({
+    id: "receiveStripeWebhook",
+    method: "POST",
+    path: "/webhooks/stripe",
+    group: "webhooks",
+    summary: "Receive a Stripe event (signed webhook)",
+    description:
+      "Where Stripe delivers the billing events of the organisations' subscriptions (docs/billing.md). Public: the `Stripe-Signature` header, verified on the raw body with the endpoint's signing secret, authenticates it; a missing or bad signature is a 400 and changes nothing. Each event id is applied once, in any order; a stale event (older than the plan's last applied one) changes nothing. Handled: `checkout.session.completed`, `customer.subscription.created`, `customer.subscription.updated`, `customer.subscription.deleted`, `invoice.paid`, `invoice.payment_failed`; any other type, or a customer that is no organisation's, is answered 200 `ignored`. An applied change of the plan's state writes one `billing` notification to the organisation and e-mails its owners.",
+    access: access.public,
+    effect: "write",
+    response: { status: 200, schema: StripeWebhookAnswer },
+    errors: [503],
+    handler: async ({ headers, rawBody }) => {
+      const event = await verifyStripeEvent(rawBody, headers["stripe-signature"]);
+      const result = await handleStripeEvent(event);
+      const messages = {
+        applied: "Event applied",
+        unchanged: "Event received: the plan is unchanged",
+        duplicate: "Event already handled",
+        ignored: "Event ignored",
+      } as const;
+      return { body: { message: messages[result.outcome], outcome: result.outcome } };
     },
   }),
 ];

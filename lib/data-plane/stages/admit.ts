@@ -6,6 +6,7 @@
  * `ctx.admission`. No store call: everything comes from the loaded configuration.
  */
 
+import { now } from "#lib/clock.ts";
 import type { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
 import {
   type Admission,
@@ -30,8 +31,13 @@ export async function admit(ctx: Located, authenticate: Authenticate): Promise<A
   if (proxy.proxyActive !== true || proxy.deletingAt) return denied("The proxy is inactive");
   if (runtime.clientStatus === "pendingDeletion") return denied("The organisation is scheduled for deletion");
   v.proxyActive = true;
-  // The client's own billing, or that of the MSP paying for it (a managed client billed to it).
-  if (runtime.billingStatus === "suspended" || runtime.mspSuspended) {
+  // The client's own billing (suspended, or its payments failing past the grace period's end:
+  // docs/billing.md), or that of the MSP paying for it (a managed client billed to it).
+  if (
+    runtime.billingStatus === "suspended" ||
+    (runtime.suspendAt !== null && runtime.suspendAt <= now()) ||
+    runtime.mspSuspended
+  ) {
     return serviceAnswer(402, {
       code: "billing-suspended",
       message: "Payment required: the account's billing is suspended",

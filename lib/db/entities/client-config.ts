@@ -7,7 +7,8 @@
 import { z } from "zod";
 import { GetCommand } from "#lib/aws/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
-import { homeDb, parseStored, tableName } from "#lib/db/store.ts";
+import { homeDb, parseStored, queryAll, tableName } from "#lib/db/store.ts";
+import { billingKeys } from "./billing.ts";
 
 export const BILLING_TO = ["client", "msp"] as const;
 export const TOP_UP_METHODS = ["automatic", "manual"] as const;
@@ -44,6 +45,11 @@ export const ClientConfigItem = z.object({
   planRenewedAt: z.string().nullable(),
   planBillingAnchor: z.string().nullable(),
   planStripeInvoiceId: z.string().nullable(),
+  /** The plan state machine's own fields (lib/domain/plan-states.ts, docs/billing.md). */
+  planPaymentFailedAt: z.string().nullable(),
+  planSubscriptionId: z.string().nullable(),
+  planStateAt: z.number().nullable(),
+  planPeriodStart: z.number().nullable(),
   billingType: z.enum(["stripe", "marketplace", "invoice"]),
   billingStatus: z.enum(["active", "suspended"]),
   billingTo: z.enum(BILLING_TO),
@@ -93,6 +99,10 @@ const NOT_MANAGED = {
   planRenewedAt: null,
   planBillingAnchor: null,
   planStripeInvoiceId: null,
+  planPaymentFailedAt: null,
+  planSubscriptionId: null,
+  planStateAt: null,
+  planPeriodStart: null,
   billingType: "stripe",
   billingStatus: "active",
   billingTo: "client",
@@ -122,4 +132,18 @@ export async function findClientConfig(clientId: string): Promise<ClientConfigIt
     new GetCommand({ TableName: tableName(), Key: clientConfigKeys.item(clientId), ConsistentRead: true }),
   );
   return result.Item ? clientConfigItemOf(result.Item) : undefined;
+}
+
+/** Access pattern "client of a payment customer": Query GSI1 `PAYMENTCUSTOMER#<id>`. */
+export async function findClientIdByPaymentCustomer(customerId: string): Promise<string | undefined> {
+  const items = await queryAll(
+    {
+      IndexName: "GSI1",
+      KeyConditionExpression: "gsi1pk = :pk",
+      ExpressionAttributeValues: { ":pk": billingKeys.clientByPaymentCustomerIndex(customerId, "").gsi1pk },
+    },
+    { max: 1 },
+  );
+  const clientId = items[0]?.clientId;
+  return typeof clientId === "string" ? clientId : undefined;
 }

@@ -34,6 +34,11 @@ export const ClientRuntimeItem = z.object({
   requestsPerDay: z._default(z.nullable(z.int()), null),
   /** Billed to its MSP, whose billing is suspended: the data plane answers 402. */
   mspSuspended: z._default(z.boolean(), false),
+  /**
+   * While its payments fail: when the grace period ends (epoch ms; null: no failure). From then the
+   * data plane answers 402 (docs/billing.md, dunning).
+   */
+  suspendAt: z._default(z.nullable(z.number()), null),
 });
 export type ClientRuntimeItem = z.infer<typeof ClientRuntimeItem>;
 
@@ -73,6 +78,8 @@ export interface ClientRuntimeSettings {
   requestsPerDay?: number | null;
   /** True while the client is billed to its MSP and that MSP's billing is suspended. */
   mspSuspended?: boolean;
+  /** While its payments fail: when the grace period ends (epoch ms); null: no failure. */
+  suspendAt?: number | null;
 }
 
 /** Copy billing and plan settings from the home region to every regional table (and bump versions). */

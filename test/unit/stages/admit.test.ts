@@ -40,6 +40,15 @@ describe("admit: the MSP paying for a managed client", () => {
   });
 });
 
+describe("admit: dunning, decided at the request's time (docs/billing.md)", () => {
+  it("payments failing, the grace period not over: admitted; over: 402 billing-suspended", async () => {
+    const recent = located(runtime({ suspendAt: Date.now() + 60_000 }));
+    expect(await admit(recent, authenticateCaller)).toBe(recent);
+    const old = answerOf(await admit(located(runtime({ suspendAt: Date.now() - 1 })), authenticateCaller));
+    expect(summary(old)).toMatchObject({ status: 402, code: "billing-suspended" });
+  });
+});
+
 describe("admit: refusals in the order of spec 4.13", () => {
   it("reports the first failing check; fixing it reveals the next", async () => {
     // A configuration wrong in every way; each step below fixes the check that refused.

@@ -115,6 +115,7 @@ export interface RuntimeOptions {
   requestsPerMinute?: number | null;
   requestsPerDay?: number | null;
   mspSuspended?: boolean;
+  suspendAt?: number | null;
   policies?: CompiledPolicies;
 }
 
@@ -177,6 +178,7 @@ export function runtime(options: RuntimeOptions = {}): ProxyRuntime {
     requestsPerMinute: options.requestsPerMinute ?? null,
     requestsPerDay: options.requestsPerDay ?? null,
     mspSuspended: options.mspSuspended ?? false,
+    suspendAt: options.suspendAt ?? null,
     proxy,
     target,
     proxyCredential:

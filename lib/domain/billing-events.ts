@@ -1,0 +1,252 @@
+/**
+ * Stripe's webhook events applied to a client's plan (docs/billing.md): verified on the raw body
+ * with the endpoint's signing secret, each event id applied once (a marker item put in the same
+ * transaction as the plan update and its notification), the client found by the Stripe customer
+ * (GSI1), the transition decided by lib/domain/plan-states.ts. After the transaction the runtime
+ * items of every region follow (a warm data plane reloads on its next request) and the owners get
+ * an e-mail.
+ */
+import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { v7 as uuidv7 } from "uuid";
+import { sdkCallBounds } from "#lib/aws/clients.ts";
+import { getConfig } from "#lib/config.ts";
+import { billingKeys } from "#lib/db/entities/billing.ts";
+import {
+  type ClientConfigItem,
+  clientConfigKeys,
+  findClientConfig,
+  findClientIdByPaymentCustomer,
+} from "#lib/db/entities/client-config.ts";
+import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
+import { listMembersOfClient } from "#lib/db/entities/member.ts";
+import { type NotificationItem, notificationKeys } from "#lib/db/entities/notification.ts";
+import { findUser } from "#lib/db/entities/user.ts";
+import { commitSteps, nowIso, setExpression, type TransactionStep, tableName } from "#lib/db/store.ts";
+import { sendEmail, textToHtml } from "#lib/email.ts";
+import { describeError, log } from "#lib/log.ts";
+import { badRequest, serviceUnavailable } from "#lib/shared/errors.ts";
+import { billingSettings } from "./billing-settings.ts";
+import { NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
+import {
+  type BillingEvent,
+  customerOf,
+  HANDLED_EVENT_TYPES,
+  nextPlanState,
+  type PlanFields,
+} from "./plan-states.ts";
+
+/** How long a handled event's marker is kept (Stripe retries for up to 3 days). */
+export const STRIPE_EVENT_MARKER_DAYS = 30;
+export const BAD_SIGNATURE = "Invalid Stripe signature";
+
+let signingSecret: Promise<string | undefined> | undefined;
+
+/** The endpoint's signing secret: STRIPE_WEBHOOK_SECRET, or the Secrets Manager secret (read once). */
+function webhookSecret(): Promise<string | undefined> {
+  signingSecret ??= (async () => {
+    const { webhookSecret, webhookSecretArn } = billingSettings();
+    if (webhookSecret) return webhookSecret;
+    if (!webhookSecretArn) return undefined;
+    const secret = await new SecretsManagerClient(sdkCallBounds()).send(
+      new GetSecretValueCommand({ SecretId: webhookSecretArn }),
+    );
+    return secret.SecretString?.trim() || undefined;
+  })().catch((error) => {
+    signingSecret = undefined;
+    throw error;
+  });
+  return signingSecret;
+}
+
+/** Forget the cached secret (tests change the configuration). */
+export function resetWebhookSecret(): void {
+  signingSecret = undefined;
+}
+
+/**
+ * The event in `rawBody`, verified against the `Stripe-Signature` header with the signing secret
+ * (`stripe.webhooks.constructEvent`). A missing or bad signature is a 400; no secret configured,
+ * a 503 (Stripe retries).
+ */
+export async function verifyStripeEvent(rawBody: string | undefined, signature: string | undefined) {
+  if (!signature || rawBody === undefined)
+    throw badRequest(`${BAD_SIGNATURE}: the Stripe-Signature header is missing`);
+  const secret = await webhookSecret();
+  if (!secret) throw serviceUnavailable("The Stripe webhook is not configured");
+  const { default: Stripe } = await import("stripe");
+  try {
+    return Stripe.webhooks.constructEvent(rawBody, signature, secret) as unknown as BillingEvent;
+  } catch (error) {
+    throw badRequest(`${BAD_SIGNATURE}: ${error instanceof Error ? error.message : "verification failed"}`);
+  }
+}
+
+const planFieldsOf = (config: ClientConfigItem): PlanFields => ({
+  planTier: config.planTier,
+  planStatus: config.planStatus,
+  planPendingTier: config.planPendingTier,
+  planPendingEffectiveAt: config.planPendingEffectiveAt,
+  planExpiresAt: config.planExpiresAt,
+  planRenewedAt: config.planRenewedAt,
+  planBillingAnchor: config.planBillingAnchor,
+  planStripeInvoiceId: config.planStripeInvoiceId,
+  billingStatus: config.billingStatus,
+  planPaymentFailedAt: config.planPaymentFailedAt,
+  planSubscriptionId: config.planSubscriptionId,
+  planStateAt: config.planStateAt,
+  planPeriodStart: config.planPeriodStart,
+});
+
+/** The plan settings the data plane reads, copied to every region (configVersion + 1). */
+async function syncRuntime(clientId: string, plan: PlanFields): Promise<void> {
+  await syncClientRuntime(clientId, {
+    planTier: plan.planTier,
+    planStatus: plan.planStatus,
+    billingStatus: plan.billingStatus,
+    suspendAt: plan.planPaymentFailedAt
+      ? Date.parse(plan.planPaymentFailedAt) + billingSettings().graceDays * 86_400_000
+      : null,
+  });
+}
+
+export type StripeEventOutcome =
+  | { outcome: "applied"; clientId: string; notified: boolean; plan: PlanFields }
+  | { outcome: "unchanged" | "duplicate"; clientId?: string }
+  | { outcome: "ignored"; reason: string };
+
+const MARKER = "putEventMarker";
+const UPDATE_PLAN = "updatePlan";
+
+function markerStep(event: BillingEvent, clientId: string | undefined): TransactionStep {
+  return {
+    name: MARKER,
+    action: {
+      Put: {
+        TableName: tableName(),
+        Item: {
+          ...billingKeys.stripeEvent(event.id),
+          entity: "stripeEvent",
+          eventType: event.type,
+          ...(clientId ? { clientId } : {}),
+          handledAt: nowIso(),
+          TTL: Math.floor(Date.now() / 1000) + STRIPE_EVENT_MARKER_DAYS * 86_400,
+        },
+        ConditionExpression: "attribute_not_exists(pKey)",
+      },
+    },
+  };
+}
+
+/** Only the marker: true when this call wrote it, false when the event was handled before. */
+async function markOnly(event: BillingEvent, clientId: string | undefined): Promise<boolean> {
+  const outcome = await commitSteps<"duplicate">([markerStep(event, clientId)], {
+    cancelled: ({ failed }) => (failed.includes(MARKER) ? "duplicate" : undefined),
+  });
+  return outcome !== "duplicate";
+}
+
+/** A repeated event: the runtime items again (idempotent), in case the first delivery stopped after its transaction. */
+async function duplicate(clientId: string | undefined): Promise<StripeEventOutcome> {
+  if (clientId) {
+    const config = await findClientConfig(clientId);
+    if (config) await syncRuntime(clientId, planFieldsOf(config));
+  }
+  return { outcome: "duplicate", clientId };
+}
+
+/** Apply one verified event; see docs/billing.md. */
+export async function handleStripeEvent(event: BillingEvent): Promise<StripeEventOutcome> {
+  if (!(HANDLED_EVENT_TYPES as readonly string[]).includes(event.type)) {
+    if (!(await markOnly(event, undefined))) return { outcome: "duplicate" };
+    return { outcome: "ignored", reason: `${event.type} is not handled` };
+  }
+  const customerId = customerOf(event);
+  const clientId = customerId ? await findClientIdByPaymentCustomer(customerId) : undefined;
+  if (!clientId) {
+    if (!(await markOnly(event, undefined))) return { outcome: "duplicate" };
+    return { outcome: "ignored", reason: customerId ? "no client has this customer" : "no customer" };
+  }
+  // A concurrent event for the same client moves planStateAt: read again and decide again.
+  for (let attempt = 1; ; attempt++) {
+    const config = await findClientConfig(clientId);
+    if (!config) {
+      if (!(await markOnly(event, clientId))) return { outcome: "duplicate", clientId };
+      return { outcome: "ignored", reason: "the client has no configuration" };
+    }
+    const current = planFieldsOf(config);
+    const transition = nextPlanState(current, event);
+    if (!transition) {
+      if (!(await markOnly(event, clientId))) return duplicate(clientId);
+      return { outcome: "unchanged", clientId };
+    }
+    const now = nowIso();
+    const update = setExpression({ ...transition.changes, configUpdated: now });
+    const steps: TransactionStep[] = [
+      markerStep(event, clientId),
+      {
+        name: UPDATE_PLAN,
+        action: {
+          Update: {
+            TableName: tableName(),
+            Key: clientConfigKeys.item(clientId),
+            ...update,
+            ExpressionAttributeNames: { ...update.ExpressionAttributeNames, "#at": "planStateAt" },
+            ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ":at": current.planStateAt },
+            ConditionExpression:
+              current.planStateAt === null
+                ? "attribute_exists(pKey) AND (attribute_not_exists(#at) OR #at = :at)"
+                : "attribute_exists(pKey) AND #at = :at",
+          },
+        },
+      },
+    ];
+    let notification: NotificationItem | undefined;
+    if (transition.notify) {
+      const notificationId = uuidv7();
+      const scope = { kind: "client", clientId } as const;
+      notification = {
+        ...notificationKeys.item(scope, notificationId),
+        entity: "notification",
+        notificationId,
+        type: "billing",
+        title: transition.title,
+        message: transition.message,
+        read: false,
+        createdAt: now,
+        TTL: Math.floor(Date.now() / 1000) + NOTIFICATION_RETENTION_DAYS * 86_400,
+      };
+      steps.push({
+        name: "putNotification",
+        action: { Put: { TableName: tableName(), Item: notification } },
+      });
+    }
+    const cancelled = await commitSteps<"duplicate" | "moved">(steps, {
+      attempts: 3,
+      cancelled: ({ failed }) =>
+        failed.includes(MARKER) ? "duplicate" : failed.includes(UPDATE_PLAN) ? "moved" : undefined,
+    });
+    if (cancelled === "duplicate") return duplicate(clientId);
+    if (cancelled === "moved") {
+      if (attempt >= 5) throw serviceUnavailable("The client's plan is changing: try again");
+      continue;
+    }
+    const plan = { ...current, ...transition.changes };
+    await syncRuntime(clientId, plan);
+    if (notification) await emailOwners(clientId, notification);
+    return { outcome: "applied", clientId, notified: Boolean(notification), plan };
+  }
+}
+
+/** The owners hear of every transition by e-mail too. Best effort: the notification is the record. */
+async function emailOwners(clientId: string, notification: NotificationItem): Promise<void> {
+  try {
+    const members = (await listMembersOfClient(clientId)).filter((member) => member.roles.includes("owner"));
+    const users = await Promise.all(members.map((member) => findUser(member.userId)));
+    const owners = [...new Set(users.flatMap((user) => (user ? [user.userEmail] : [])))];
+    if (!owners.length) return;
+    const text = `${notification.message}\n\nBilling: ${getConfig().appUrl}/organisations/${encodeURIComponent(clientId)}/billing\n`;
+    await sendEmail({ to: owners, subject: notification.title, text, html: textToHtml(text) });
+  } catch (error) {
+    log.warn("Could not e-mail the owners of a billing change", { clientId, ...describeError(error) });
+  }
+}

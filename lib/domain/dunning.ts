@@ -1,0 +1,23 @@
+/**
+ * Dunning, decided at read time (docs/billing.md): no scheduled job suspends a client; whoever
+ * reads its billing status (the data plane on every request, the configuration view) compares the
+ * stored start of its failing payments with the clock. No imports: it is in the data plane's
+ * cold-start bundle.
+ */
+
+/** Default days a client stays in `payment_failed` before its billing is suspended. */
+export const DEFAULT_BILLING_GRACE_DAYS = 7;
+
+/**
+ * The billing status in force at `nowMs` (decided at read time, docs/billing.md "Dunning"): the
+ * stored one, or `suspended` once a payment has been failing for longer than the grace period.
+ */
+export function effectiveBillingStatus(
+  fields: { billingStatus?: string; paymentFailedAt?: string | null },
+  nowMs: number,
+  graceDays: number = DEFAULT_BILLING_GRACE_DAYS,
+): "active" | "suspended" {
+  if (fields.billingStatus === "suspended") return "suspended";
+  const failedAt = fields.paymentFailedAt ? Date.parse(fields.paymentFailedAt) : Number.NaN;
+  return Number.isFinite(failedAt) && nowMs - failedAt >= graceDays * 86_400_000 ? "suspended" : "active";
+}
