@@ -18,6 +18,7 @@ export const ORG_SECTIONS = [
   { segment: "telemetry", name: "Telemetry" },
   { segment: "members", name: "Members" },
   { segment: "notifications", name: "Notifications" },
+  { segment: "billing", name: "Billing" },
 ] as const;
 
 export type OrgSection = (typeof ORG_SECTIONS)[number]["segment"];

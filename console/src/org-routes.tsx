@@ -31,6 +31,7 @@ const targets = () => import("./pages/targets");
 const credentials = () => import("./pages/credentials");
 const requestLogs = () => import("./pages/request-logs");
 const telemetry = () => import("./pages/telemetry");
+const billing = () => import("./pages/billing");
 const meters = () => import("./pages/meters");
 const transforms = () => import("./pages/transforms");
 
@@ -149,4 +150,8 @@ export const ORG_ROUTES: OrgRoute[] = [
     page: OrganisationNotifications,
   },
   // --- end of notifications ---
+
+  // --- billing ---
+  { pattern: "/organisations/{clientId}/billing", title: "Billing", page: page(billing, "BillingPage") },
+  // --- end of billing ---
 ];

@@ -28,7 +28,17 @@ import type { ClientAccess, MspAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { paymentClient } from "./payments.ts";
-import { PLAN_TIERS, type PlanStatus, type PlanTier, planStatusOf, planTierOf } from "./plans.ts";
+import { now } from "#lib/clock.ts";
+import { billingSettings } from "./billing-settings.ts";
+import { effectiveBillingStatus } from "./dunning.ts";
+import {
+  PLAN_TIERS,
+  type PlanStatus,
+  type PlanTier,
+  planStatusOf,
+  planTierOf,
+  rateLimitForPlan,
+} from "./plans.ts";
 
 export const MSP_PAYS = "Billing is handled by the client's MSP: the MSP pays for this client's plan";
 export const PLAN_CHANGED = "The client's plan changed meanwhile; reload it and try again";
@@ -422,4 +432,50 @@ export async function startMspPaymentMethodSetup(access: MspAccess): Promise<Che
   );
   log.info("Payment-method setup started", { mspId: access.mspId, checkoutSessionId: session.id });
   return started(session);
+}
+
+/** A client's plan and billing as its members see them (the console's Billing page). */
+export interface ClientBilling {
+  planTier: PlanTier;
+  planStatus: PlanStatus;
+  planPendingTier: PlanTier | null;
+  planPendingEffectiveAt: string | null;
+  planExpiresAt: string | null;
+  planRenewedAt: string | null;
+  billingTo: "client" | "msp";
+  billingStatus: "active" | "suspended";
+  /** When a failing payment started (`payment_failed`), and when the billing is suspended. */
+  paymentFailedAt: string | null;
+  suspendsAt: string | null;
+  /** Requests per minute the plan grants, per API token and per proxy credential (section 8). */
+  requestsPerMinute: number;
+  /** The paid tiers sold online (a configured price), in ascending order. */
+  tiersForSale: PlanTier[];
+}
+
+export async function getClientBilling(member: ClientAccess): Promise<ClientBilling> {
+  const config = await requireConfig(member.clientId);
+  const planTier = planTierOf(config.planTier);
+  const planStatus = planStatusOf(config.planStatus);
+  const { graceDays } = billingSettings();
+  const failedAt = config.planPaymentFailedAt ?? null;
+  const failedMs = failedAt ? Date.parse(failedAt) : Number.NaN;
+  return {
+    planTier,
+    planStatus,
+    planPendingTier: config.planPendingTier ? planTierOf(config.planPendingTier) : null,
+    planPendingEffectiveAt: config.planPendingEffectiveAt ?? null,
+    planExpiresAt: config.planExpiresAt ?? null,
+    planRenewedAt: config.planRenewedAt ?? null,
+    billingTo: config.billingTo === "msp" ? "msp" : "client",
+    billingStatus: effectiveBillingStatus(
+      { billingStatus: config.billingStatus, paymentFailedAt: failedAt },
+      now(),
+      graceDays,
+    ),
+    paymentFailedAt: failedAt,
+    suspendsAt: Number.isFinite(failedMs) ? new Date(failedMs + graceDays * 86_400_000).toISOString() : null,
+    requestsPerMinute: rateLimitForPlan({ planTier, planStatus, limits: config.limits }),
+    tiersForSale: PLAN_TIERS.filter((tier) => tier !== "basic" && priceOfTier(tier) !== undefined),
+  };
 }

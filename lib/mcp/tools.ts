@@ -75,6 +75,7 @@ export const MCP_EXCLUDED_OPERATIONS: Readonly<Record<string, string>> = {
   cancelMspInvite: "member invites: web UI only",
   updateMspConfiguration: "billing and subscription (promotional codes, billing type): web UI only",
   updateMspClientConfiguration: "billing and subscription (billingTo, rates, budget, top-up): web UI only",
+  getClientBilling: "billing and subscription (the plan's billing): web UI only",
   startClientCheckout: "billing and subscription (Checkout for an upgrade): web UI only",
   scheduleClientDowngrade: "billing and subscription (downgrade or cancellation): web UI only",
   openClientBillingPortal: "billing and subscription (the Billing Portal): web UI only",

@@ -228,6 +228,37 @@ describe("Checkout for an upgrade", () => {
   });
 });
 
+describe("the plan and billing as members read them", () => {
+  it("every member reads the plan, its limit, what is for sale, and a pending change", async () => {
+    const org = await newOrganisation();
+    const read = await org.user.api.get(`/api/clients/${org.clientId}/billing`);
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body).toEqual({
+      message: "Billing retrieved",
+      billing: {
+        planTier: "basic",
+        planStatus: "active",
+        planPendingTier: null,
+        planPendingEffectiveAt: null,
+        planExpiresAt: null,
+        planRenewedAt: null,
+        billingTo: "client",
+        billingStatus: "active",
+        paymentFailedAt: null,
+        suspendsAt: null,
+        requestsPerMinute: 100,
+        tiersForSale: ["team", "enterprise_basic"],
+      },
+    });
+    expect((await org.owner.api.post(billing(org, "checkout"), { planTier: "team" })).status).toBe(201);
+    const pending = await org.admin.api.get(`/api/clients/${org.clientId}/billing`);
+    expect(pending.body.billing).toMatchObject({ planStatus: "upgrade_requested", planPendingTier: "team" });
+    const outsider = await stack.newUser();
+    // Not a member: the organisation is not found for them (as every client route answers).
+    expect((await outsider.api.get(`/api/clients/${org.clientId}/billing`)).status).toBe(404);
+  });
+});
+
 describe("a client billed to its MSP", () => {
   it("has no Checkout or Billing Portal of its own: 409 saying the MSP pays", async () => {
     const sysadmin = await stack.newUser();
@@ -480,6 +511,7 @@ describe("an MSP's payment method", () => {
 describe("exposure", () => {
   it("the billing operations are in the OpenAPI document but are not MCP tools (spec 4.15)", async () => {
     const ids = [
+      "getClientBilling",
       "startClientCheckout",
       "scheduleClientDowngrade",
       "openClientBillingPortal",
@@ -496,6 +528,7 @@ describe("exposure", () => {
     for (const id of ids) expect(documented).toContain(id);
     const tools = OPERATION_TOOLS.map((tool) => tool.name);
     for (const name of [
+      "get_client_billing",
       "start_client_checkout",
       "schedule_client_downgrade",
       "open_client_billing_portal",

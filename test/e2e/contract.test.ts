@@ -1043,6 +1043,10 @@ const CONTRACT: Record<string, Entry> = {
       return { params: { clientId }, body: { planTier: "basic" } };
     },
   },
+  "GET /api/clients/{clientId}/billing": {
+    status: 200,
+    call: (fx) => ({ params: { clientId: fx.clientId } }),
+  },
   "POST /api/clients/{clientId}/billing/portal": {
     status: 201,
     call: (fx) => ({ params: { clientId: fx.clientId } }),

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { access, operation, pathParams } from "#lib/api/operation.ts";
 import {
+  getClientBilling,
   listInvoices,
   openBillingPortal,
   scheduleDowngrade,
@@ -67,8 +68,47 @@ const CHECKOUT_EXAMPLE = {
   expiresAt: "2026-11-28T03:00:00.000Z",
 };
 
+const ClientBillingSchema = z.object({
+  planTier: z.enum(PLAN_TIERS),
+  planStatus: z.enum(PLAN_STATUSES),
+  planPendingTier: z.enum(PLAN_TIERS).nullable(),
+  planPendingEffectiveAt: z.string().nullable(),
+  planExpiresAt: z.string().nullable().describe("The end of the paid period: the renewal date"),
+  planRenewedAt: z.string().nullable(),
+  billingTo: z
+    .enum(["client", "msp"])
+    .describe("msp: the client's MSP pays; the client has no billing of its own"),
+  billingStatus: z
+    .enum(["active", "suspended"])
+    .describe("suspended: the data plane answers 402 billing-suspended"),
+  paymentFailedAt: z.string().nullable().describe("When the failing payment started (payment_failed)"),
+  suspendsAt: z
+    .string()
+    .nullable()
+    .describe("When a failing payment suspends the billing (the grace period's end)"),
+  requestsPerMinute: z.number().int().describe("What the plan grants per API token and per proxy credential"),
+  tiersForSale: z.array(z.enum(PLAN_TIERS)).describe("The paid tiers sold online, in ascending order"),
+});
+
 /** The client's own billing (the `clients` function group). */
 export const clientBillingOperations = [
+  operation({
+    id: "getClientBilling",
+    method: "GET",
+    path: BILLING,
+    group: "clients",
+    summary: "Get the client's plan and billing",
+    description:
+      "The client's plan (tier, status, any pending change and its date, the renewal date), who pays (`billingTo`), the billing status in force (suspended once a failed payment outlasts the grace period, docs/billing.md) and its date, the requests per minute the plan grants, and the tiers sold online. Every member may read it; changing it is the owner's (the operations below). Web UI only: not an MCP tool.",
+    access: access.client("reader"),
+    effect: "read",
+    params: ClientParams,
+    response: { status: 200, schema: z.object({ message: z.string(), billing: ClientBillingSchema }) },
+    errors: [403, 404],
+    handler: async ({ member }) => ({
+      body: { message: "Billing retrieved", billing: await getClientBilling(member) },
+    }),
+  }),
   operation({
     id: "startClientCheckout",
     method: "POST",
