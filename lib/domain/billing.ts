@@ -11,6 +11,7 @@
  */
 import type Stripe from "stripe";
 import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { now } from "#lib/clock.ts";
 import { getConfig } from "#lib/config.ts";
 import { type ClientConfigItem, clientConfigKeys, findClientConfig } from "#lib/db/entities/client-config.ts";
 import { findMspWithConfig } from "#lib/db/entities/msp.ts";
@@ -25,12 +26,11 @@ import {
   validationFailed,
 } from "#lib/shared/errors.ts";
 import type { ClientAccess, MspAccess } from "./access.ts";
+import { billingSettings } from "./billing-settings.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
+import { effectiveBillingStatus } from "./dunning.ts";
 import { MSP_NOT_FOUND } from "./msps.ts";
 import { paymentClient } from "./payments.ts";
-import { now } from "#lib/clock.ts";
-import { billingSettings } from "./billing-settings.ts";
-import { effectiveBillingStatus } from "./dunning.ts";
 import {
   PLAN_TIERS,
   type PlanStatus,
