@@ -7,6 +7,13 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { resetClients } from "#lib/aws/clients.ts";
 import { MSP_BILLING_STATUSES } from "#lib/db/entities/msp.ts";
 import { sendSetPasswordEmail } from "#lib/domain/accounts.ts";
+import {
+  FEATURE_OVERRIDE_VALUES,
+  getClientOverrides,
+  PROMO_OVERRIDE_VALUES,
+  setClientOverrides,
+  UpdateOverridesBody,
+} from "#lib/domain/feature-overrides.ts";
 import { createMsp, listMspMembers, requireMsp, setMspBillingStatus, setMspRates } from "#lib/domain/msps.ts";
 import { createNotification, toApiNotification } from "#lib/domain/notifications.ts";
 import { PLAN_STATUSES, PLAN_TIERS, type PlanTier } from "#lib/domain/plans.ts";
@@ -14,6 +21,7 @@ import { issueToken, listTokens, revokeToken, type StoredTokenRef } from "#lib/d
 import { createUser, findUserIdByEmail, requireUser, setSystemAdmin, toApiUser } from "#lib/domain/users.ts";
 import { notFound } from "#lib/http/errors.ts";
 import { NOTIFICATION_TYPES, type NotificationType } from "#lib/shared/notification-types.ts";
+import { backfillPaymentCustomers } from "./backfill-payment-customers.ts";
 import { BILLING_STATUSES, type PlanStatus, setClientBillingStatus, setClientPlan } from "./client-plan.ts";
 import { applyLocalStack, DEFAULT_STACK_FILE, normalizeLocalFlag, resolveStackFile } from "./environment.ts";
 import { CliError, describeError } from "./errors.ts";
@@ -282,6 +290,84 @@ function clientsCommand(program: Command): void {
       }),
     "clients set-billing 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d suspended",
   );
+
+  example(
+    clients
+      .command("get-overrides")
+      .description("print a client's feature and promo overrides")
+      .argument("<clientId>", "client id")
+      .action(async (clientId: string) => {
+        print(await getClientOverrides(clientId));
+      }),
+    "clients get-overrides 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d",
+  );
+
+  example(
+    clients
+      .command("set-overrides")
+      .description(
+        'replace a client\'s feature and/or promo overrides (docs/billing.md "Overrides"); a list not given stays',
+      )
+      .argument("<clientId>", "client id")
+      .addOption(
+        new Option("--feature <value...>", "the feature overrides (replace the list)").choices(
+          FEATURE_OVERRIDE_VALUES,
+        ),
+      )
+      .addOption(
+        new Option("--promo <value...>", "the promo overrides (replace the list)").choices(
+          PROMO_OVERRIDE_VALUES,
+        ),
+      )
+      .addOption(new Option("--clear-features", "remove every feature override").conflicts("feature"))
+      .addOption(new Option("--clear-promos", "remove every promo override").conflicts("promo"))
+      .action(
+        async (
+          clientId: string,
+          options: { feature?: string[]; promo?: string[]; clearFeatures?: boolean; clearPromos?: boolean },
+        ) => {
+          const input = UpdateOverridesBody.parse({
+            featureOverrides: options.clearFeatures ? [] : options.feature,
+            promoOverrides: options.clearPromos ? [] : options.promo,
+          });
+          if (input.featureOverrides === undefined && input.promoOverrides === undefined)
+            throw new CliError("give at least one of --feature, --promo, --clear-features, --clear-promos");
+          print(await setClientOverrides(clientId, input));
+        },
+      ),
+    "clients set-overrides 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d --feature core_api_rate_limit_x10",
+    "clients set-overrides 5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d --clear-features --promo extended_trial",
+  );
+}
+
+function backfillCommand(program: Command): void {
+  example(
+    program
+      .command("backfill-payment-customers")
+      .description(
+        "add the GSI1 keys PAYMENTCUSTOMER#<id> to client configurations created before them, so the Stripe webhook finds those clients (a paged Scan of the home table; conditional, idempotent; prints counts)",
+      )
+      .option("--dry-run", "only count and list the clients that lack the keys; change nothing")
+      .addOption(
+        new Option(
+          "--page-size <items>",
+          "items the Scan reads per page (default: DynamoDB's 1 MB pages)",
+        ).argParser(pageSizeArgument),
+      )
+      .action(async (options: { dryRun?: boolean; pageSize?: number }) => {
+        print(await backfillPaymentCustomers(options));
+      }),
+    "backfill-payment-customers --dry-run",
+    "backfill-payment-customers",
+  );
+}
+
+/** A page size: a whole number from 1 to 1000. */
+function pageSizeArgument(value: string): number {
+  const size = Number(value);
+  if (!Number.isInteger(size) || size < 1 || size > 1000)
+    throw new InvalidArgumentError("It must be a whole number from 1 to 1000.");
+  return size;
 }
 
 function notificationsCommand(program: Command): void {
@@ -337,6 +423,7 @@ export function buildProgram(): Command {
   mspsCommand(program);
   clientsCommand(program);
   notificationsCommand(program);
+  backfillCommand(program);
   return program;
 }
 

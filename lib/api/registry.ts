@@ -8,6 +8,7 @@ import { clientBillingOperations, mspBillingOperations } from "#lib/api/operatio
 import { clientOperations } from "#lib/api/operations/clients.ts";
 import { credentialOperations } from "#lib/api/operations/credentials.ts";
 import { docsOperations } from "#lib/api/operations/docs.ts";
+import { featureOverrideOperations } from "#lib/api/operations/feature-overrides.ts";
 import { limitOverrideOperations, proxyPolicyOperations } from "#lib/api/operations/filters.ts";
 import { inviteOperations } from "#lib/api/operations/invites.ts";
 import { memberOperations } from "#lib/api/operations/members.ts";
@@ -41,6 +42,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...transformOperations,
   ...proxyPolicyOperations,
   ...limitOverrideOperations,
+  ...featureOverrideOperations,
   ...clientBillingOperations,
   ...requestLogOperations,
   ...telemetryOperations,

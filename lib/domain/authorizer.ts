@@ -14,7 +14,7 @@ import type { UserItem } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
 import { batchGet } from "#lib/db/store.ts";
 import { sessionFromCookie } from "./accounts.ts";
-import { coreApiRateLimit } from "./plans.ts";
+import { coreApiRateLimitWithOverrides } from "./feature-overrides.ts";
 import { resolveToken } from "./tokens.ts";
 import { getUser, userClientIds } from "./users.ts";
 
@@ -84,7 +84,8 @@ export async function callerOf(user: UserItem, tokenId: string): Promise<Authori
   return {
     userId: user.userId,
     tokenId,
-    rateLimitPerMinute: coreApiRateLimit(configs),
+    // The plans with their feature overrides (`core_api_rate_limit_x10`, docs/billing.md).
+    rateLimitPerMinute: coreApiRateLimitWithOverrides(configs),
     systemAdmin: user.systemAdmin,
   };
 }

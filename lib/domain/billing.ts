@@ -451,6 +451,9 @@ export interface ClientBilling {
   requestsPerMinute: number;
   /** The paid tiers sold online (a configured price), in ascending order. */
   tiersForSale: PlanTier[];
+  /** Set by a system administrator (lib/domain/feature-overrides.ts, docs/billing.md "Overrides"). */
+  featureOverrides: string[];
+  promoOverrides: string[];
 }
 
 export async function getClientBilling(member: ClientAccess): Promise<ClientBilling> {
@@ -477,5 +480,7 @@ export async function getClientBilling(member: ClientAccess): Promise<ClientBill
     suspendsAt: Number.isFinite(failedMs) ? new Date(failedMs + graceDays * 86_400_000).toISOString() : null,
     requestsPerMinute: rateLimitForPlan({ planTier, planStatus, limits: config.limits }),
     tiersForSale: PLAN_TIERS.filter((tier) => tier !== "basic" && priceOfTier(tier) !== undefined),
+    featureOverrides: [...config.featureOverrides],
+    promoOverrides: [...config.promoOverrides],
   };
 }

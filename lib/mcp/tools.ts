@@ -81,6 +81,10 @@ export const MCP_EXCLUDED_OPERATIONS: Readonly<Record<string, string>> = {
   openClientBillingPortal: "billing and subscription (the Billing Portal): web UI only",
   listClientInvoices: "billing and subscription (invoices): web UI only",
   startMspPaymentMethodSetup: "billing and subscription (the MSP's payment method): web UI only",
+  getClientFeatureOverrides:
+    "billing and subscription (a client's feature and promo overrides): operators only, API and admin CLI",
+  updateClientFeatureOverrides:
+    "billing and subscription (a client's feature and promo overrides): operators only, API and admin CLI",
   createUserToken:
     "API tokens: account credentials, managed by their owner over the Core API (the answer is a raw token, which must never be in a tool result)",
   listUserTokens: "API tokens: account credentials, managed by their owner over the Core API",

@@ -88,6 +88,16 @@ const ClientBillingSchema = z.object({
     .describe("When a failing payment suspends the billing (the grace period's end)"),
   requestsPerMinute: z.number().int().describe("What the plan grants per API token and per proxy credential"),
   tiersForSale: z.array(z.enum(PLAN_TIERS)).describe("The paid tiers sold online, in ascending order"),
+  featureOverrides: z
+    .array(z.string())
+    .describe(
+      'Set by a system administrator: features granted beyond the plan (docs/billing.md "Overrides")',
+    ),
+  promoOverrides: z
+    .array(z.string())
+    .describe(
+      'Set by a system administrator: promotions agreed with the client (docs/billing.md "Overrides")',
+    ),
 });
 
 /** The client's own billing (the `clients` function group). */
@@ -99,7 +109,7 @@ export const clientBillingOperations = [
     group: "clients",
     summary: "Get the client's plan and billing",
     description:
-      "The client's plan (tier, status, any pending change and its date, the renewal date), who pays (`billingTo`), the billing status in force (suspended once a failed payment outlasts the grace period, docs/billing.md) and its date, the requests per minute the plan grants, and the tiers sold online. Every member may read it; changing it is the owner's (the operations below). Web UI only: not an MCP tool.",
+      "The client's plan (tier, status, any pending change and its date, the renewal date), who pays (`billingTo`), the billing status in force (suspended once a failed payment outlasts the grace period, docs/billing.md) and its date, the requests per minute the plan grants, the tiers sold online, and the feature and promo overrides a system administrator set. Every member may read it; changing it is the owner's (the operations below). Web UI only: not an MCP tool.",
     access: access.client("reader"),
     effect: "read",
     params: ClientParams,
