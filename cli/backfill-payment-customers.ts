@@ -69,7 +69,7 @@ export async function backfillPaymentCustomers(
           report.clientIds.push(clientId);
           continue;
         }
-        if (await addKeys(clientId, customerId)) {
+        if (await addPaymentCustomerKeys(clientId, customerId)) {
           report.updated += 1;
           report.clientIds.push(clientId);
         } else report.skipped += 1;
@@ -83,7 +83,7 @@ export async function backfillPaymentCustomers(
 }
 
 /** Adds the keys unless the item changed since it was read; true when added. */
-async function addKeys(clientId: string, customerId: string): Promise<boolean> {
+export async function addPaymentCustomerKeys(clientId: string, customerId: string): Promise<boolean> {
   const index = billingKeys.clientByPaymentCustomerIndex(customerId, clientId);
   try {
     await homeDb().send(

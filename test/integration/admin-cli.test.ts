@@ -299,6 +299,48 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
     expect(await storedItem(keys.clientConfig("no-such-client"))).toBeUndefined();
   });
 
+  it("clients set-overrides replaces the given lists with known values; get-overrides prints them; bad input fails in one line", async () => {
+    const owner = await newUser("overrides-owner");
+    const { clientId } = await createClient(owner, "Overridden");
+    const set = await adminJson([
+      "clients",
+      "set-overrides",
+      clientId,
+      "--feature",
+      "core_api_rate_limit_x10",
+      "--promo",
+      "extended_trial",
+    ]);
+    expect(set).toEqual({
+      clientId,
+      featureOverrides: ["core_api_rate_limit_x10"],
+      promoOverrides: ["extended_trial"],
+      configUpdated: expect.any(String),
+    });
+    const [cleared, unknownValue, repeated, nothing, unknownClient] = await Promise.all([
+      adminJson(["clients", "set-overrides", clientId, "--clear-promos"]),
+      admin(["clients", "set-overrides", clientId, "--feature", "unlimited_everything"]),
+      admin(["clients", "set-overrides", clientId, "--promo", "extended_trial", "extended_trial"]),
+      admin(["clients", "set-overrides", clientId]),
+      admin(["clients", "set-overrides", "no-such-client", "--clear-features"]),
+    ]);
+    // --clear-promos leaves the features as they are.
+    expect(cleared).toMatchObject({ featureOverrides: ["core_api_rate_limit_x10"], promoOverrides: [] });
+    expect(await adminJson(["clients", "get-overrides", clientId])).toEqual(cleared);
+    expect(await storedItem(keys.clientConfig(clientId))).toMatchObject({
+      featureOverrides: ["core_api_rate_limit_x10"],
+      promoOverrides: [],
+    });
+    expectOneLineError(
+      unknownValue,
+      /'unlimited_everything' is invalid\. Allowed choices are core_api_rate_limit_x10/,
+    );
+    expectOneLineError(repeated, /promoOverrides: must not repeat a value/);
+    expectOneLineError(nothing, /give at least one of --feature, --promo/);
+    expectOneLineError(unknownClient, /Client not found/);
+    expect(await storedItem(keys.clientConfig("no-such-client"))).toBeUndefined();
+  });
+
   it("notifications send-system stores a system notification", async () => {
     const title = `Maintenance ${Date.now()}`;
     const [sent, empty] = await Promise.all([
@@ -383,7 +425,10 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
       ["msps", "set-rates"],
       ["msps", "set-billing"],
       ["clients", "set-plan"],
+      ["clients", "get-overrides"],
+      ["clients", "set-overrides"],
       ["notifications", "send-system"],
+      ["backfill-payment-customers"],
     ];
     const results = await Promise.all(commands.map((command) => admin([...command, "--help"])));
     results.forEach((result, index) => {
