@@ -1024,6 +1024,17 @@ const CONTRACT: Record<string, Entry> = {
     status: 200,
     call: async (fx) => ({ params: { clientId: await createClientFor(fx.owner, "Limits Co") } }),
   },
+  "GET /api/clients/{clientId}/feature-overrides": {
+    status: 200,
+    call: async (fx) => ({ params: { clientId: await createClientFor(fx.owner, "Overrides Co") } }),
+  },
+  "PUT /api/clients/{clientId}/feature-overrides": {
+    status: 200,
+    call: async (fx) => ({
+      params: { clientId: await createClientFor(fx.owner, "Overrides Co") },
+      body: { featureOverrides: ["core_api_rate_limit_x10"], promoOverrides: ["extended_trial"] },
+    }),
+  },
 
   // ---- Billing (issue 24): the owner's operations, each on a client of its own; the MSP's payment method
   "POST /api/clients/{clientId}/billing/checkout": {
