@@ -2,13 +2,15 @@
  * The Billing page (issue 24) in Chromium against the real local stack and a loopback payment
  * server speaking Stripe's API: an owner sees the plan, its limit and the invoices, and "Upgrade"
  * sends the browser to the processor's Checkout page; back with `?checkout=success` the pending
- * change is shown. A member with the user role sees the plan without any control. Found by role and
+ * change is shown. The operator's overrides are listed when there are any. A member with the user
+ * role sees the plan without any control. Found by role and
  * label only; every state is checked with axe and saved as a screenshot.
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
+import { setClientOverrides } from "#lib/domain/feature-overrides.ts";
 import { resetPayments } from "#lib/domain/payments.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import { joinClient, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
@@ -88,6 +90,29 @@ describe("the Billing page", () => {
       .toMatch(/Pending changeTo Team once the payment is confirmed/);
     expect(await details(page).textContent()).toMatch(/Upgrade requested/);
     await checkPage(page, "billing-upgrade-requested");
+  });
+
+  it("lists the operator's feature and promo overrides, only when there are any", async () => {
+    const { page } = owner;
+    await page.goto(`/organisations/${clientId}/billing`);
+    await expect.poll(async () => (await details(page).textContent()) ?? "").toMatch(/PlanBasic/);
+    const overrides = page.getByRole("region", { name: "Overrides" });
+    expect(await overrides.count()).toBe(0);
+
+    await setClientOverrides(clientId, {
+      featureOverrides: ["core_api_rate_limit_x10"],
+      promoOverrides: ["extended_trial"],
+    });
+    await page.reload();
+    await expect.poll(() => overrides.count()).toBe(1);
+    const items = await overrides.getByRole("listitem").allTextContents();
+    expect(items).toHaveLength(2);
+    expect(items[0]).toMatch(
+      /^core_api_rate_limit_x10: ten times the plan's requests per minute per API token/,
+    );
+    expect(items[1]).toMatch(/^extended_trial: an extended trial/);
+    await checkPage(page, "billing-overrides");
+    await setClientOverrides(clientId, { featureOverrides: [], promoOverrides: [] });
   });
 
   it("shows a member with the user role the plan, without any control", async () => {

@@ -2,8 +2,8 @@
  * An organisation's Billing page (issue 24): its plan (tier, status, renewal, any pending change,
  * the requests per minute it grants), who pays, a failed payment or a suspension explained with
  * what to do; for an owner, an upgrade through the processor's Checkout, a downgrade at the
- * period's end (confirmed), the Billing Portal and the invoices. Other members see the plan without
- * the controls. No card data passes here: the processor's hosted pages collect it.
+ * period's end (confirmed), the Billing Portal and the invoices; the operator's feature and promo
+ * overrides when there are any. Other members see the plan without the controls. No card data passes here: the processor's hosted pages collect it.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
@@ -30,6 +30,13 @@ const STATUS_WORDS: Record<string, string> = {
   downgrade_scheduled: "Change scheduled at the end of the period",
   payment_failed: "Payment failed",
   expired: "Expired: the basic plan's limits apply",
+};
+
+/** What each known override means to the organisation (lib/domain/feature-overrides.ts). */
+const OVERRIDE_WORDS: Record<string, string> = {
+  core_api_rate_limit_x10:
+    "ten times the plan's requests per minute per API token on the Core API (proxy credentials keep the plan's)",
+  extended_trial: "an extended trial agreed with the operator",
 };
 
 /** Send the browser to the processor's hosted page. */
@@ -137,6 +144,23 @@ export function BillingPage({ clientId, user }: OrgPageProps) {
           </div>
         </dl>
       </section>
+
+      {data.featureOverrides.length + data.promoOverrides.length > 0 && (
+        <section aria-labelledby="overrides-title">
+          <h2 id="overrides-title">Overrides</h2>
+          <p>
+            Set by the operator of the service, beyond what the plan grants (docs/billing.md "Overrides").
+          </p>
+          <ul>
+            {[...data.featureOverrides, ...data.promoOverrides].map((value) => (
+              <li key={value}>
+                <code>{value}</code>
+                {OVERRIDE_WORDS[value] ? `: ${OVERRIDE_WORDS[value]}` : ""}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
 
       {!selfBilled ? (
         <p>Your MSP pays for this organisation's plan: ask them to change it.</p>
