@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keys } from "#lib/db/keys.ts";
 import { MAX_OVERRIDES } from "#lib/domain/feature-overrides.ts";
+import { createMsp } from "#lib/domain/msps.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { MINUTE_MS, TestClock } from "../support/clock.ts";
 import {
@@ -89,6 +90,31 @@ describe("setting and showing the overrides", () => {
     expect(cleared.body.featureOverrides[0]).toMatchObject({
       featureOverrides: ["core_api_rate_limit_x10"],
       promoOverrides: [],
+    });
+  });
+
+  it("an MSP sees them in its managed client's configuration", async () => {
+    const mspOwner = await stack.newUser();
+    const { msp } = await createMsp({ name: "Overrides MSP", ownerUserId: mspOwner.userId });
+    const made = await mspOwner.api.post(`/api/msps/${msp.mspId}/clients`, { clientName: "Managed Co" });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const clientId = made.body.client.clientId as string;
+    const configurationPath = `/api/msps/${msp.mspId}/clients/${clientId}/configurations`;
+    expect((await mspOwner.api.get(configurationPath)).body.configuration).toMatchObject({
+      featureOverrides: [],
+      promoOverrides: [],
+    });
+    // The MSP's own staff may not set them: only a system administrator.
+    expect(
+      (await mspOwner.api.put(overridesPath(clientId), { promoOverrides: ["extended_trial"] })).status,
+    ).toBe(403);
+    await sysadmin.api.put(overridesPath(clientId), {
+      featureOverrides: ["core_api_rate_limit_x10"],
+      promoOverrides: ["extended_trial"],
+    });
+    expect((await mspOwner.api.get(configurationPath)).body.configuration).toMatchObject({
+      featureOverrides: ["core_api_rate_limit_x10"],
+      promoOverrides: ["extended_trial"],
     });
   });
 

@@ -197,6 +197,12 @@ function Configuration({
           Billing type: {configuration.billingType} (only Stripe can be set here). Billing status:{" "}
           {configuration.billingStatus}.
         </p>
+        {configuration.featureOverrides.length + configuration.promoOverrides.length > 0 && (
+          <p>
+            Overrides set by the operator:{" "}
+            {[...configuration.featureOverrides, ...configuration.promoOverrides].join(", ")}.
+          </p>
+        )}
       </ConfigForm>
       <ConfigForm
         mspId={mspId}
