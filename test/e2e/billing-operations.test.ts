@@ -248,6 +248,8 @@ describe("the plan and billing as members read them", () => {
         suspendsAt: null,
         requestsPerMinute: 100,
         tiersForSale: ["team", "enterprise_basic"],
+        featureOverrides: [],
+        promoOverrides: [],
       },
     });
     expect((await org.owner.api.post(billing(org, "checkout"), { planTier: "team" })).status).toBe(201);
