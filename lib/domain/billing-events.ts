@@ -271,8 +271,13 @@ async function cancelReplacedSubscriptions(event: BillingEvent, clientId: string
       log.info("Replaced subscription cancelled", { ...context, replacedSubscriptionId: other.id });
     }
   } catch (error) {
-    log.warn("Could not cancel the subscription an upgrade replaced", { ...context, ...describeError(error) });
-    throw serviceUnavailable("The payment processor could not be reached; the event is to be delivered again");
+    log.warn("Could not cancel the subscription an upgrade replaced", {
+      ...context,
+      ...describeError(error),
+    });
+    throw serviceUnavailable(
+      "The payment processor could not be reached; the event is to be delivered again",
+    );
   }
 }
 

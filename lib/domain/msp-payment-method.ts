@@ -76,8 +76,7 @@ export async function applyMspPaymentMethod(event: BillingEvent): Promise<MspPay
   let paymentMethodId: string | null;
   try {
     const intent = await stripe.setupIntents.retrieve(setupIntentId);
-    if (intent.status !== "succeeded")
-      return ignored(event, mspId, `the setup intent is ${intent.status}`);
+    if (intent.status !== "succeeded") return ignored(event, mspId, `the setup intent is ${intent.status}`);
     if (intent.customer && idOf(intent.customer) !== customer)
       return ignored(event, mspId, "the setup intent is another customer's");
     paymentMethodId = idOf(intent.payment_method);
@@ -89,9 +88,14 @@ export async function applyMspPaymentMethod(event: BillingEvent): Promise<MspPay
   }
   if (!paymentMethodId) return ignored(event, mspId, "the setup intent has no payment method");
   try {
-    await stripe.customers.update(customer, { invoice_settings: { default_payment_method: paymentMethodId } });
+    await stripe.customers.update(customer, {
+      invoice_settings: { default_payment_method: paymentMethodId },
+    });
   } catch (error) {
-    log.warn("Payment processor failed: set the default payment method", { ...context, ...describeError(error) });
+    log.warn("Payment processor failed: set the default payment method", {
+      ...context,
+      ...describeError(error),
+    });
     throw serviceUnavailable("The payment processor could not be reached; try again");
   }
   const now = nowIso();

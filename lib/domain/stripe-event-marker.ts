@@ -15,7 +15,10 @@ export const STRIPE_EVENT_MARKER_DAYS = 30;
 export const MARKER = "putEventMarker";
 
 /** The marker's put, for the transaction that applies the event. */
-export function markerStep(event: BillingEvent, owner: { clientId?: string; mspId?: string }): TransactionStep {
+export function markerStep(
+  event: BillingEvent,
+  owner: { clientId?: string; mspId?: string },
+): TransactionStep {
   return {
     name: MARKER,
     action: {
