@@ -4,7 +4,9 @@
  * transaction as the plan update and its notification), the client found by the Stripe customer
  * (GSI1), the transition decided by lib/domain/plan-states.ts. After the transaction the runtime
  * items of every region follow (a warm data plane reloads on its next request) and the owners get
- * an e-mail.
+ * an e-mail. The completion of an upgrade from a paid tier then cancels the subscription it
+ * replaced; the completion of an MSP's setup-mode Checkout is the MSP's payment method instead
+ * (lib/domain/msp-payment-method.ts).
  */
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { v7 as uuidv7 } from "uuid";
