@@ -4,13 +4,14 @@
  * transaction as the plan update and its notification), the client found by the Stripe customer
  * (GSI1), the transition decided by lib/domain/plan-states.ts. After the transaction the runtime
  * items of every region follow (a warm data plane reloads on its next request) and the owners get
- * an e-mail.
+ * an e-mail. The completion of an upgrade from a paid tier then cancels the subscription it
+ * replaced; the completion of an MSP's setup-mode Checkout is the MSP's payment method instead
+ * (lib/domain/msp-payment-method.ts).
  */
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { v7 as uuidv7 } from "uuid";
 import { sdkCallBounds } from "#lib/aws/clients.ts";
 import { getConfig } from "#lib/config.ts";
-import { billingKeys } from "#lib/db/entities/billing.ts";
 import {
   type ClientConfigItem,
   clientConfigKeys,
@@ -26,7 +27,13 @@ import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { badRequest, serviceUnavailable } from "#lib/shared/errors.ts";
 import { billingSettings } from "./billing-settings.ts";
+import {
+  applyMspPaymentMethod,
+  isMspPaymentMethodSetup,
+  type MspPaymentMethodOutcome,
+} from "./msp-payment-method.ts";
 import { NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
+import { paymentClient } from "./payments.ts";
 import {
   type BillingEvent,
   customerOf,
@@ -34,9 +41,9 @@ import {
   nextPlanState,
   type PlanFields,
 } from "./plan-states.ts";
+import { MARKER, markerStep, markOnly } from "./stripe-event-marker.ts";
 
-/** How long a handled event's marker is kept (Stripe retries for up to 3 days). */
-export const STRIPE_EVENT_MARKER_DAYS = 30;
+export { STRIPE_EVENT_MARKER_DAYS } from "./stripe-event-marker.ts";
 export const BAD_SIGNATURE = "Invalid Stripe signature";
 
 let signingSecret: Promise<string | undefined> | undefined;
@@ -112,38 +119,9 @@ async function syncRuntime(clientId: string, plan: PlanFields): Promise<void> {
 export type StripeEventOutcome =
   | { outcome: "applied"; clientId: string; notified: boolean; plan: PlanFields }
   | { outcome: "unchanged" | "duplicate"; clientId?: string }
-  | { outcome: "ignored"; reason: string };
+  | { outcome: "ignored"; reason: string; clientId?: undefined };
 
-const MARKER = "putEventMarker";
 const UPDATE_PLAN = "updatePlan";
-
-function markerStep(event: BillingEvent, clientId: string | undefined): TransactionStep {
-  return {
-    name: MARKER,
-    action: {
-      Put: {
-        TableName: tableName(),
-        Item: {
-          ...billingKeys.stripeEvent(event.id),
-          entity: "stripeEvent",
-          eventType: event.type,
-          ...(clientId ? { clientId } : {}),
-          handledAt: nowIso(),
-          TTL: Math.floor(Date.now() / 1000) + STRIPE_EVENT_MARKER_DAYS * 86_400,
-        },
-        ConditionExpression: "attribute_not_exists(pKey)",
-      },
-    },
-  };
-}
-
-/** Only the marker: true when this call wrote it, false when the event was handled before. */
-async function markOnly(event: BillingEvent, clientId: string | undefined): Promise<boolean> {
-  const outcome = await commitSteps<"duplicate">([markerStep(event, clientId)], {
-    cancelled: ({ failed }) => (failed.includes(MARKER) ? "duplicate" : undefined),
-  });
-  return outcome !== "duplicate";
-}
 
 /** A repeated event: the runtime items again (idempotent), in case the first delivery stopped after its transaction. */
 async function duplicate(clientId: string | undefined): Promise<StripeEventOutcome> {
@@ -155,34 +133,47 @@ async function duplicate(clientId: string | undefined): Promise<StripeEventOutco
 }
 
 /** Apply one verified event; see docs/billing.md. */
-export async function handleStripeEvent(event: BillingEvent): Promise<StripeEventOutcome> {
+export async function handleStripeEvent(
+  event: BillingEvent,
+): Promise<StripeEventOutcome | MspPaymentMethodOutcome> {
+  // An MSP's setup-mode Checkout: its payment method, no plan.
+  if (isMspPaymentMethodSetup(event)) return applyMspPaymentMethod(event);
+  const result = await applyPlanEvent(event);
+  // An upgrade from a paid tier: the subscription it replaces ends (a redelivery finishes the job).
+  if (event.type === "checkout.session.completed" && result.outcome !== "ignored" && result.clientId)
+    await cancelReplacedSubscriptions(event, result.clientId);
+  return result;
+}
+
+/** The event's change of the client's plan (the state machine's transition), once. */
+async function applyPlanEvent(event: BillingEvent): Promise<StripeEventOutcome> {
   if (!(HANDLED_EVENT_TYPES as readonly string[]).includes(event.type)) {
-    if (!(await markOnly(event, undefined))) return { outcome: "duplicate" };
+    if (!(await markOnly(event))) return { outcome: "duplicate" };
     return { outcome: "ignored", reason: `${event.type} is not handled` };
   }
   const customerId = customerOf(event);
   const clientId = customerId ? await findClientIdByPaymentCustomer(customerId) : undefined;
   if (!clientId) {
-    if (!(await markOnly(event, undefined))) return { outcome: "duplicate" };
+    if (!(await markOnly(event))) return { outcome: "duplicate" };
     return { outcome: "ignored", reason: customerId ? "no client has this customer" : "no customer" };
   }
   // A concurrent event for the same client moves planStateAt: read again and decide again.
   for (let attempt = 1; ; attempt++) {
     const config = await findClientConfig(clientId);
     if (!config) {
-      if (!(await markOnly(event, clientId))) return { outcome: "duplicate", clientId };
+      if (!(await markOnly(event, { clientId }))) return { outcome: "duplicate", clientId };
       return { outcome: "ignored", reason: "the client has no configuration" };
     }
     const current = planFieldsOf(config);
     const transition = nextPlanState(current, event);
     if (!transition) {
-      if (!(await markOnly(event, clientId))) return duplicate(clientId);
+      if (!(await markOnly(event, { clientId }))) return duplicate(clientId);
       return { outcome: "unchanged", clientId };
     }
     const now = nowIso();
     const update = setExpression({ ...transition.changes, configUpdated: now });
     const steps: TransactionStep[] = [
-      markerStep(event, clientId),
+      markerStep(event, { clientId }),
       {
         name: UPDATE_PLAN,
         action: {
@@ -234,6 +225,61 @@ export async function handleStripeEvent(event: BillingEvent): Promise<StripeEven
     await syncRuntime(clientId, plan);
     if (notification) await emailOwners(clientId, notification);
     return { outcome: "applied", clientId, notified: Boolean(notification), plan };
+  }
+}
+
+/** How a replaced subscription ends (docs/billing.md "Upgrade from a paid tier"). */
+export const REPLACED_SUBSCRIPTION_CANCEL = { prorate: true, invoice_now: true } as const;
+
+/**
+ * After a Checkout in subscription mode completed: every other live subscription of the client's
+ * customer (its metadata names this client, or no client) is cancelled at the processor at once,
+ * its unused time credited (`prorate`, invoiced now: the credit goes to the customer's balance and
+ * is taken off the next invoice). Only when the session's subscription is the one the plan follows
+ * now (a late completion of an older Checkout cancels nothing). Each cancellation carries an
+ * idempotency key, and a cancelled subscription is no longer listed, so a redelivered event cancels
+ * nothing twice. A processor that fails is a 503: Stripe delivers the event again, and that
+ * (duplicate) delivery finishes the job.
+ */
+async function cancelReplacedSubscriptions(event: BillingEvent, clientId: string): Promise<void> {
+  const session = event.data.object;
+  if (session.mode !== "subscription") return;
+  const subscription = session.subscription;
+  const current =
+    typeof subscription === "string"
+      ? subscription
+      : typeof (subscription as { id?: unknown } | null)?.id === "string"
+        ? (subscription as { id: string }).id
+        : undefined;
+  if (!current) return;
+  const config = await findClientConfig(clientId);
+  if (!config?.paymentCustomerId || config.planSubscriptionId !== current) return;
+  const customer = config.paymentCustomerId;
+  const stripe = await paymentClient();
+  if (!stripe) return;
+  const context = { clientId, subscriptionId: current, eventId: event.id };
+  try {
+    const { data } = await stripe.subscriptions.list({ customer, limit: 100 });
+    const replaced = data.filter(
+      (other) =>
+        other.id !== current &&
+        !["canceled", "incomplete_expired"].includes(other.status) &&
+        (!other.metadata?.clientId || other.metadata.clientId === clientId),
+    );
+    for (const other of replaced) {
+      await stripe.subscriptions.cancel(other.id, REPLACED_SUBSCRIPTION_CANCEL, {
+        idempotencyKey: `replaced-subscription-${other.id}`,
+      });
+      log.info("Replaced subscription cancelled", { ...context, replacedSubscriptionId: other.id });
+    }
+  } catch (error) {
+    log.warn("Could not cancel the subscription an upgrade replaced", {
+      ...context,
+      ...describeError(error),
+    });
+    throw serviceUnavailable(
+      "The payment processor could not be reached; the event is to be delivered again",
+    );
   }
 }
 

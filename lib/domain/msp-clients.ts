@@ -608,7 +608,9 @@ export async function updateManagedClientConfiguration(access: MspAccess, update
     mspRates: found.config.rates,
     regions: getConfig().regions,
   });
-  if (next.billingTo === "msp" && current.billingTo !== "msp") {
+  // Rule 4: what the webhook recorded when an msp_owner added a payment method (setup-mode
+  // Checkout); else the processor is asked (a method added there directly counts too).
+  if (next.billingTo === "msp" && current.billingTo !== "msp" && !found.config.paymentMethodOnFile) {
     if (!(await hasDefaultPaymentMethod(found.config.paymentCustomerId))) throw badRequest(NO_PAYMENT_METHOD);
   }
   const stored: ClientConfigItem = { ...next, configUpdated: nowIso() };

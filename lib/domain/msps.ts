@@ -57,6 +57,9 @@ export function defaultMspConfiguration(input: {
     promotionalCodes: null,
     rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
     paymentCustomerId: input.paymentCustomerId ?? null,
+    paymentMethodOnFile: false,
+    paymentMethodUpdated: null,
+    paymentMethodEventAt: null,
     configCreated: input.createdAt,
     configUpdated: input.createdAt,
   };
@@ -83,6 +86,9 @@ export function toApiMspConfiguration(item: MspConfiguration) {
     mspId: item.mspId,
     billingType: item.billingType,
     billingStatus: item.billingStatus,
+    // Read only: set by the webhook when an msp_owner adds a payment method (setup-mode Checkout).
+    paymentMethodOnFile: item.paymentMethodOnFile,
+    paymentMethodUpdated: item.paymentMethodUpdated,
     promotionalCodes: item.promotionalCodes,
     rates: item.rates,
     configCreated: item.configCreated,

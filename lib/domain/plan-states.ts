@@ -315,6 +315,12 @@ function fromInvoice(current: PlanFields, event: BillingEvent): PlanTransition |
   const invoice = event.data.object;
   const invoiceId = text(invoice.id);
   if (!invoiceId) return null;
+  // An invoice of another subscription (the final one of a subscription an upgrade replaced, say)
+  // says nothing about this plan. API 2025-03-31 on names it under `parent`.
+  const invoiceSubscription =
+    idOf(invoice.subscription) ?? idOf(record(record(invoice.parent).subscription_details).subscription);
+  if (invoiceSubscription && current.planSubscriptionId && invoiceSubscription !== current.planSubscriptionId)
+    return null;
   if (event.type === "invoice.payment_failed") {
     const next: Partial<PlanFields> = {
       planStatus: "payment_failed",

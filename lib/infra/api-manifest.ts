@@ -54,13 +54,18 @@ export const FUNCTION_GROUPS = {
   telemetry: { name: "telemetry", tables: "all-regions-read" },
   /** The MSP API (issue 12): creates clients (payment customers, every region's runtime item), invites by e-mail. */
   msps: { name: "msps", tables: "all-regions-write", sendsEmail: true, usesPayments: true },
-  /** Public webhooks: the OAuth2 redirect (KMS: the secret), Stripe events (every region's runtime item, owners e-mailed). */
+  /**
+   * Public webhooks: the OAuth2 redirect (KMS: the secret), Stripe events (every region's runtime
+   * item, owners e-mailed; the processor's API for an MSP's payment method and a replaced
+   * subscription's cancellation).
+   */
   webhooks: {
     name: "webhooks",
     tables: "all-regions-write",
     usesKms: true,
     callsOut: true,
     sendsEmail: true,
+    usesPayments: true,
   },
   /** Accounts (docs/accounts.md): sign-up, verification, sessions, password reset; public routes, sends e-mail. */
   auth: { name: "auth", tables: "home-write", sendsEmail: true },

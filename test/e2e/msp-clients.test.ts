@@ -462,6 +462,8 @@ describe("configurations", () => {
       mspId: msp.mspId,
       billingType: "stripe",
       billingStatus: "active",
+      paymentMethodOnFile: false,
+      paymentMethodUpdated: null,
       promotionalCodes: null,
       rates: { apiSeconds: 0.8, storageGB: 0.6, aiTokens: 0.9, plan: 0.75 },
       configCreated: expect.any(String),

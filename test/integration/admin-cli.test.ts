@@ -196,6 +196,8 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
         mspId,
         billingType: "stripe",
         billingStatus: "active",
+        paymentMethodOnFile: false,
+        paymentMethodUpdated: null,
         promotionalCodes: null,
         rates: { apiSeconds: 1, storageGB: 1, aiTokens: 1, plan: 1 },
         configCreated: expect.any(String),

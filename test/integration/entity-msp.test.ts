@@ -50,6 +50,9 @@ const fixtures = (mspId: string) => ({
     promotionalCodes: [{ name: "launch", createdAt: NOW, expiresAt: NOW }],
     rates: { apiSeconds: 1, storageGB: 0.9, aiTokens: 1, plan: 0.8 },
     paymentCustomerId: "cus_1",
+    paymentMethodOnFile: true,
+    paymentMethodUpdated: NOW,
+    paymentMethodEventAt: 1_700_000_000,
     configCreated: NOW,
     configUpdated: NOW,
   },
@@ -99,6 +102,18 @@ describe("the MSP entity (readers)", () => {
     expect(mspItemOf(unversioned).memberVersion).toBe(0);
     const { paymentCustomerId: _customer, ...noCustomer } = f.config;
     expect(mspConfigItemOf(noCustomer).paymentCustomerId).toBeNull();
+    // Items written before an MSP could add a payment method in the console: none on file.
+    const {
+      paymentMethodOnFile: _onFile,
+      paymentMethodUpdated: _updated,
+      paymentMethodEventAt: _at,
+      ...noMethod
+    } = f.config;
+    expect(mspConfigItemOf(noMethod)).toMatchObject({
+      paymentMethodOnFile: false,
+      paymentMethodUpdated: null,
+      paymentMethodEventAt: null,
+    });
   });
 
   it("refuses an item that is not what it should be, naming the field", () => {

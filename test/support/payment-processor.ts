@@ -1,8 +1,9 @@
 /**
  * A payment-processor API on loopback that speaks the part of Stripe's REST API the service uses
  * (customers: create, retrieve, update of the default payment method, delete; payment intents:
- * create and confirm; Checkout Sessions in subscription and setup mode, and their expiry; Billing
- * Portal sessions; invoices: list; subscriptions: list, retrieve, update), so the real `stripe`
+ * create and confirm; Checkout Sessions in subscription and setup mode, and their expiry; setup
+ * intents: retrieve; Billing Portal sessions; invoices: list; subscriptions: list, retrieve, update,
+ * cancel), so the real `stripe`
  * package is exercised over real HTTP. It records every request, honours idempotency keys as
  * Stripe does, and can be told to fail. A customer whose default payment method is
  * `pm_card_chargeDeclined` is declined (402 card_error), as Stripe's test card of that name.
@@ -46,6 +47,8 @@ export interface PaymentProcessor {
   checkoutSessions: Map<string, StripeObject>;
   portalSessions: Map<string, StripeObject>;
   subscriptions: Map<string, StripeObject>;
+  /** The setup intents a setup-mode Checkout made (GET /v1/setup_intents/{id} reads them). */
+  setupIntents: Map<string, StripeObject>;
   /** Newest last. */
   invoices: StripeObject[];
   /** The hosted page's work: the session completes (see CheckoutCompletion). */
@@ -70,6 +73,7 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
   const checkoutSessions = new Map<string, StripeObject>();
   const portalSessions = new Map<string, StripeObject>();
   const subscriptions = new Map<string, StripeObject>();
+  const setupIntents = new Map<string, StripeObject>();
   const invoices: StripeObject[] = [];
   let failures: number[] = [];
   let hook: ((request: RecordedRequest) => Promise<void> | void) | undefined;
@@ -153,6 +157,7 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
         status: "succeeded",
         metadata: (session.setup_intent_data as { metadata?: unknown } | undefined)?.metadata ?? {},
       };
+      setupIntents.set(setupIntent.id, setupIntent);
       session.setup_intent = setupIntent.id;
       return { session, setupIntent, paymentMethodId };
     }
@@ -279,11 +284,30 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
       );
       return list(found.slice(0, Number(query.get("limit") ?? 10)), "/v1/subscriptions");
     }
+    const setup = /^\/v1\/setup_intents\/([^/]+)$/.exec(path);
+    if (method === "GET" && setup?.[1]) {
+      const intent = setupIntents.get(setup[1]);
+      return intent ? { status: 200, body: intent } : missing("setup_intent", setup[1]);
+    }
     const sub = /^\/v1\/subscriptions\/([^/]+)$/.exec(path);
     if (sub?.[1]) {
       const subscription = subscriptions.get(sub[1]);
       if (!subscription) return missing("subscription", sub[1]);
       if (method === "GET") return { status: 200, body: subscription };
+      if (method === "DELETE") {
+        // Stripe refuses to cancel a subscription twice.
+        if (subscription.status === "canceled")
+          return invalid(`A canceled subscription can only update its cancellation_details and metadata.`);
+        subscription.status = "canceled";
+        subscription.canceled_at = nowSeconds();
+        subscription.ended_at = nowSeconds();
+        // The package sends a DELETE's parameters in the query string.
+        subscription.cancellation = {
+          prorate: query.get("prorate"),
+          invoice_now: query.get("invoice_now"),
+        };
+        return { status: 200, body: subscription };
+      }
       if (method !== "POST") return undefined;
       if (params.cancel_at_period_end !== undefined) {
         subscription.cancel_at_period_end = params.cancel_at_period_end === "true";
@@ -436,6 +460,7 @@ export async function startPaymentProcessor(): Promise<PaymentProcessor> {
     checkoutSessions,
     portalSessions,
     subscriptions,
+    setupIntents,
     invoices,
     completeCheckout,
     addInvoice,

@@ -256,6 +256,24 @@ describe("plan state machine", () => {
     });
   });
 
+  it("an invoice of another subscription (one an upgrade replaced) changes nothing; of the plan's own, it does", () => {
+    const of = (subscription: unknown, parent?: unknown) => {
+      const e = invoice("invoice.payment_failed", T0 + 30 * DAY);
+      Object.assign(e.data.object, parent ? { parent } : { subscription });
+      return e;
+    };
+    expect(teamActive.planSubscriptionId).toBe("sub_1");
+    expect(nextPlanState(teamActive, of("sub_old"))).toBeNull();
+    expect(
+      nextPlanState(teamActive, of(undefined, { subscription_details: { subscription: "sub_old" } })),
+    ).toBeNull();
+    expect(nextPlanState(teamActive, of("sub_1"))?.changes.planStatus).toBe("payment_failed");
+    expect(
+      nextPlanState(teamActive, of(undefined, { subscription_details: { subscription: "sub_1" } }))?.changes
+        .planStatus,
+    ).toBe("payment_failed");
+  });
+
   it("a subscription update during payment_failed does not clear the failure", () => {
     const failed = run([invoice("invoice.payment_failed", T0 + 30 * DAY)], teamActive).fields;
     const t = nextPlanState(failed, subscription(T0 + 30 * DAY + 5, { periodStart: T0 + 30 * DAY }));

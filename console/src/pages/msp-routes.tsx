@@ -1,6 +1,6 @@
 /**
  * The MSP's pages, under /msps/{mspId}: its managed clients, one client (rename, configuration,
- * top-ups, detach), its team and invites, and the usage report. Each page module loads on first
+ * top-ups, detach), its team and invites, the usage report, and its billing (the payment method). Each page module loads on first
  * visit (its own chunk); the frame names the MSP and gives its navigation.
  */
 import { type ComponentType, lazy, type ReactNode } from "react";
@@ -24,12 +24,14 @@ const clients = () => import("./msp");
 const client = () => import("./msp-client");
 const team = () => import("./msp-team");
 const usage = () => import("./msp-usage");
+const billing = () => import("./msp-billing");
 
 /** The MSP's sections, in the order of its navigation. */
 const SECTIONS = [
   { segment: "", name: "Managed clients" },
   { segment: "team", name: "Team" },
   { segment: "usage", name: "Usage" },
+  { segment: "billing", name: "Billing" },
 ] as const;
 
 const MSP_ROUTES = [
@@ -41,6 +43,7 @@ const MSP_ROUTES = [
   },
   { pattern: "/msps/{mspId}/team", title: "MSP team", page: page(team, "MspTeamPage") },
   { pattern: "/msps/{mspId}/usage", title: "Usage report", page: page(usage, "MspUsagePage") },
+  { pattern: "/msps/{mspId}/billing", title: "MSP billing", page: page(billing, "MspBillingPage") },
 ];
 
 /** The MSP page a path names: its title, parameters and component, or null. */

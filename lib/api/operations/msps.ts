@@ -111,6 +111,15 @@ export const MspConfigurationSchema = z.object({
   mspId: z.string(),
   billingType: z.enum(MSP_BILLING_TYPES),
   billingStatus: z.enum(MSP_BILLING_STATUSES),
+  paymentMethodOnFile: z
+    .boolean()
+    .describe(
+      "Read only: whether an msp_owner put a payment method on file (Checkout in setup mode, POST /api/msps/{mspId}/billing/payment-method); billing a client to the MSP needs one",
+    ),
+  paymentMethodUpdated: z
+    .string()
+    .nullable()
+    .describe("Read only: when the payment method on file was last added or replaced"),
   promotionalCodes: z
     .array(z.object({ name: z.string(), createdAt: z.string(), expiresAt: z.string() }))
     .nullable(),
@@ -550,7 +559,7 @@ export const mspOperations = [
     group: "msps",
     summary: "Get the MSP's configuration",
     description:
-      "Answers the MSP's configuration (spec 2.14): billing type and status, promotional codes, and its own rates. Query `configurationType` may only be `msp`.",
+      "Answers the MSP's configuration (spec 2.14): billing type and status, whether a payment method is on file (read only, `paymentMethodOnFile` and `paymentMethodUpdated`: an msp_owner adds one with POST /api/msps/{mspId}/billing/payment-method), promotional codes, and its own rates. Query `configurationType` may only be `msp`.",
     access: access.msp("msp_user"),
     effect: "read",
     params: MspParams,

@@ -58,6 +58,14 @@ export const MspConfigItem = z.object({
   rates: MspRates,
   /** The MSP's customer with the payment processor (billing its managed clients), or null. */
   paymentCustomerId: z.string().nullable().default(null),
+  /**
+   * Whether the MSP put a payment method on file through Checkout in setup mode (the webhook sets
+   * it; lib/domain/msp-payment-method.ts), when, and the `created` time (seconds) of the Stripe
+   * event that did, so an older completion never replaces a newer method.
+   */
+  paymentMethodOnFile: z.boolean().default(false),
+  paymentMethodUpdated: z.string().nullable().default(null),
+  paymentMethodEventAt: z.number().nullable().default(null),
   configCreated: z.string(),
   configUpdated: z.string(),
 });
