@@ -9,9 +9,7 @@
  * (lib/domain/msp-payment-method.ts).
  */
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { v7 as uuidv7 } from "uuid";
 import { sdkCallBounds } from "#lib/aws/clients.ts";
-import { getConfig } from "#lib/config.ts";
 import {
   type ClientConfigItem,
   clientConfigKeys,
@@ -19,20 +17,17 @@ import {
   findClientIdByPaymentCustomer,
 } from "#lib/db/entities/client-config.ts";
 import { syncClientRuntime } from "#lib/db/entities/client-runtime.ts";
-import { listMembersOfClient } from "#lib/db/entities/member.ts";
-import { type NotificationItem, notificationKeys } from "#lib/db/entities/notification.ts";
-import { findUser } from "#lib/db/entities/user.ts";
+import type { NotificationItem } from "#lib/db/entities/notification.ts";
 import { commitSteps, nowIso, setExpression, type TransactionStep, tableName } from "#lib/db/store.ts";
-import { sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { badRequest, serviceUnavailable } from "#lib/shared/errors.ts";
+import { billingNotice, emailOwners } from "./billing-notices.ts";
 import { billingSettings } from "./billing-settings.ts";
 import {
   applyMspPaymentMethod,
   isMspPaymentMethodSetup,
   type MspPaymentMethodOutcome,
 } from "./msp-payment-method.ts";
-import { NOTIFICATION_RETENTION_DAYS } from "./notifications.ts";
 import { paymentClient } from "./payments.ts";
 import {
   type BillingEvent,
@@ -193,23 +188,9 @@ async function applyPlanEvent(event: BillingEvent): Promise<StripeEventOutcome> 
     ];
     let notification: NotificationItem | undefined;
     if (transition.notify) {
-      const notificationId = uuidv7();
-      const scope = { kind: "client", clientId } as const;
-      notification = {
-        ...notificationKeys.item(scope, notificationId),
-        entity: "notification",
-        notificationId,
-        type: "billing",
-        title: transition.title,
-        message: transition.message,
-        read: false,
-        createdAt: now,
-        TTL: Math.floor(Date.now() / 1000) + NOTIFICATION_RETENTION_DAYS * 86_400,
-      };
-      steps.push({
-        name: "putNotification",
-        action: { Put: { TableName: tableName(), Item: notification } },
-      });
+      const notice = billingNotice(clientId, transition, now);
+      notification = notice.notification;
+      steps.push(notice.step);
     }
     const cancelled = await commitSteps<"duplicate" | "moved">(steps, {
       attempts: 3,
@@ -280,19 +261,5 @@ async function cancelReplacedSubscriptions(event: BillingEvent, clientId: string
     throw serviceUnavailable(
       "The payment processor could not be reached; the event is to be delivered again",
     );
-  }
-}
-
-/** The owners hear of every transition by e-mail too. Best effort: the notification is the record. */
-async function emailOwners(clientId: string, notification: NotificationItem): Promise<void> {
-  try {
-    const members = (await listMembersOfClient(clientId)).filter((member) => member.roles.includes("owner"));
-    const users = await Promise.all(members.map((member) => findUser(member.userId)));
-    const owners = [...new Set(users.flatMap((user) => (user ? [user.userEmail] : [])))];
-    if (!owners.length) return;
-    const text = `${notification.message}\n\nBilling: ${getConfig().appUrl}/organisations/${encodeURIComponent(clientId)}/billing\n`;
-    await sendEmail({ to: owners, subject: notification.title, text, html: textToHtml(text) });
-  } catch (error) {
-    log.warn("Could not e-mail the owners of a billing change", { clientId, ...describeError(error) });
   }
 }

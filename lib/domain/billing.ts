@@ -10,12 +10,11 @@
  * plan as it was read, so a concurrent change is a 409 and never overwritten.
  */
 import type Stripe from "stripe";
-import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { now } from "#lib/clock.ts";
 import { getConfig } from "#lib/config.ts";
 import { type ClientConfigItem, clientConfigKeys, findClientConfig } from "#lib/db/entities/client-config.ts";
 import { findMspWithConfig } from "#lib/db/entities/msp.ts";
-import { homeDb, isConditionalCheckFailure, nowIso, tableName } from "#lib/db/store.ts";
+import { commitSteps, nowIso, type TransactionStep, tableName } from "#lib/db/store.ts";
 import { describeError, log } from "#lib/log.ts";
 import {
   badRequest,
@@ -26,6 +25,7 @@ import {
   validationFailed,
 } from "#lib/shared/errors.ts";
 import type { ClientAccess, MspAccess } from "./access.ts";
+import { billingNotice, emailOwners } from "./billing-notices.ts";
 import { billingSettings } from "./billing-settings.ts";
 import { CLIENT_NOT_FOUND } from "./clients.ts";
 import { effectiveBillingStatus } from "./dunning.ts";
@@ -41,6 +41,7 @@ import {
 } from "./plans.ts";
 
 export const MSP_PAYS = "Billing is handled by the client's MSP: the MSP pays for this client's plan";
+const UPDATE_PLAN = "updatePlan";
 export const PLAN_CHANGED = "The client's plan changed meanwhile; reload it and try again";
 const PROCESSOR_UNREACHABLE = "The payment processor could not be reached; try again";
 /** The currency of a setup-mode Checkout (the MSP's top-ups are charged in USD). */
@@ -112,6 +113,7 @@ async function storePending(
   clientId: string,
   read: { tier: PlanTier; statuses: readonly PlanStatus[] },
   pending: { planStatus: PlanStatus; planPendingTier: PlanTier; planPendingEffectiveAt: string | null },
+  notice: { title: string; message: string } | undefined,
 ): Promise<string> {
   const now = nowIso();
   const statusNames = read.statuses.map((_, index) => `:s${index}`);
@@ -120,30 +122,49 @@ async function storePending(
   const statusCondition = `(planStatus IN (${statusNames.join(", ")})${
     read.statuses.includes("active") ? " OR attribute_not_exists(planStatus)" : ""
   })`;
-  try {
-    await homeDb().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: clientConfigKeys.item(clientId),
-        UpdateExpression:
-          "SET planStatus = :status, planPendingTier = :pendingTier, planPendingEffectiveAt = :effectiveAt, configUpdated = :now",
-        ConditionExpression: `attribute_exists(pKey) AND (attribute_not_exists(billingTo) OR billingTo <> :msp) AND ${tierCondition} AND ${statusCondition}`,
-        ExpressionAttributeValues: {
-          ":status": pending.planStatus,
-          ":pendingTier": pending.planPendingTier,
-          ":effectiveAt": pending.planPendingEffectiveAt,
-          ":now": now,
-          ":msp": "msp",
-          ":tier": read.tier,
-          ...Object.fromEntries(read.statuses.map((status, index) => [`:s${index}`, status])),
+  const written = notice ? billingNotice(clientId, notice, now) : undefined;
+  const steps: TransactionStep[] = [
+    {
+      name: UPDATE_PLAN,
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: clientConfigKeys.item(clientId),
+          UpdateExpression:
+            "SET planStatus = :status, planPendingTier = :pendingTier, planPendingEffectiveAt = :effectiveAt, configUpdated = :now",
+          ConditionExpression: `attribute_exists(pKey) AND (attribute_not_exists(billingTo) OR billingTo <> :msp) AND ${tierCondition} AND ${statusCondition}`,
+          ExpressionAttributeValues: {
+            ":status": pending.planStatus,
+            ":pendingTier": pending.planPendingTier,
+            ":effectiveAt": pending.planPendingEffectiveAt,
+            ":now": now,
+            ":msp": "msp",
+            ":tier": read.tier,
+            ...Object.fromEntries(read.statuses.map((status, index) => [`:s${index}`, status])),
+          },
         },
-      }),
-    );
-  } catch (error) {
-    if (isConditionalCheckFailure(error)) throw conflict(PLAN_CHANGED);
-    throw error;
-  }
+      },
+    },
+    ...(written ? [written.step] : []),
+  ];
+  const moved = await commitSteps<"moved">(steps, {
+    attempts: 3,
+    cancelled: ({ failed }) => (failed.includes(UPDATE_PLAN) ? "moved" : undefined),
+  });
+  if (moved) throw conflict(PLAN_CHANGED);
+  if (written) await emailOwners(clientId, written.notification);
   return now;
+}
+
+/** Whether storing this pending change is a transition (a repeated request writes no notice). */
+function isTransition(
+  config: ClientConfigItem,
+  pending: { planStatus: PlanStatus; planPendingTier: PlanTier },
+): boolean {
+  return (
+    planStatusOf(config.planStatus) !== pending.planStatus ||
+    config.planPendingTier !== pending.planPendingTier
+  );
 }
 
 export interface CheckoutStarted {
@@ -207,10 +228,17 @@ export async function startCheckout(
   );
   const answer = started(session);
   try {
+    const pending = { planStatus: "upgrade_requested", planPendingTier: planTier } as const;
     await storePending(
       member.clientId,
       { tier, statuses: ["active", "upgrade_requested", "expired"] },
-      { planStatus: "upgrade_requested", planPendingTier: planTier, planPendingEffectiveAt: null },
+      { ...pending, planPendingEffectiveAt: null },
+      isTransition(config, pending)
+        ? {
+            title: `Upgrade to ${planTier} started`,
+            message: `An owner started the payment for the ${planTier} plan. The plan changes once the payment completes; until then the ${effective} plan's limits apply.`,
+          }
+        : undefined,
     );
   } catch (error) {
     // The plan changed under us: the session must not be usable (best effort; it expires anyway).
@@ -304,10 +332,21 @@ export async function scheduleDowngrade(
     ),
   );
   try {
+    const pending = { planStatus: "downgrade_scheduled", planPendingTier: planTier } as const;
+    const day = effectiveAt.slice(0, 10);
     await storePending(
       member.clientId,
       { tier, statuses: ["active", "upgrade_requested", "downgrade_scheduled"] },
-      { planStatus: "downgrade_scheduled", planPendingTier: planTier, planPendingEffectiveAt: effectiveAt },
+      { ...pending, planPendingEffectiveAt: effectiveAt },
+      isTransition(config, pending)
+        ? {
+            title: `Downgrade to ${planTier} scheduled`,
+            message:
+              planTier === "basic"
+                ? `The subscription ends at the end of the current period, on ${day}; the client then has the basic plan's limits. Until then the ${tier} plan's limits apply.`
+                : `The plan changes from ${tier} to ${planTier} at the end of the current period, on ${day}. Until then the ${tier} plan's limits apply.`,
+          }
+        : undefined,
     );
   } catch (error) {
     // The subscription was changed already: say so, for whoever reconciles it with the plan.

@@ -413,6 +413,16 @@ describe("a downgrade or cancellation at the period's end", () => {
       planPendingTier: "basic",
       planPendingEffectiveAt: periodEnd,
     });
+    // Each transition the owner made is in the inbox once: asking again for the same downgrade is
+    // no new transition.
+    const again = await org.owner.api.post(billing(org, "downgrade"), { planTier: "basic" });
+    expect(again.status).toBe(200);
+    const list = await org.owner.api.get(`/api/clients/${org.clientId}/notifications`);
+    const notices = (list.body.notifications as { type: string; title: string; message: string }[])
+      .filter((notification) => notification.type === "billing")
+      .map((notification) => notification.title)
+      .sort();
+    expect(notices).toEqual(["Downgrade to basic scheduled", "Upgrade to team started"]);
   });
 
   it("a lower paid tier changes the subscription's price from the next invoice, without proration", async () => {
