@@ -12,8 +12,8 @@ import { pathToFileURL } from "node:url";
 import type { Metafile } from "esbuild";
 import { buildSplitBundle, DATA_PLANE_ENTRY, PROJECT_ROOT } from "../cdk/bundle.ts";
 
-/** Goals of issue 9 ("Cold start"). */
-export const BUNDLE_LIMIT_BYTES = 300 * 1024;
+/** Goals of issue 9 ("Cold start"); the size lowered from 300 KiB by issue 25 (headroom). */
+export const BUNDLE_LIMIT_BYTES = 280 * 1024;
 export const IMPORT_LIMIT_MS = 120;
 
 export interface BundleFigures {
@@ -27,6 +27,9 @@ export interface BundleFigures {
   /** Input modules by minified bytes in the output, biggest first, grouped by package. */
   startupModules: [string, number][];
   lazyModules: [string, number][];
+  /** The input files (paths from the project root) with code in the cold start, and on demand. */
+  startupInputs: string[];
+  lazyInputs: string[];
   /** Files copied beside their chunks (cdk/bundle.ts RUNTIME_FILES: the QuickJS wasm), absolute. */
   runtimeFiles: string[];
   runtimeBytes: number;
@@ -65,6 +68,15 @@ export function bundleFigures(
         bytes.set(groupOf(input), (bytes.get(groupOf(input)) ?? 0) + bytesInOutput);
     return [...bytes].filter(([, size]) => size > 0).sort((a, b) => b[1] - a[1]);
   };
+  const inputsOf = (files: [string, Metafile["outputs"][string]][]) => [
+    ...new Set(
+      files.flatMap(([, output]) =>
+        Object.entries(output.inputs)
+          .filter(([, { bytesInOutput }]) => bytesInOutput > 0)
+          .map(([input]) => input),
+      ),
+    ),
+  ];
   const sum = (files: [string, Metafile["outputs"][string]][]) =>
     files.reduce((total, [, output]) => total + output.bytes, 0);
   const startupFiles = outputs.filter(([file]) => startup.has(file));
@@ -77,6 +89,8 @@ export function bundleFigures(
     totalBytes: sum(outputs),
     startupModules: modules(startupFiles),
     lazyModules: modules(lazyFiles),
+    startupInputs: inputsOf(startupFiles),
+    lazyInputs: inputsOf(lazyFiles),
     runtimeFiles,
     runtimeBytes: runtimeFiles.reduce((total, file) => total + statSync(file).size, 0),
   };

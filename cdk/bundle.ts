@@ -25,10 +25,28 @@ export const MAIN_FIELDS = ["module", "main"];
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);";
 
-/** Modules swapped in the data-plane bundle (never run there, or replaced by a smaller equivalent). */
+/**
+ * Modules swapped in the data-plane bundle (never run there, or replaced by a smaller equivalent;
+ * docs/performance.md has the bytes each saves). An alias replaces a package path only (a relative
+ * import inside a package cannot be swapped), and esbuild fails the build when the replacement
+ * lacks a name some bundled module imports.
+ */
 export const DATA_PLANE_ALIASES: Record<string, string> = {
   "@aws-sdk/credential-provider-node": join(PROJECT_ROOT, "lib", "aws", "env-credentials.ts"),
+  // The endpoint-discovery cache every DynamoDB client builds (discovery is off): a Map.
+  "mnemonist/lru-cache": join(PROJECT_ROOT, "lib", "aws", "lru-cache.ts"),
+  // SHA-256 and CRC-32 from node:crypto and node:zlib, without the JavaScript fallbacks.
+  "@smithy/core/checksum": join(PROJECT_ROOT, "lib", "aws", "sha256.ts"),
 };
+
+/**
+ * What an output file of a bundle calls when bundled code reaches esbuild's `__require` shim (a
+ * CommonJS `require()` of a module left outside the bundle): ESM has no `require`, so the shim
+ * throws this at run time unless ESM_REQUIRE_BANNER defines one. The data-plane bundle has none
+ * and carries no banner (it would add 134 bytes to each of its 20 cold-start files);
+ * buildSplitBundle fails when one appears.
+ */
+export const DYNAMIC_REQUIRE_SHIM = "Dynamic require of";
 
 /** The data plane's entry point. */
 export const DATA_PLANE_ENTRY = join(PROJECT_ROOT, "functions", "data-plane.ts");
@@ -93,7 +111,6 @@ export function splitBundleOptions(
     sourcesContent: false,
     outExtension: { ".js": ".mjs" },
     chunkNames: "chunks/[name]-[hash]",
-    banner: { js: ESM_REQUIRE_BANNER },
     alias: DATA_PLANE_ALIASES,
     absWorkingDir: PROJECT_ROOT,
     logLevel: "warning",
@@ -129,6 +146,14 @@ export function buildSplitBundle(
   outdir: string,
 ): { metafile: Metafile; runtimeFiles: string[] } {
   const metafile = buildSync(splitBundleOptions(entry, outdir)).metafile!;
+  for (const output of Object.keys(metafile.outputs))
+    if (
+      output.endsWith(".mjs") &&
+      readFileSync(resolve(PROJECT_ROOT, output), "utf8").includes(DYNAMIC_REQUIRE_SHIM)
+    )
+      throw new Error(
+        `${output} calls require() (esbuild's shim: "${DYNAMIC_REQUIRE_SHIM}"), which the split ESM bundle does not define: import the module instead, or add ESM_REQUIRE_BANNER back to splitBundleOptions`,
+      );
   return { metafile, runtimeFiles: copyRuntimeFiles(metafile) };
 }
 

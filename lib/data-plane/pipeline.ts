@@ -38,12 +38,7 @@ import { type CommitCounters, count } from "#lib/data-plane/stages/count.ts";
 import { filterResponse, screenCaller, screenRequest } from "#lib/data-plane/stages/filter.ts";
 import { forward } from "#lib/data-plane/stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "#lib/data-plane/stages/locate.ts";
-import {
-  requestLogItem,
-  requestLogModule,
-  requestSecretValues,
-  writeLogAndSettlement,
-} from "#lib/data-plane/stages/log.ts";
+import type { writeLogAndSettlement } from "#lib/data-plane/stages/log.ts";
 import type { TransformDeps } from "#lib/data-plane/stages/transform.ts";
 import { loadOnce } from "#lib/lazy.ts";
 import { describeError, log, logSettled } from "#lib/log.ts";
@@ -97,6 +92,8 @@ export interface PipelineDeps {
 
 // Modules loaded on demand, each resolved once per instance (lib/lazy.ts).
 const transformStage = loadOnce(() => import("#lib/data-plane/stages/transform.ts"));
+// The request log and the settlement's write run after the answer (and the redaction of an MCP answer).
+const logStage = loadOnce(() => import("#lib/data-plane/stages/log.ts"));
 const customTokenModule = loadOnce(() => import("#lib/vault/custom-token.ts"));
 const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
 const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
@@ -167,7 +164,7 @@ export function defaultDeps(region: string): PipelineDeps {
     claims: singleUseClaims(region),
     send: sendOutbound,
     dynamicToken: dynamicTokenFor,
-    writeAfter: writeLogAndSettlement,
+    writeAfter: async (...args) => (await logStage()).writeLogAndSettlement(...args),
   };
 }
 
@@ -258,7 +255,10 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
     // the credential has been used at the target), released otherwise.
     await settleClaim(ctx, deps.claims, ctx.processed && (ctx.target?.status ?? 500) < 400);
     let response = shaped(answer, ctx.requestId);
-    if (redact) response = (await requestLogModule()).redactAnswer(ctx, response, requestSecretValues);
+    if (redact) {
+      const { requestLogModule, requestSecretValues } = await logStage();
+      response = (await requestLogModule()).redactAnswer(ctx, response, requestSecretValues);
+    }
     const answeredAt = deps.now();
     return {
       response,
@@ -266,6 +266,7 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
         try {
           const settle = ctx.counted && ctx.meterUses?.length ? await settlementModule() : undefined;
           const settlement = settle?.settlementSteps(ctx) ?? [];
+          const { requestLogItem } = await logStage();
           await deps.writeAfter(region, ctx, await requestLogItem(ctx, answer, answeredAt), settlement);
           await settle?.recordMeans(region, ctx);
         } catch (error) {

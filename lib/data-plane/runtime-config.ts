@@ -31,9 +31,10 @@ import { type TargetItem, targetItemOf, targetKeys } from "#lib/db/entities/targ
 import { keys } from "#lib/db/keys.ts";
 import { getInRegion } from "#lib/db/regional.ts";
 import { batchGet } from "#lib/db/store.ts";
+import { type CompiledRules, loadRuleEvaluator, NO_RULES } from "#lib/domain/rules/access-layers.ts";
 import { loadRuleEngine } from "#lib/domain/rules/regex.ts";
-import { type CompiledRules, compileRules, type EvaluableRule } from "#lib/domain/rules/rule-evaluator.ts";
-import { decryptSecretCached } from "#lib/vault/envelope.ts";
+import type { EvaluableRule } from "#lib/domain/rules/rule-evaluator.ts";
+import { loadOnce } from "#lib/lazy.ts";
 import type { JwksDocument } from "./jwks-cache.ts";
 import { rememberCredentialHome } from "./jwks-homes.ts";
 import { type CompiledMeter, compileMeters } from "./meter-plan.ts";
@@ -115,6 +116,12 @@ function transformKinds(
   });
 }
 
+/**
+ * The secret envelope (AES-GCM, the data-key cache, KMS) runs when a credential is loaded, never
+ * on a warm request: loaded on demand, not at a cold start (docs/performance.md).
+ */
+const envelope = loadOnce(() => import("#lib/vault/envelope.ts"));
+
 const isJwks = (value: unknown): value is JwksDocument =>
   typeof value === "object" && value !== null && Array.isArray((value as { keys?: unknown }).keys);
 
@@ -127,6 +134,7 @@ async function loadCredential(region: string, item: CredentialItem | undefined) 
     const { jwksCache } = await import("./jwks-cache.ts");
     if (!jwksCache.peek(credentialId)) jwksCache.seed(credentialId, item.jwksCache);
   }
+  const { decryptSecretCached } = await envelope();
   const secret = await decryptSecretCached<Record<string, unknown>>(item.secretEnvelope, {
     region,
     clientId,
@@ -154,7 +162,8 @@ const meterHasPattern = (meter: MeterItem): boolean =>
 
 /**
  * The rules and meters of a load, compiled. re2js is loaded on demand (lib/domain/rules/regex.ts):
- * it is awaited here, before compiling, when a rule or an active meter has a pattern.
+ * it is awaited here, before compiling, when a rule or an active meter has a pattern; the rule
+ * evaluator when there is a rule (lib/domain/rules/access-layers.ts).
  */
 export async function compileRuntime(
   rules: RuleLayers,
@@ -163,6 +172,9 @@ export async function compileRuntime(
   const layers = [rules.credential, rules.proxy, rules.target];
   if (layers.some((layer) => layer.some(ruleHasPattern)) || meters.some(meterHasPattern))
     await loadRuleEngine();
+  const compileRules = layers.some((layer) => layer.length > 0)
+    ? (await loadRuleEvaluator()).compileRules
+    : () => NO_RULES;
   return {
     compiledRules: {
       credential: compileRules(rules.credential),

@@ -8,7 +8,9 @@
  *   `{ready}` on parentPort.
  * - Then a synchronous loop: `Atomics.wait` on the shared control word for work, read the request
  *   with `receiveMessageOnPort`, answer on the same port, bump the answer word and notify. Nothing
- *   here is asynchronous after the start.
+ *   here is asynchronous after the start. A call (the warm path) travels as its arguments' JSON
+ *   string alone, its key and deadline in the control words, and a call that succeeded without
+ *   module output is answered with the result's JSON string alone (sandbox.ts, "Handoff").
  * - Each transform (a `key` from the main thread) gets its own QuickJS runtime and context. A
  *   failure of a call frees its context; the main thread compiles it again before the next call.
  * - A host-level failure (a wasm trap, the host stack exhausted inside wasm, an abort) answers
@@ -36,9 +38,11 @@ import type {
   WorkerResult,
   WorkerSetup,
 } from "./sandbox.ts";
+import { ANSWER_SEQ, CALL_DEADLINE, CALL_KEY, REQUEST_SEQ } from "./sandbox-control.ts";
 
 const MESSAGE_LIMIT = 500;
 const OUTPUT_LIMIT = 1000;
+const UNDEFINED_RESULT = "the transform returned undefined, not a JSON value";
 
 class Failure extends Error {
   constructor(
@@ -52,7 +56,10 @@ class Failure extends Error {
 interface Instance {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
-  /** The prelude's runner: (fn, argsJson) => resultJson | Promise<resultJson>. */
+  /**
+   * The prelude's runner bound to the default export and the result limit: (argsJson) =>
+   * resultJson | Promise<resultJson>, the JSON string or INVALID and the reason.
+   */
   runner: QuickJSHandle;
   /** The default export. */
   fn: QuickJSHandle;
@@ -61,8 +68,16 @@ interface Instance {
 }
 
 /**
+ * The first character of a runner's answer that is not a result but why there is none: JSON text
+ * never starts with it (and, unlike NUL, it survives QuickJS's C strings).
+ */
+const INVALID = "!";
+
+/**
  * Evaluated in each new context before the user's module: takes what the runner needs before user
- * code can replace it, makes Date unable to read the clock, and returns the runner.
+ * code can replace it, makes Date unable to read the clock, and returns the runner's maker
+ * (fn, limit) => runner. The runner answers one string per call (its JSON, or INVALID and the
+ * reason: not JSON, undefined, over the limit), so the host reads one string and nothing else.
  */
 const PRELUDE = `(() => {
   const parse = JSON.parse, stringify = JSON.stringify, apply = Reflect.apply;
@@ -80,20 +95,27 @@ const PRELUDE = `(() => {
   SandboxDate.parse = RealDate.parse;
   SandboxDate.now = () => noClock("Date.now()");
   globalThis.Date = SandboxDate;
-  const out = (value) => {
+  const out = (value, limit) => {
+    let json;
     try {
-      return stringify(value);
+      json = stringify(value);
     } catch (error) {
       if (error instanceof InternalErrorType) throw error;
-      return { invalid: "the result is not JSON: " + String(error) };
+      return "${INVALID}the result is not JSON: " + String(error);
     }
+    if (json === undefined) return "${INVALID}${UNDEFINED_RESULT}";
+    if (json.length > limit) return "${INVALID}the result is " + json.length + " characters of JSON, over the limit of " + limit;
+    return json;
   };
-  return (fn, json) => {
-    const result = apply(fn, undefined, parse(json));
-    if (result !== null && typeof result === "object" && typeof result.then === "function") {
-      return result.then(out);
-    }
-    return out(result);
+  return (fn, limit) => {
+    const settled = (value) => out(value, limit);
+    return (json) => {
+      const result = apply(fn, undefined, parse(json));
+      if (result !== null && typeof result === "object" && typeof result.then === "function") {
+        return result.then(settled);
+      }
+      return out(result, limit);
+    };
   };
 })()`;
 
@@ -109,6 +131,14 @@ const WARM_UP_ARGS = JSON.stringify([{ clientId: "c" }, { headers: {}, body: { a
 // ---- QuickJS ---------------------------------------------------------------------------------
 
 let output: WorkerOutput[] = [];
+
+const interrupted = (during: "call" | "load") =>
+  new Failure(
+    "timeout",
+    during === "call"
+      ? "the transform ran past its deadline"
+      : "the transform's module (its top level) ran past its load deadline",
+  );
 
 function describeError(context: QuickJSContext, error: QuickJSHandle, during: "call" | "load"): Failure {
   let name = "";
@@ -130,14 +160,7 @@ function describeError(context: QuickJSContext, error: QuickJSHandle, during: "c
     // Reading the error failed (typically no memory left): the limit is the likely cause.
     return new Failure("memory", "the transform ran out of memory");
   }
-  if (name === "InternalError" && message === "interrupted") {
-    return new Failure(
-      "timeout",
-      during === "call"
-        ? "the transform ran past its deadline"
-        : "the transform's module (its top level) ran past its load deadline",
-    );
-  }
+  if (name === "InternalError" && message === "interrupted") return interrupted(during);
   if (message === "out of memory") return new Failure("memory", "the transform ran out of memory");
   if (message === "stack overflow") return new Failure("memory", "the transform overflowed its stack");
   const text = name ? `${name}: ${message}` : message;
@@ -162,6 +185,13 @@ function settle(instance: Instance, handle: QuickJSHandle, during: "call" | "loa
   if (state.type === "pending") {
     drainJobs(instance, during);
     state = context.getPromiseState(handle);
+  }
+  // The interrupt can land in QuickJS's own promise jobs (resuming an `await`), which then drop it
+  // (the promise stays pending) or fail otherwise ("not a function"): past the deadline, a promise
+  // not fulfilled is the deadline's doing.
+  if (state.type !== "fulfilled" && performance.now() > instance.deadline) {
+    if (state.type === "rejected") state.error.dispose();
+    throw interrupted(during);
   }
   if (state.type === "pending") {
     const what = during === "call" ? "the transform" : "the module";
@@ -201,6 +231,7 @@ function createInstance(
       prelude.error.dispose();
       throw failure;
     }
+    // The runner's maker until the default export is known (disposed with the instance on failure).
     instance.runner = prelude.value;
     const evaluated = context.evalCode(request.javascript, name, { type: "module" });
     if (evaluated.error) {
@@ -222,6 +253,17 @@ function createInstance(
       throw new Failure("invalid", "the code has no default export function");
     }
     instance.fn = fn;
+    const maker = instance.runner;
+    const limit = context.newNumber(request.resultLimitChars);
+    const bound = context.callFunction(maker, context.undefined, fn, limit);
+    limit.dispose();
+    maker.dispose();
+    if (bound.error) {
+      const failure = describeError(context, bound.error, "load");
+      bound.error.dispose();
+      throw failure;
+    }
+    instance.runner = bound.value;
     return instance;
   } catch (error) {
     // After a failure of the code its handles are freed; after a host failure the worker is
@@ -231,36 +273,28 @@ function createInstance(
   }
 }
 
-/** The result's JSON text, after the size check (the depth check and parse are the host's). */
-function readResult(instance: Instance, handle: QuickJSHandle, resultLimitChars: number): string {
+/**
+ * The result's JSON text (the depth check and parse are the host's). The runner answers a string:
+ * the JSON, or INVALID and the reason. Anything else comes from a thenable that answered a value
+ * of its own: undefined, or not JSON.
+ */
+function readResult(instance: Instance, handle: QuickJSHandle): string {
   const { context } = instance;
   const type = context.typeof(handle);
-  if (type === "undefined")
-    throw new Failure("invalid", "the transform returned undefined, not a JSON value");
-  if (type === "object") {
-    const invalid = context.getProp(handle, "invalid");
-    const message =
-      context.typeof(invalid) === "string" ? context.getString(invalid) : "the result is not JSON";
-    invalid.dispose();
-    throw new Failure("invalid", message.slice(0, MESSAGE_LIMIT));
+  if (type !== "string") {
+    if (type === "undefined") throw new Failure("invalid", UNDEFINED_RESULT);
+    if (type === "object") throw new Failure("invalid", "the result is not JSON");
   }
-  const length = context.getProp(handle, "length");
-  const chars = context.getNumber(length);
-  length.dispose();
-  if (chars > resultLimitChars) {
-    throw new Failure(
-      "invalid",
-      `the result is ${chars} characters of JSON, over the limit of ${resultLimitChars}`,
-    );
-  }
-  return context.getString(handle);
+  const text = context.getString(handle);
+  if (text.startsWith(INVALID)) throw new Failure("invalid", text.slice(1, 1 + MESSAGE_LIMIT));
+  return text;
 }
 
-function call(instance: Instance, argsJson: string, deadlineMs: number, resultLimitChars: number): string {
+function call(instance: Instance, argsJson: string, deadlineMs: number): string {
   instance.deadline = performance.now() + deadlineMs;
   const { context } = instance;
   const argsHandle = context.newString(argsJson);
-  const called = context.callFunction(instance.runner, context.undefined, instance.fn, argsHandle);
+  const called = context.callFunction(instance.runner, context.undefined, argsHandle);
   argsHandle.dispose();
   if (called.error) {
     const failure = describeError(context, called.error, "call");
@@ -272,7 +306,7 @@ function call(instance: Instance, argsJson: string, deadlineMs: number, resultLi
   let settled: QuickJSHandle | undefined;
   try {
     settled = settle(instance, called.value, "call");
-    return readResult(instance, settled, resultLimitChars);
+    return readResult(instance, settled);
   } finally {
     if (settled && settled !== called.value && settled.alive) settled.dispose();
     if (called.value.alive) called.value.dispose();
@@ -315,7 +349,7 @@ function handle(module: QuickJSWASMModule, request: WorkerRequest): { result?: W
         return {
           result: {
             ok: true,
-            json: call(instance, request.argsJson, request.deadlineMs, request.resultLimitChars),
+            json: call(instance, request.argsJson, request.deadlineMs),
           },
         };
       } catch (error) {
@@ -344,11 +378,22 @@ function serve(module: QuickJSWASMModule, port: MessagePort, control: Int32Array
   // bumped between the ready message and this line.
   let seen = 0;
   for (;;) {
-    Atomics.wait(control, 0, seen);
-    seen = Atomics.load(control, 0);
+    Atomics.wait(control, REQUEST_SEQ, seen);
+    seen = Atomics.load(control, REQUEST_SEQ);
     const received = receiveMessageOnPort(port);
     if (!received) continue;
-    const request = received.message as WorkerRequest & { seq: number };
+    const message = received.message as (WorkerRequest & { seq: number }) | string;
+    // A call is its arguments' JSON alone; its key and deadline are in the control words.
+    const request: WorkerRequest & { seq: number } =
+      typeof message === "string"
+        ? {
+            op: "call",
+            key: Atomics.load(control, CALL_KEY),
+            argsJson: message,
+            deadlineMs: Atomics.load(control, CALL_DEADLINE),
+            seq: seen,
+          }
+        : message;
     let reply: WorkerReply;
     try {
       const { result } = handle(module, request);
@@ -366,10 +411,13 @@ function serve(module: QuickJSWASMModule, port: MessagePort, control: Int32Array
         reply = { seq: request.seq, alive: false, output, broken: errorText(error) };
       }
     }
+    // A call that succeeded without module output is answered with its JSON alone.
+    if (request.op === "call" && reply.result?.ok && reply.alive && output.length === 0)
+      port.postMessage(reply.result.json);
+    else port.postMessage(reply);
     output = [];
-    port.postMessage(reply);
-    Atomics.store(control, 1, request.seq);
-    Atomics.notify(control, 1);
+    Atomics.store(control, ANSWER_SEQ, request.seq);
+    Atomics.notify(control, ANSWER_SEQ);
   }
 }
 
@@ -399,10 +447,11 @@ async function start(): Promise<void> {
       memoryBytes: 8 * 1024 * 1024,
       maxStackBytes: 256 * 1024,
       loadDeadlineMs: 10_000,
+      resultLimitChars: 1024,
     },
     "warm-up.js",
   );
-  call(warm, WARM_UP_ARGS, 10_000, 1024);
+  call(warm, WARM_UP_ARGS, 10_000);
   disposeInstance(warm);
   if (!parentPort) throw new Error("sandbox-worker.ts runs only as a worker thread (no parentPort)");
   parentPort.postMessage({ ready: true, loadedMs, warmedMs: performance.now() - started - loadedMs });

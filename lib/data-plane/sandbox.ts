@@ -6,11 +6,14 @@
  * - QuickJS runs in one `node:worker_threads` Worker per warm instance (sandbox-worker.ts), with
  *   one WebAssembly module in it, started on the first compile. This file is its main-thread
  *   side and keeps the API: compileTransform / runTransform / disposeTransform.
- * - Handoff: a MessageChannel carries the request and the answer; a SharedArrayBuffer of two
- *   Int32 words signals them. The main thread posts, bumps the request word and `Atomics.wait`s on
- *   the answer word with a timeout; the worker `Atomics.wait`s for work and reads the request with
- *   `receiveMessageOnPort`. Calls are therefore synchronous and serialised, as QuickJS in process
- *   was.
+ * - Handoff: a MessageChannel carries the request and the answer; a SharedArrayBuffer of Int32
+ *   words (sandbox-control.ts) signals them. The main thread posts, bumps the request word and
+ *   `Atomics.wait`s on the answer word with a timeout (polling it first, SPIN_MS); the worker
+ *   `Atomics.wait`s for work and reads the request with `receiveMessageOnPort`. Calls are
+ *   therefore synchronous and serialised, as QuickJS in process was. The warm path is lean: a
+ *   call is posted as its arguments' JSON string alone (its key and deadline in control words),
+ *   and a call that succeeded without module output is answered with the result's JSON string
+ *   alone; other requests and answers are objects with their seq.
  * - Two bounds per call, both enforced twice: inside QuickJS by the interrupt handler (a
  *   `timeout` failure, the context is thrown away, the worker lives) and outside by the main
  *   thread's wait (`deadline + killGraceMs`): when the worker has not answered by then (a builtin
@@ -72,6 +75,7 @@ import {
   suspensionPolicy,
 } from "#lib/domain/transforms/suspension.ts";
 import { log, metricFields } from "#lib/log.ts";
+import { ANSWER_SEQ, CALL_DEADLINE, CALL_KEY, CONTROL_BYTES, REQUEST_SEQ } from "./sandbox-control.ts";
 
 export const DEFAULT_MEMORY_LIMIT_MB = 16;
 export const DEFAULT_DEADLINE_MS = 50;
@@ -175,7 +179,7 @@ export interface CompiledTransform {
 
 /** workerData of a new worker. */
 export interface WorkerSetup {
-  /** Two Int32 words: [0] the last request's seq (main writes), [1] the last answer's (worker). */
+  /** Int32 words, sandbox-control.ts. */
   control: SharedArrayBuffer;
   port: MessagePort;
 }
@@ -189,8 +193,10 @@ export type WorkerRequest =
       memoryBytes: number;
       maxStackBytes: number;
       loadDeadlineMs: number;
+      /** The result's JSON, in characters (the runner answers a longer one `invalid`). */
+      resultLimitChars: number;
     }
-  | { op: "call"; key: number; argsJson: string; deadlineMs: number; resultLimitChars: number }
+  | { op: "call"; key: number; argsJson: string; deadlineMs: number }
   | { op: "dispose"; key: number }
   | { op: "leak"; key: number };
 
@@ -264,7 +270,7 @@ function newWorker(setup: WorkerSetup): Worker {
 }
 
 function startWorker(): SandboxWorker {
-  const control = new SharedArrayBuffer(8);
+  const control = new SharedArrayBuffer(CONTROL_BYTES);
   const { port1, port2 } = new MessageChannel();
   const worker = newWorker({ control, port: port2 });
   const handle = {
@@ -326,6 +332,8 @@ async function withWorker<T>(use: (handle: SandboxWorker) => T): Promise<T> {
   }
 }
 
+const NO_OUTPUT: WorkerOutput[] = [];
+
 /** Logs the worker's output lines (never raw process output). */
 function logOutput(output: WorkerOutput[]): void {
   for (const { stream, text } of output) {
@@ -359,13 +367,18 @@ function exchange(
   if (handle !== current || handle.state !== "ready") throw new Error("the sandbox worker is not ready");
   const seq = ++handle.seq;
   const started = performance.now();
-  handle.port.postMessage({ ...request, seq });
-  Atomics.store(handle.control, 0, seq);
-  Atomics.notify(handle.control, 0);
+  const { control } = handle;
+  if (request.op === "call") {
+    Atomics.store(control, CALL_KEY, request.key);
+    Atomics.store(control, CALL_DEADLINE, request.deadlineMs);
+    handle.port.postMessage(request.argsJson);
+  } else handle.port.postMessage({ ...request, seq });
+  Atomics.store(control, REQUEST_SEQ, seq);
+  Atomics.notify(control, REQUEST_SEQ);
   const end = started + timeoutMs;
   const spinUntil = started + SPIN_MS;
-  while (Atomics.load(handle.control, 1) !== seq && performance.now() < spinUntil);
-  while (Atomics.load(handle.control, 1) !== seq) {
+  while (Atomics.load(control, ANSWER_SEQ) !== seq && performance.now() < spinUntil);
+  while (Atomics.load(control, ANSWER_SEQ) !== seq) {
     const left = end - performance.now();
     if (left <= 0) {
       const killStarted = performance.now();
@@ -382,11 +395,15 @@ function exchange(
       if (!current) startWorker();
       return undefined;
     }
-    Atomics.wait(handle.control, 1, seq - 1, left);
+    Atomics.wait(control, ANSWER_SEQ, seq - 1, left);
   }
   for (;;) {
     const received = receiveMessageOnPort(handle.port);
     if (!received) throw new Error(`the sandbox worker answered ${seq} without a message`);
+    // A successful call's JSON alone: the worker answers in order, one answer per request, and
+    // every earlier answer was read by its own exchange (a worker that missed one was killed).
+    if (typeof received.message === "string")
+      return { seq, result: { ok: true, json: received.message }, alive: true, output: NO_OUTPUT };
     const reply = received.message as WorkerReply;
     if (reply.seq !== seq) continue;
     logOutput(reply.output);
@@ -465,6 +482,7 @@ function compileIn(handle: SandboxWorker, compiled: CompiledTransform): Failed |
       memoryBytes: limits.memoryBytes,
       maxStackBytes: limits.maxStackBytes,
       loadDeadlineMs: limits.loadDeadlineMs,
+      resultLimitChars: RESULT_LIMIT_CHARS,
     },
     limits.loadDeadlineMs + limits.killGraceMs,
     compiled.id,
@@ -582,7 +600,10 @@ async function callTransform(compiled: CompiledTransform, args: unknown[]): Prom
     };
   }
   try {
-    return await withWorker((handle) => callIn(handle, compiled, argsJson));
+    // Warm: the worker is ready, the call runs now (no wait on its start, no extra await).
+    const handle = current;
+    if (handle?.state === "ready") return callIn(handle, compiled, argsJson);
+    return await withWorker((started) => callIn(started, compiled, argsJson));
   } catch (error) {
     return hostFailure(errorText(error));
   }
@@ -603,7 +624,6 @@ function callIn(handle: SandboxWorker, compiled: CompiledTransform, argsJson: st
       key: compiled.key,
       argsJson,
       deadlineMs: limits.deadlineMs,
-      resultLimitChars: RESULT_LIMIT_CHARS,
     },
     limits.deadlineMs + limits.killGraceMs,
     compiled.id,

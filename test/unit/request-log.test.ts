@@ -498,6 +498,16 @@ describe("request ids and time ranges", () => {
     expect(requestIdTime("not-a-uuid")).toBeUndefined();
   });
 
+  it("names every request of a millisecond differently, each a UUIDv7 with the RFC 9562 variant", () => {
+    const ids = Array.from({ length: 2000 }, () => newRequestId(RECEIVED));
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The random bits are spread: every variant digit and many version-field digits occur.
+    expect(new Set(ids.map((id) => id[19]))).toEqual(new Set(["8", "9", "a", "b"]));
+    expect(new Set(ids.map((id) => id.slice(15, 18))).size).toBeGreaterThan(1000);
+  });
+
   it("brackets every id of a millisecond between the lowest and highest id of it", () => {
     for (let i = 0; i < 200; i++) {
       const id = newRequestId(RECEIVED);

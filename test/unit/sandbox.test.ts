@@ -164,6 +164,22 @@ describe("sandbox: hostile code", () => {
     expect(sandboxStats().recycles).toBe(recycles);
   });
 
+  it("answers an endless loop of awaits as a timeout wherever the deadline lands, without a recycle", async () => {
+    // The interrupt may land in QuickJS's own job that resumes an `await`: the promise is then
+    // left pending or rejected with another error, which past the deadline is still a timeout.
+    const { recycles, kills } = sandboxStats();
+    const loops = [
+      "export default async () => { while (true) await null }",
+      "export default async () => { for (;;) { await null; await 1; } }",
+      "export default async () => { let i = 0; while (true) await Promise.resolve(i++) }",
+      "export default () => new Promise((resolve) => { const again = () => Promise.resolve().then(again); again(); })",
+    ];
+    for (const code of loops)
+      for (let i = 0; i < 3; i++) expectFailure(await runOnce(code), "timeout", /ran past its deadline/);
+    await expectNormalCall();
+    expect(sandboxStats()).toMatchObject({ recycles, kills });
+  });
+
   it("cannot catch the deadline", async () => {
     const code = "export default () => { for (;;) { try { while (true) {} } catch { } } }";
     expectFailure(await runOnce(code), "timeout", /deadline/);

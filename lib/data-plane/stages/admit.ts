@@ -18,7 +18,11 @@ import {
   serviceAnswer,
 } from "#lib/data-plane/context.ts";
 import { rateLimitForPlan } from "#lib/domain/plans.ts";
-import { evaluateAccess } from "#lib/domain/rules/rule-evaluator.ts";
+import {
+  decideByDefaultEffects,
+  layersHaveRules,
+  loadRuleEvaluator,
+} from "#lib/domain/rules/access-layers.ts";
 import type { ProxySecret } from "#lib/vault/secret-schemas.ts";
 
 export type Authenticate = typeof authenticateCaller;
@@ -73,18 +77,24 @@ export async function admit(ctx: Located, authenticate: Authenticate): Promise<A
   if (!target) return notForwarded("The proxy's target is not available");
   v.targetExists = true;
   v.targetRelationship = true;
-  const decision = evaluateAccess(
-    [
-      {
-        name: "credential",
-        defaultEffect: proxyCredential.item.credentialDefaultRuleEffect,
-        rules: runtime.compiledRules.credential,
-      },
-      { name: "proxy", defaultEffect: proxy.proxyDefaultRuleEffect, rules: runtime.compiledRules.proxy },
-      { name: "target", defaultEffect: target.targetDefaultRuleEffect, rules: runtime.compiledRules.target },
-    ],
-    { method: ctx.request.method, path: ctx.apiPath, headers: ctx.request.headers, query: ctx.query },
-  );
+  const layers = [
+    {
+      name: "credential",
+      defaultEffect: proxyCredential.item.credentialDefaultRuleEffect,
+      rules: runtime.compiledRules.credential,
+    },
+    { name: "proxy", defaultEffect: proxy.proxyDefaultRuleEffect, rules: runtime.compiledRules.proxy },
+    { name: "target", defaultEffect: target.targetDefaultRuleEffect, rules: runtime.compiledRules.target },
+  ] as const;
+  // Without rules the default effects decide; the rule evaluator is loaded for rules only.
+  const decision = layersHaveRules(layers)
+    ? (await loadRuleEvaluator()).evaluateAccess(layers, {
+        method: ctx.request.method,
+        path: ctx.apiPath,
+        headers: ctx.request.headers,
+        query: ctx.query,
+      })
+    : decideByDefaultEffects(layers);
   if (!decision.allowed) {
     if (decision.layer === "target") v.proxyScopeValid = true;
     return serviceAnswer(403, {

@@ -26,6 +26,16 @@ import {
 } from "#lib/domain/predicates/evaluate.ts";
 import { MAX_MATCHED_VALUE_LENGTH, MAX_MATCHED_VALUES } from "#lib/domain/request-view.ts";
 import {
+  type AccessDecision,
+  type CompiledRule,
+  CompiledRules,
+  combineLayers,
+  defaultEffectDecision,
+  LAYER_TEXT,
+  type LayerDecision,
+  type RuleLayerName,
+} from "./access-layers.ts";
+import {
   compileRulePattern,
   type EvaluationStats,
   newEvaluationStats,
@@ -56,38 +66,14 @@ export interface EvaluableRule extends StoredRuleConditions {
   ruleId: string;
 }
 
-export type RuleLayerName = "credential" | "proxy" | "target";
+export { RULE_LAYER_ORDER } from "./access-layers.ts";
+export type { AccessDecision, LayerDecision, RuleLayerName };
+export { CompiledRules };
 
 /** A compiled pattern (the same RE2JS object for the same pattern and flags: results are shared). */
 interface CompiledPattern {
   regex: RE2JS;
   cost: number;
-}
-
-/** `path`, `h:<lower-case header name>` or `q:<parameter name>`. */
-type CompiledCheck = FieldCheck;
-
-interface CompiledRule {
-  ruleId: string;
-  effect: "allow" | "deny";
-  /** Upper case; null when every method matches. */
-  methods: ReadonlySet<string> | null;
-  /** Checks without a pattern (cheap) first, then the path, then pattern checks. */
-  checks: CompiledCheck[];
-  /** Set when a stored pattern no longer compiles: the rule then denies (fail closed). */
-  invalid: string | null;
-}
-
-/** One parent's rules, sorted and compiled: build once per configuration load with compileRules. */
-export class CompiledRules {
-  readonly rules: readonly CompiledRule[];
-  /** Sum of the pattern costs (instructions) of these rules. */
-  readonly cost: number;
-
-  constructor(rules: readonly CompiledRule[], cost: number) {
-    this.rules = rules;
-    this.cost = cost;
-  }
 }
 
 export interface RuleLayer {
@@ -97,28 +83,8 @@ export interface RuleLayer {
   rules: readonly EvaluableRule[] | CompiledRules;
 }
 
-export interface LayerDecision {
-  effect: "allow" | "deny";
-  /** The deciding rule, or null when the layer's default effect applied. */
-  ruleId: string | null;
-  reason: string;
-}
-
-export interface AccessDecision {
-  allowed: boolean;
-  /** The first layer that denied (null when allowed). */
-  layer: RuleLayerName | null;
-  /** The rule that denied (null when allowed or when a layer's default effect denied). */
-  ruleId: string | null;
-  effect: "allow" | "deny";
-  reason: string;
-}
-
 export type { EvaluationStats } from "./regex.ts";
 export { newEvaluationStats };
-
-/** The order in which layers are evaluated. */
-export const RULE_LAYER_ORDER: readonly RuleLayerName[] = ["credential", "proxy", "target"];
 
 /** Highest priority first; on a tie deny before allow; then by ruleId (code-unit order). */
 export function compareRules(a: EvaluableRule, b: EvaluableRule): number {
@@ -148,7 +114,7 @@ export function compileRules(rules: readonly EvaluableRule[]): CompiledRules {
         ...(rule.headerChecks ?? []).map((c) => ({ ...c, field: `h:${c.name.toLowerCase()}` })),
         ...(rule.queryChecks ?? []).map((c) => ({ ...c, field: `q:${c.name}` })),
       ];
-      const checks: CompiledCheck[] = [
+      const checks: FieldCheck[] = [
         ...named
           .filter((c) => c.pattern === null || c.pattern === undefined)
           .map((c) => ({ field: c.field, pattern: null, presence: c.presence })),
@@ -193,12 +159,6 @@ function ruleOutcome(rule: CompiledRule, request: PreparedRequest): Outcome {
   return outcome;
 }
 
-const LAYER_TEXT: Record<RuleLayerName, { of: string; owner: string }> = {
-  credential: { of: "the proxy credential", owner: "the proxy credential's" },
-  proxy: { of: "the proxy", owner: "the proxy's" },
-  target: { of: "the target", owner: "the target's" },
-};
-
 const compiledOf = (rules: RuleLayer["rules"]): CompiledRules =>
   rules instanceof CompiledRules ? rules : compileRules(rules);
 
@@ -232,8 +192,7 @@ function evaluatePrepared(layer: RuleLayer, request: PreparedRequest): LayerDeci
     }
     // false, or undecided for an allow rule: the rule does not apply.
   }
-  const verb = layer.defaultEffect === "deny" ? "denied" : "allowed";
-  return { effect: layer.defaultEffect, ruleId: null, reason: `${verb} by ${text.owner} default effect` };
+  return defaultEffectDecision(layer);
 }
 
 /**
@@ -266,28 +225,5 @@ export function evaluateAccess(
   stats: EvaluationStats = newEvaluationStats(),
 ): AccessDecision {
   const prepared = prepare(request, stats);
-  const ordered = [...layers].sort(
-    (a, b) => RULE_LAYER_ORDER.indexOf(a.name) - RULE_LAYER_ORDER.indexOf(b.name),
-  );
-  const reasons: string[] = [];
-  for (const layer of ordered) {
-    const decision = evaluatePrepared(layer, prepared);
-    if (decision.effect === "deny") {
-      return {
-        allowed: false,
-        layer: layer.name,
-        ruleId: decision.ruleId,
-        effect: "deny",
-        reason: decision.reason,
-      };
-    }
-    reasons.push(decision.reason);
-  }
-  return {
-    allowed: true,
-    layer: null,
-    ruleId: null,
-    effect: "allow",
-    reason: reasons.length > 0 ? reasons.join("; ") : "allowed: no rule layer applies",
-  };
+  return combineLayers(layers, (layer) => evaluatePrepared(layer, prepared));
 }
