@@ -31,7 +31,7 @@ export interface CounterOwner {
 }
 
 /** The attribute naming what a counter counts, beside `clientId`. */
-const OWNER_ATTRIBUTE = { meterCounter: "meterId", rateCounter: "credentialId" } as const;
+export const OWNER_ATTRIBUTE = { meterCounter: "meterId", rateCounter: "credentialId" } as const;
 
 export interface CounterStep {
   /** Unique within the transaction; a refusal is reported by this name. */
@@ -50,6 +50,12 @@ export interface CounterStep {
   limit?: number;
   /** A settlement of a reservation: `amount` is the real value, this what was reserved. */
   reserved?: number;
+  /**
+   * Added to the item's `leased` with `amount` (an `add` without limit after the answer): a
+   * response value above the units its lease reserved and its block could cover
+   * (counter-leases.ts).
+   */
+  leaseDelta?: number;
 }
 
 /** A client's configVersion at admission: the transaction is refused as stale if it moved. */
@@ -72,6 +78,7 @@ function counterAction(step: CounterStep): TransactionStep {
   const reserve = step.mode === "reserve";
   const settle = step.reserved !== undefined;
   const limited = step.limit !== undefined;
+  const leased = !reserve && !settle && !limited && step.leaseDelta !== undefined && step.leaseDelta !== 0;
   const owner = step.owner.entity === "clientCounter" ? undefined : OWNER_ATTRIBUTE[step.owner.entity];
   return {
     name: step.name,
@@ -82,7 +89,7 @@ function counterAction(step: CounterStep): TransactionStep {
         // reserve: the room an in-flight request holds (`charged` = value + reservations in flight);
         // settle: the real value, and the reservation given back (docs/meters.md "Reservations").
         UpdateExpression:
-          `ADD ${reserve ? "#c :amount, #n :n" : settle ? "#v :amount, #c :back, #n :n" : "#v :amount"} ` +
+          `ADD ${reserve ? "#c :amount, #n :n" : settle ? "#v :amount, #c :back, #n :n" : leased ? "#v :amount, #l :lease" : "#v :amount"} ` +
           "SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
           `${owner ? "proxyId = :proxyId, #owner = :counterOf, " : ""}#window = :window, windowStart = :start, windowEnd = :end`,
         ...(limited
@@ -97,10 +104,12 @@ function counterAction(step: CounterStep): TransactionStep {
           "#window": "window",
           ...(!reserve || limited ? { "#v": "value" } : {}),
           ...(reserve || settle ? { "#c": "charged", "#n": "inflight" } : {}),
+          ...(leased ? { "#l": "leased" } : {}),
           ...(owner ? { "#owner": owner } : {}),
         },
         ExpressionAttributeValues: {
           ":amount": step.amount,
+          ...(leased ? { ":lease": step.leaseDelta } : {}),
           ":ttl": counterTtl(step.window),
           ":entity": step.owner.entity,
           ":clientId": step.owner.clientId,

@@ -59,6 +59,19 @@ export interface QuotaLeaseOptions {
   maxShareOfRemaining?: number;
   /** Once the window ran dry, refuse locally this long before asking the store again. Default 250 ms. */
   recheckMs?: number;
+  /** The rate (units per second) to size the first block by: what the previous window learned. */
+  initialRate?: number;
+  /**
+   * `topUp` refills when the balance is below this many seconds of the instance's rate (and below
+   * the units the next request needs). Default half of `blockSeconds`.
+   */
+  topUpSeconds?: number;
+}
+
+/** Units taken by one request, and the window they were taken in (to give them back). */
+export interface Taken {
+  units: number;
+  window: QuotaWindow | undefined;
 }
 
 export interface QuotaLeaseStats {
@@ -114,6 +127,7 @@ export class QuotaLease {
   private readonly maxBlock: number;
   private readonly maxShareOfRemaining: number;
   private readonly recheckMs: number;
+  private readonly topUpSeconds: number;
 
   private window: QuotaWindow | undefined;
   private balance = 0;
@@ -124,6 +138,8 @@ export class QuotaLease {
   private ratePerSecond = 0;
   private spentSinceLease = 0;
   private lastLeaseAt: number | undefined;
+  /** When a request last took from this lease (epoch ms; 0: never). */
+  lastUsedAt = 0;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(options: QuotaLeaseOptions) {
@@ -135,6 +151,18 @@ export class QuotaLease {
     this.maxBlock = options.maxBlock ?? 1000;
     this.maxShareOfRemaining = options.maxShareOfRemaining ?? 1 / 8;
     this.recheckMs = options.recheckMs ?? 250;
+    this.ratePerSecond = options.initialRate ?? 0;
+    this.topUpSeconds = options.topUpSeconds ?? this.blockSeconds / 2;
+  }
+
+  /** The instance's smoothed rate of units spent per second (what blocks are sized by). */
+  get rate(): number {
+    return this.ratePerSecond;
+  }
+
+  /** The window of the units held (undefined before the first take). */
+  get currentWindow(): QuotaWindow | undefined {
+    return this.window;
   }
 
   /** Units this instance holds for the current window. */
@@ -144,20 +172,24 @@ export class QuotaLease {
 
   /** Admit one request (true) or refuse it (false): a store call only when the block is spent. */
   async take(): Promise<boolean> {
+    return (await this.takeUnits(1)).units === 1;
+  }
+
+  /**
+   * Take `units` for one request: all of them, or 0 (refused). With `partial`, a window that has
+   * fewer left than asked but some gives what it has (a response_value reservation: admitted while
+   * the window has room). A store call only when the block cannot cover it.
+   */
+  async takeUnits(units = 1, options: { partial?: boolean } = {}): Promise<Taken> {
+    const wanted = Math.max(1, Math.ceil(units));
     for (;;) {
       const now = this.now();
       this.roll(now);
-      if (this.balance > 0) {
-        this.balance--;
-        this.spentSinceLease++;
-        this.stats.admitted++;
-        return true;
-      }
-      if (now < this.exhaustedUntil) {
-        this.stats.refused++;
-        return false;
-      }
-      this.waiting++;
+      this.lastUsedAt = now;
+      if (this.balance >= wanted) return this.spend(wanted);
+      if (now < this.exhaustedUntil) return this.refuseOrPart(options.partial);
+      const short = wanted - this.balance;
+      this.waiting += short;
       let outcome: { exhausted: boolean };
       try {
         this.refilling ??= this.refill().finally(() => {
@@ -165,13 +197,80 @@ export class QuotaLease {
         });
         outcome = await this.refilling;
       } finally {
-        this.waiting--;
+        this.waiting -= short;
       }
-      if (outcome.exhausted && this.balance === 0) {
-        this.stats.refused++;
-        return false;
-      }
+      if (outcome.exhausted && this.balance < wanted) return this.refuseOrPart(options.partial);
     }
+  }
+
+  private spend(units: number): Taken {
+    this.balance -= units;
+    this.spentSinceLease += units;
+    this.stats.admitted++;
+    return { units, window: this.window };
+  }
+
+  private refuseOrPart(partial: boolean | undefined): Taken {
+    if (partial && this.balance > 0) return this.spend(this.balance);
+    this.stats.refused++;
+    return { units: 0, window: this.window };
+  }
+
+  /**
+   * Give back units a request took and did not use (another counter refused it, or a reservation
+   * settled below what it reserved): to the local block while its window is current, else to the
+   * store (no over-admission in a later window).
+   */
+  giveBackTaken(taken: Taken, units: number = taken.units): void {
+    if (units <= 0 || !taken.window) return;
+    if (this.window?.start === taken.window.start) {
+      this.balance += units;
+      this.spentSinceLease = Math.max(0, this.spentSinceLease - units);
+    } else this.giveBack(taken.window, units);
+  }
+
+  /**
+   * Spend up to `units` more for a request already admitted in `window` (a response value above
+   * its reservation), from the local block when that window is current. Answers the units the
+   * block could not cover: the caller adds them to the store's count (unconditionally).
+   */
+  spendMore(window: QuotaWindow, units: number): number {
+    if (units <= 0) return 0;
+    if (this.window?.start !== window.start) return units;
+    const covered = Math.min(this.balance, units);
+    this.balance -= covered;
+    this.spentSinceLease += covered;
+    return units - covered;
+  }
+
+  /**
+   * After an answer, off the caller's wait: lease now when the balance is below what the next
+   * moment needs (`topUpSeconds` of the instance's rate, and at least `minUnits`), so a steady
+   * stream finds its units held. No call while a lease is under way or the window is dry.
+   */
+  async topUp(minUnits = 1): Promise<void> {
+    const now = this.now();
+    this.roll(now);
+    if (this.refilling || now < this.exhaustedUntil) return;
+    const needed = Math.max(minUnits, Math.ceil(this.ratePerSecond * this.topUpSeconds));
+    if (this.balance >= needed) return;
+    this.refilling = this.refill(minUnits).finally(() => {
+      this.refilling = undefined;
+    });
+    await this.refilling;
+  }
+
+  /**
+   * The window's limit changed (configuration reloaded). Lowered: the units held go back, so the
+   * next lease is decided under the new limit; raised: a dry window is asked again at once.
+   */
+  limitChanged(lowered: boolean): void {
+    if (lowered && this.window && this.balance > 0) {
+      this.giveBack(this.window, this.balance);
+      this.balance = 0;
+    }
+    this.exhaustedUntil = 0;
+    this.lastRemaining = undefined;
   }
 
   /**
@@ -206,11 +305,11 @@ export class QuotaLease {
     this.lastRemaining = undefined;
   }
 
-  private async refill(): Promise<{ exhausted: boolean }> {
+  private async refill(minUnits = 0): Promise<{ exhausted: boolean }> {
     const window = this.window as QuotaWindow;
     const wanted = nextBlockSize({
       ratePerSecond: this.ratePerSecond,
-      waiting: this.waiting,
+      waiting: Math.max(this.waiting, minUnits),
       blockSeconds: this.blockSeconds,
       minBlock: this.minBlock,
       maxBlock: this.maxBlock,
@@ -264,7 +363,8 @@ export interface DynamoLeaseStoreOptions {
   region: string;
   /** The counter item of a window. */
   key: (window: QuotaWindow) => Key;
-  limit: number;
+  /** The window's limit; a function when it can change (read at every lease). */
+  limit: number | (() => number);
   /** Name of the leased-units attribute. Default "value" (the meter counter's field). */
   countAttribute?: string;
   /** Further attributes of the counter item (entity, ids, window bounds), set on every lease. */
@@ -280,7 +380,7 @@ export interface DynamoLeaseStoreOptions {
  * for an item under 1 KB), a give-back one unconditional ADD of the negative count.
  */
 export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
-  const { limit } = options;
+  const limitNow = typeof options.limit === "function" ? options.limit : () => options.limit as number;
   const count = options.countAttribute ?? "value";
   const ttlOf = options.ttl ?? ((window: QuotaWindow) => Math.ceil(window.end / 1000) + 3600);
   const maxAttempts = options.maxAttempts ?? 8;
@@ -313,6 +413,7 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
 
   return {
     async lease(window, wanted) {
+      const limit = limitNow();
       let ask = Math.min(wanted, limit);
       const extra = extraSets(window);
       for (let attempt = 1; ask > 0; attempt++) {
