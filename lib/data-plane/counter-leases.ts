@@ -52,11 +52,16 @@ interface Held {
   step: CounterStep;
   entry: Entry;
   taken: Taken;
+  /** A reservation's settled value (what the next request of the meter is likely to reserve). */
+  settled?: number;
 }
 
 /** What the limited counters an admitted request passed hold for it until it is settled. */
 export class TakenCounters {
-  constructor(private readonly held: readonly Held[]) {}
+  constructor(
+    private readonly held: readonly Held[],
+    private readonly blockSeconds = 1,
+  ) {}
 
   /** The configuration was stale: every unit goes back (the request is decided again). */
   restore(): void {
@@ -75,6 +80,7 @@ export class TakenCounters {
   settle(stepName: string, value: number): number {
     const held = this.held.find(({ step }) => step.name === stepName);
     if (!held?.taken.window) return 0;
+    held.settled = value;
     const delta = value - held.taken.units;
     if (delta <= 0) {
       held.entry.lease.giveBackTaken(held.taken, -delta);
@@ -83,14 +89,23 @@ export class TakenCounters {
     return held.entry.lease.spendMore(held.taken.window, delta);
   }
 
-  /** After the answer: top up every lease the request used (never throws). */
+  /**
+   * After the answer: top up every lease the request used (never throws). A settled reservation
+   * sizes its lease by the value (the next reservation is about that): its block keeps at most
+   * two of them or a block of its rate, the rest goes back to the store.
+   */
   async topUp(): Promise<void> {
     await Promise.all(
-      this.held.map(({ step, entry }) =>
-        entry.lease.topUp(step.amount).catch((error: unknown) => {
+      this.held.map(({ step, entry, settled }) => {
+        let next = step.amount;
+        if (settled !== undefined) {
+          next = Math.max(1, settled);
+          entry.lease.trim(Math.max(2 * next, Math.ceil(entry.lease.rate * this.blockSeconds)));
+        }
+        return entry.lease.topUp(next).catch((error: unknown) => {
           log.warn("Quota lease could not be topped up", { ...describeError(error), counter: step.name });
-        }),
-      ),
+        });
+      }),
     );
   }
 }
@@ -168,7 +183,7 @@ export class CounterLeases {
       if (failure !== undefined) throw failure;
       return { refused };
     }
-    return { taken: new TakenCounters(held) };
+    return { taken: new TakenCounters(held, this.blockSeconds) };
   }
 
   /** Give every unit held back now and wait for it (an instance shutting down, tests). */

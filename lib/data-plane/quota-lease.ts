@@ -261,6 +261,16 @@ export class QuotaLease {
   }
 
   /**
+   * Give back what the block holds above `keep` (a reservation settled far below what it took left
+   * more than the next moment needs), so other instances can lease it.
+   */
+  trim(keep: number): void {
+    if (!this.window || this.balance <= keep) return;
+    this.giveBack(this.window, this.balance - keep);
+    this.balance = keep;
+  }
+
+  /**
    * The window's limit changed (configuration reloaded). Lowered: the units held go back, so the
    * next lease is decided under the new limit; raised: a dry window is asked again at once.
    */
