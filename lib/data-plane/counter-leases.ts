@@ -27,7 +27,7 @@ import { describeError, log } from "#lib/log.ts";
 import { type CalendarWindow, counterTtl } from "#lib/shared/meter-windows.ts";
 import { type CounterStep, OWNER_ATTRIBUTE } from "./counters.ts";
 import { Freshness, type FreshnessSettings, freshnessSettings } from "./freshness.ts";
-import { dynamoLeaseStore, QuotaLease, type Taken } from "./quota-lease.ts";
+import { dynamoLeaseStore, type LeaseStore, QuotaLease, type Taken } from "./quota-lease.ts";
 
 export interface CounterLeaseOptions {
   now?: () => number;
@@ -37,6 +37,8 @@ export interface CounterLeaseOptions {
   sweepMs?: number;
   /** Seconds of this instance's traffic one block covers. Default 1. */
   blockSeconds?: number;
+  /** The shared count of a step's counter item (default: its `leased` in the region's table). */
+  store?: (step: CounterStep, limit: () => number) => LeaseStore;
 }
 
 interface Entry {
@@ -135,6 +137,7 @@ export class CounterLeases {
   private readonly idleMs: number;
   private readonly sweepMs: number;
   private readonly blockSeconds: number;
+  private readonly storeOf: (step: CounterStep, limit: () => number) => LeaseStore;
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -145,6 +148,20 @@ export class CounterLeases {
     this.idleMs = options.idleMs ?? 10_000;
     this.sweepMs = options.sweepMs ?? 1000;
     this.blockSeconds = options.blockSeconds ?? 1;
+    this.storeOf =
+      options.store ??
+      ((step, limit) => {
+        const { key, window } = step;
+        const attributes = ownerAttributes(step);
+        return dynamoLeaseStore({
+          region: this.region,
+          key: () => key,
+          limit,
+          countAttribute: "leased",
+          attributes: () => attributes,
+          ttl: () => counterTtl(window),
+        });
+      });
   }
 
   /** Leases held (tests, the bench). */
@@ -213,19 +230,11 @@ export class CounterLeases {
     }
     const series = `${step.key.pKey}\u0000${step.window.kind}`;
     const holder = { value: limit };
-    const { key, window } = step;
-    const attributes = ownerAttributes(step);
+    const { window } = step;
     const initialRate = this.latest.get(series)?.lease.rate;
     const entry: Entry = {
       lease: new QuotaLease({
-        store: dynamoLeaseStore({
-          region: this.region,
-          key: () => key,
-          limit: () => holder.value,
-          countAttribute: "leased",
-          attributes: () => attributes,
-          ttl: () => counterTtl(window),
-        }),
+        store: this.storeOf(step, () => holder.value),
         windowAt: () => window,
         now: this.now,
         blockSeconds: this.blockSeconds,
@@ -241,8 +250,11 @@ export class CounterLeases {
     return entry;
   }
 
-  /** Ended windows and idle leases give their units back; the registry keeps only live leases. */
-  private sweep(): void {
+  /**
+   * Ended windows and idle leases give their units back; the registry keeps only live leases. Run
+   * by an unref'd timer every `sweepMs` while leases are held (public for tests).
+   */
+  sweep(): void {
     const now = this.now();
     for (const [id, entry] of this.entries) {
       const ended = now >= entry.window.end;
