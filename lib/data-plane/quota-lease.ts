@@ -316,6 +316,9 @@ export class QuotaLease {
   }
 
   private async refill(minUnits = 0): Promise<{ exhausted: boolean }> {
+    // Units on their way back (a lowered limit, an idle hand-back) land first: a lease decided
+    // before them would be refused for units this instance no longer holds.
+    if (this.pending.size > 0) await this.flush();
     const window = this.window as QuotaWindow;
     const wanted = nextBlockSize({
       ratePerSecond: this.ratePerSecond,
