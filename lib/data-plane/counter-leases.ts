@@ -158,6 +158,8 @@ export class CounterLeases {
           key: () => key,
           limit,
           countAttribute: "leased",
+          // A window counted before it had a limit (or before leases) starts from its count.
+          seedAttribute: "value",
           attributes: () => attributes,
           ttl: () => counterTtl(window),
         });

@@ -380,6 +380,11 @@ export interface DynamoLeaseStoreOptions {
   limit: number | (() => number);
   /** Name of the leased-units attribute. Default "value" (the meter counter's field). */
   countAttribute?: string;
+  /**
+   * An attribute that counted the window before any lease (a window counted without a limit until
+   * one was set, or written before leases): the first lease of such an item starts from it.
+   */
+  seedAttribute?: string;
   /** Further attributes of the counter item (entity, ids, window bounds), set on every lease. */
   attributes?: (window: QuotaWindow) => Record<string, unknown>;
   /** TTL (epoch seconds) of a window's item. Default: one hour after the window ends. */
@@ -410,18 +415,20 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
     return { names, values, sets };
   }
 
-  /** The leased count in a failed condition's old image, else read it. */
-  async function leasedNow(window: QuotaWindow, error: unknown): Promise<number> {
+  const seed = options.seedAttribute;
+  const numberOf = (value: unknown) => (typeof value === "number" ? value : undefined);
+
+  /** The leased count (and the seed) in a failed condition's old image, else read them. */
+  async function stateNow(window: QuotaWindow, error: unknown) {
     const old = (error as { Item?: Parameters<typeof unmarshallItem>[0] }).Item;
-    if (old) {
-      const value = unmarshallItem(old)[count];
-      if (typeof value === "number") return value;
-    }
-    const out = await db().send(
-      new GetCommand({ TableName: tableName(), Key: options.key(window), ConsistentRead: true }),
-    );
-    const value = out.Item?.[count];
-    return typeof value === "number" ? value : 0;
+    const item = old
+      ? unmarshallItem(old)
+      : (
+          await db().send(
+            new GetCommand({ TableName: tableName(), Key: options.key(window), ConsistentRead: true }),
+          )
+        ).Item;
+    return { leased: numberOf(item?.[count]), seed: seed ? numberOf(item?.[seed]) : undefined };
   }
 
   return {
@@ -429,15 +436,48 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
       const limit = limitNow();
       let ask = Math.min(wanted, limit);
       const extra = extraSets(window);
+      /** The seed of an item that has one but no leases yet: the first lease starts from it. */
+      let seeded: number | undefined;
       for (let attempt = 1; ask > 0; attempt++) {
         try {
+          if (seeded !== undefined) {
+            await db().send(
+              new UpdateCommand({
+                TableName: tableName(),
+                Key: options.key(window),
+                UpdateExpression: `SET ${["#count = :total", "#ttl = if_not_exists(#ttl, :ttl)", ...extra.sets].join(", ")}`,
+                ConditionExpression: "attribute_not_exists(#count) AND #seed = :seen",
+                ExpressionAttributeNames: {
+                  "#count": count,
+                  "#seed": seed as string,
+                  "#ttl": "TTL",
+                  ...extra.names,
+                },
+                ExpressionAttributeValues: {
+                  ":total": seeded + ask,
+                  ":seen": seeded,
+                  ":ttl": ttlOf(window),
+                  ...extra.values,
+                },
+                ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+              }),
+            );
+            return { granted: ask, remaining: limit - seeded - ask };
+          }
           const out = await db().send(
             new UpdateCommand({
               TableName: tableName(),
               Key: options.key(window),
               UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...extra.sets].join(", ")}`,
-              ConditionExpression: "attribute_not_exists(#count) OR #count <= :max",
-              ExpressionAttributeNames: { "#count": count, "#ttl": "TTL", ...extra.names },
+              ConditionExpression: seed
+                ? "(attribute_not_exists(#count) AND attribute_not_exists(#seed)) OR #count <= :max"
+                : "attribute_not_exists(#count) OR #count <= :max",
+              ExpressionAttributeNames: {
+                "#count": count,
+                "#ttl": "TTL",
+                ...(seed ? { "#seed": seed } : {}),
+                ...extra.names,
+              },
               ExpressionAttributeValues: {
                 ":n": ask,
                 ":max": limit - ask,
@@ -452,7 +492,9 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
           return { granted: ask, remaining: typeof leased === "number" ? limit - leased : 0 };
         } catch (error) {
           if (!isConditionalCheckFailure(error)) throw error;
-          const left = limit - (await leasedNow(window, error));
+          const state = await stateNow(window, error);
+          seeded = state.leased === undefined ? state.seed : undefined;
+          const left = limit - (state.leased ?? state.seed ?? 0);
           if (left <= 0 || attempt >= maxAttempts) return { granted: 0, remaining: Math.max(left, 0) };
           ask = Math.min(ask, left);
         }

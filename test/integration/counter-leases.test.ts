@@ -6,13 +6,16 @@
  * - exactly the limit passes, and once every instance gave its units back the counter item's
  *   `leased` and (meters) `value` hold exactly what passed;
  * - an instance dropped mid-window without giving back (killed) never lets the others over the
- *   limit: the total is short by at most the block it held.
+ *   limit: the total is short by at most the block it held;
+ * - a window counted before it had a limit (its `value`, no `leased`) is leased from its count.
  */
 import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { dynamo } from "#lib/aws/clients.ts";
+import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
-import { createCounting } from "#lib/data-plane/counter-leases.ts";
-import { counterKeys } from "#lib/data-plane/counters.ts";
+import { CounterLeases, createCounting } from "#lib/data-plane/counter-leases.ts";
+import { type CounterStep, counterKeys } from "#lib/data-plane/counters.ts";
 import { createDataPlane } from "#lib/data-plane/pipeline.ts";
 import type { ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
 import type { SingleUseClaims } from "#lib/data-plane/stages/claim.ts";
@@ -139,5 +142,37 @@ describe("several instances share one window", () => {
     expect(admitted).toBe(40 - lost);
     await Promise.all(others.map(({ counting }) => counting.leases.releaseAll()));
     expect(await storedItem(key, REGION)).toMatchObject({ value: 40 - lost, leased: 40 });
+  });
+});
+
+describe("a window counted before it had a limit", () => {
+  it("is leased from its admitted count: a limit of 10 on a window at 8 lets exactly 2 more through", async () => {
+    const meterId = randomUUID();
+    const window = windowAt("hour", Date.now());
+    const key = counterKeys.meter(meterId, undefined, window);
+    // Counted without a limit (value only, as the write after the answer leaves it).
+    await dynamo(REGION).send(
+      new UpdateCommand({
+        TableName: getConfig().tableName,
+        Key: key,
+        UpdateExpression: "ADD #v :n SET entity = :e",
+        ExpressionAttributeNames: { "#v": "value" },
+        ExpressionAttributeValues: { ":n": 8, ":e": "meterCounter" },
+      }),
+    );
+    const step: CounterStep = {
+      name: "meter:m:hour",
+      key,
+      window,
+      owner: { entity: "meterCounter", clientId: "c", proxyId: "p", counterOf: meterId },
+      mode: "add",
+      amount: 1,
+      limit: 10,
+    };
+    const leases = new CounterLeases(REGION);
+    const outcomes = [];
+    for (let i = 0; i < 4; i++) outcomes.push("taken" in (await leases.take([step])));
+    expect(outcomes).toEqual([true, true, false, false]);
+    expect(await storedItem(key, REGION)).toMatchObject({ value: 8, leased: 10 });
   });
 });
