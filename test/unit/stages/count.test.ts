@@ -10,13 +10,7 @@ import { isAnswer } from "#lib/data-plane/context.ts";
 import { type CounterStep, clientRequestToken, counterKeys } from "#lib/data-plane/counters.ts";
 import { planMeters, predicateRequestOf, valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
-import {
-  CLIENT_STEP,
-  type Counting,
-  count,
-  countSteps,
-  RATE_STEP,
-} from "#lib/data-plane/stages/count.ts";
+import { CLIENT_STEP, type Counting, count, countSteps, RATE_STEP } from "#lib/data-plane/stages/count.ts";
 import { refusal } from "#lib/data-plane/stages/refusal.ts";
 import { callerHash, windowAt } from "#lib/shared/meter-windows.ts";
 import {
