@@ -1,16 +1,16 @@
 /**
- * The one counter primitive of the data plane: the plan's rate limit, a managed client's limits
- * and every meter window are counter items in the region's table, each a fixed calendar window
- * (lib/shared/meter-windows.ts) holding an accumulated `value`.
+ * The counter items of the data plane: the plan's rate limit, a managed client's limits and every
+ * meter window are counter items in the region's table, each a fixed calendar window
+ * (lib/shared/meter-windows.ts). A limited window's admissions are decided from quota leases on
+ * its `leased` attribute (counter-leases.ts); a meter window's `value` is the admitted count.
  *
- * Before the target is called, every counter that can refuse the request (a limited window) and
- * the check that the configuration the request was admitted on is still current are written in
- * ONE TransactWriteItems: either every window takes the request or none counts it. Its
- * `ClientRequestToken` is derived from the request id, so an SDK retry of a transaction that had
- * committed is answered as a success without counting again.
+ * Here: the items' keys, and the transaction actions that add to them after the answer with the
+ * request log (settlementSteps and writeSettlement in lib/data-plane/meter-settlement.ts).
  *
- * After the answer, what can wait (windows without a limit, values taken from the response) is
- * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-settlement.ts).
+ * `commitCounters` is the former per-request count transaction (every limited window and the
+ * `configVersion` check in ONE TransactWriteItems, idempotent by its `ClientRequestToken`): no
+ * longer on the data plane's path, kept for the scale simulation (bench/scale-sim.ts) that
+ * compares it with leases.
  */
 import { createHash } from "node:crypto";
 import { type Key, keys } from "#lib/db/keys.ts";
