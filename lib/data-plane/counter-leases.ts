@@ -160,6 +160,7 @@ export class CounterLeases {
           countAttribute: "leased",
           // A window counted before it had a limit (or before leases) starts from its count.
           seedAttribute: "value",
+          tokens: true,
           attributes: () => attributes,
           ttl: () => counterTtl(window),
         });

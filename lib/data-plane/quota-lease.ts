@@ -18,6 +18,7 @@
  * below is the store of the data plane, tested against the emulator.
  */
 
+import { randomUUID } from "node:crypto";
 import { dynamo } from "#lib/aws/clients.ts";
 import { GetCommand, UpdateCommand, unmarshallItem } from "#lib/aws/document-client.ts";
 import { now } from "#lib/clock.ts";
@@ -100,13 +101,17 @@ export interface BlockSizeInput {
   maxShareOfRemaining: number;
 }
 
-/** The next block to ask for: the instance's traffic for `blockSeconds`, bounded. */
+/**
+ * The next block to ask for: the instance's traffic for `blockSeconds`, bounded; never fewer than
+ * the units requests are waiting for (they spend them at once: no share of the window is held
+ * idle), so a burst at the end of a window costs one lease, not one per request.
+ */
 export function nextBlockSize(input: BlockSizeInput): number {
   const byRate = Math.ceil(input.ratePerSecond * input.blockSeconds);
   let size = Math.min(input.maxBlock, Math.max(input.minBlock, byRate, input.waiting));
   if (input.lastRemaining !== undefined)
     size = Math.min(size, Math.max(1, Math.floor(input.lastRemaining * input.maxShareOfRemaining)));
-  return Math.max(1, size);
+  return Math.max(1, size, Math.min(input.waiting, input.maxBlock));
 }
 
 export class QuotaLease {
@@ -391,6 +396,12 @@ export interface DynamoLeaseStoreOptions {
   ttl?: (window: QuotaWindow) => number;
   /** Attempts of a lease that keeps meeting a smaller remainder than it asked for. Default 8. */
   maxAttempts?: number;
+  /**
+   * Guard every lease and give-back with a token of its own, stored on the item (`leaseToken`,
+   * `returnToken`): a write the SDK sends again after its answer was lost finds its token and is
+   * not applied twice (unless another lease, or give-back, of the item landed in between).
+   */
+  tokens?: boolean;
 }
 
 /**
@@ -416,6 +427,17 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
   }
 
   const seed = options.seedAttribute;
+  const tokens = options.tokens ?? false;
+  /** A token's condition, names and values, for one write (the SDK's retries resend it as is). */
+  const guard = (attribute: string) => {
+    if (!tokens) return undefined;
+    return {
+      condition: "(attribute_not_exists(#tok) OR #tok <> :tok)",
+      set: "#tok = :tok",
+      names: { "#tok": attribute },
+      values: { ":tok": randomUUID() },
+    };
+  };
   const numberOf = (value: unknown) => (typeof value === "number" ? value : undefined);
 
   /** The leased count (and the seed) in a failed condition's old image, else read them. */
@@ -428,7 +450,11 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
             new GetCommand({ TableName: tableName(), Key: options.key(window), ConsistentRead: true }),
           )
         ).Item;
-    return { leased: numberOf(item?.[count]), seed: seed ? numberOf(item?.[seed]) : undefined };
+    return {
+      leased: numberOf(item?.[count]),
+      seed: seed ? numberOf(item?.[seed]) : undefined,
+      token: item?.leaseToken,
+    };
   }
 
   return {
@@ -439,24 +465,27 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
       /** The seed of an item that has one but no leases yet: the first lease starts from it. */
       let seeded: number | undefined;
       for (let attempt = 1; ask > 0; attempt++) {
+        const token = guard("leaseToken");
         try {
           if (seeded !== undefined) {
             await db().send(
               new UpdateCommand({
                 TableName: tableName(),
                 Key: options.key(window),
-                UpdateExpression: `SET ${["#count = :total", "#ttl = if_not_exists(#ttl, :ttl)", ...extra.sets].join(", ")}`,
-                ConditionExpression: "attribute_not_exists(#count) AND #seed = :seen",
+                UpdateExpression: `SET ${["#count = :total", "#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
+                ConditionExpression: `attribute_not_exists(#count) AND #seed = :seen${token ? ` AND ${token.condition}` : ""}`,
                 ExpressionAttributeNames: {
                   "#count": count,
                   "#seed": seed as string,
                   "#ttl": "TTL",
+                  ...token?.names,
                   ...extra.names,
                 },
                 ExpressionAttributeValues: {
                   ":total": seeded + ask,
                   ":seen": seeded,
                   ":ttl": ttlOf(window),
+                  ...token?.values,
                   ...extra.values,
                 },
                 ReturnValuesOnConditionCheckFailure: "ALL_OLD",
@@ -468,20 +497,24 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
             new UpdateCommand({
               TableName: tableName(),
               Key: options.key(window),
-              UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...extra.sets].join(", ")}`,
-              ConditionExpression: seed
-                ? "(attribute_not_exists(#count) AND attribute_not_exists(#seed)) OR #count <= :max"
-                : "attribute_not_exists(#count) OR #count <= :max",
+              UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
+              ConditionExpression: `(${
+                seed
+                  ? "(attribute_not_exists(#count) AND attribute_not_exists(#seed)) OR #count <= :max"
+                  : "attribute_not_exists(#count) OR #count <= :max"
+              })${token ? ` AND ${token.condition}` : ""}`,
               ExpressionAttributeNames: {
                 "#count": count,
                 "#ttl": "TTL",
                 ...(seed ? { "#seed": seed } : {}),
+                ...token?.names,
                 ...extra.names,
               },
               ExpressionAttributeValues: {
                 ":n": ask,
                 ":max": limit - ask,
                 ":ttl": ttlOf(window),
+                ...token?.values,
                 ...extra.values,
               },
               ReturnValues: "UPDATED_NEW",
@@ -493,6 +526,9 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
         } catch (error) {
           if (!isConditionalCheckFailure(error)) throw error;
           const state = await stateNow(window, error);
+          // The SDK sent this lease again after its answer was lost: it was applied (once).
+          if (token && state.token === token.values[":tok"])
+            return { granted: ask, remaining: Math.max(0, limit - (state.leased ?? ask)) };
           seeded = state.leased === undefined ? state.seed : undefined;
           const left = limit - (state.leased ?? state.seed ?? 0);
           if (left <= 0 || attempt >= maxAttempts) return { granted: 0, remaining: Math.max(left, 0) };
@@ -504,15 +540,22 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
 
     async giveBack(window, units) {
       if (units <= 0) return;
-      await db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: options.key(window),
-          UpdateExpression: "ADD #count :n",
-          ExpressionAttributeNames: { "#count": count },
-          ExpressionAttributeValues: { ":n": -units },
-        }),
-      );
+      const token = guard("returnToken");
+      try {
+        await db().send(
+          new UpdateCommand({
+            TableName: tableName(),
+            Key: options.key(window),
+            UpdateExpression: `ADD #count :n${token ? ` SET ${token.set}` : ""}`,
+            ...(token ? { ConditionExpression: token.condition } : {}),
+            ExpressionAttributeNames: { "#count": count, ...token?.names },
+            ExpressionAttributeValues: { ":n": -units, ...token?.values },
+          }),
+        );
+      } catch (error) {
+        // Only its own token fails the guard: a retry of a give-back that was applied.
+        if (!(token && isConditionalCheckFailure(error))) throw error;
+      }
     },
   };
 }

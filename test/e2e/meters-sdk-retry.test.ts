@@ -6,9 +6,9 @@
  *   ClientRequestToken derived from the request id, so the retry is a no-op in the store: the value
  *   counted once, one request log written. Without the token (the front strips it) the same retry
  *   counts twice: the tests can fail.
- * - Before the target, a limited window is taken from a quota lease (one conditional UpdateItem,
- *   no token): a retried lease leases twice, which under-admits (the window then lets one request
- *   fewer through), never over-admits, and the admitted count stays exact.
+ * - Before the target, a limited window is taken from a quota lease (one conditional UpdateItem
+ *   carrying a token of its own, `leaseToken`): the SDK's retry finds the token and is not applied
+ *   twice; the window stays exact.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -111,11 +111,11 @@ afterEach(() => front.disarm());
 
 describe("a quota lease's answer is lost and the SDK retries it", () => {
   // The limited windows are taken from quota leases: a lease is one conditional UpdateItem of the
-  // window's `leased` (no token: UpdateItem has none). A retry after a lost answer leases the block
-  // twice: the instance holds one block, the store counts two. That is under-admission (the extra
-  // units are never spent nor given back), never over-admission, and the admitted count (`value`,
-  // written once with the request log under its ClientRequestToken) stays exact.
-  it("the request is counted once and the target called once; the window then admits one request fewer, never more", async () => {
+  // window's `leased`, which also sets the item's `leaseToken` to a token of that lease and is
+  // conditioned on the token not being there yet. The SDK's retry after a lost answer finds its own
+  // token: refused, recognised as applied, not leased twice. (Had another lease of the item landed
+  // between the two attempts, the block would be leased twice: under-admission, never over.)
+  it("the request is counted once and the target called once; the lease is not applied twice: the window stays exact", async () => {
     const { proxyId, meterId } = await proxyWithMeter({
       meterType: "request_count",
       meterActive: true,
@@ -136,11 +136,11 @@ describe("a quota lease's answer is lost and the SDK retries it", () => {
     ]);
     front.disarm();
     await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(1), { timeout: 5000 });
-    // Sequential requests until the window refuses: 3 more pass (5 - 1 admitted - 1 lost unit).
+    // Sequential requests until the window refuses: 4 more pass (the limit of 5, none lost).
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push((await call(proxyId)).status);
-    expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
-    await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(4), { timeout: 5000 });
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(5), { timeout: 5000 });
     const item = await storedItem(
       keys.meterWindow(meterId, "hour", windowAt("hour", Date.now()).start),
       REGION,

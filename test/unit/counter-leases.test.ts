@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { CounterLeases, type TakeOutcome } from "#lib/data-plane/counter-leases.ts";
 import { type CounterStep, counterKeys } from "#lib/data-plane/counters.ts";
-import { type LeaseStore, QuotaLease, type QuotaWindow } from "#lib/data-plane/quota-lease.ts";
+import { type LeaseStore, nextBlockSize, QuotaLease, type QuotaWindow } from "#lib/data-plane/quota-lease.ts";
 import { type CalendarWindow, windowAt } from "#lib/shared/meter-windows.ts";
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0);
@@ -223,6 +223,22 @@ describe("the top-up after the answer", () => {
     // A full balance asks nothing.
     await lease.topUp();
     expect(asked).toEqual([]);
+  });
+});
+
+describe("nextBlockSize with requests waiting", () => {
+  it("asks for every unit requests wait for, above the share of what the window has left (spent at once, never held)", () => {
+    const base = {
+      ratePerSecond: 500,
+      blockSeconds: 1,
+      minBlock: 1,
+      maxBlock: 1000,
+      lastRemaining: 20,
+      maxShareOfRemaining: 1 / 8,
+    };
+    expect(nextBlockSize({ ...base, waiting: 1 })).toBe(2); // a share of 20
+    expect(nextBlockSize({ ...base, waiting: 9 })).toBe(9); // the burst waiting: one lease
+    expect(nextBlockSize({ ...base, waiting: 5000 })).toBe(1000); // at most maxBlock
   });
 });
 
