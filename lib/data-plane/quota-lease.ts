@@ -257,7 +257,19 @@ export class QuotaLease {
     const now = this.now();
     this.roll(now);
     if (this.refilling || now < this.exhaustedUntil) return;
-    const needed = Math.max(minUnits, Math.ceil(this.ratePerSecond * this.topUpSeconds));
+    // Half a block of the instance's rate, but never more than half the block a lease would get
+    // now (a share of what the window has left): else every answer would lease again.
+    const block = nextBlockSize({
+      ratePerSecond: this.ratePerSecond,
+      waiting: 0,
+      blockSeconds: this.blockSeconds,
+      minBlock: this.minBlock,
+      maxBlock: this.maxBlock,
+      lastRemaining: this.lastRemaining,
+      maxShareOfRemaining: this.maxShareOfRemaining,
+    });
+    const byRate = Math.ceil(this.ratePerSecond * this.topUpSeconds);
+    const needed = Math.max(minUnits, Math.min(byRate, Math.ceil(block / 2)));
     if (this.balance >= needed) return;
     this.refilling = this.refill(minUnits).finally(() => {
       this.refilling = undefined;

@@ -197,6 +197,21 @@ describe("the top-up after the answer", () => {
     expect(store.calls.lease).toBeLessThan(20);
   });
 
+  it("a block capped by the window's share is topped up once half of it is spent, not after every answer", async () => {
+    const store = sharedStore();
+    const time = clock();
+    const leases = new CounterLeases("eu-west-1", { now: time.now, store: store.storeOf });
+    const step = rateStep(100); // blocks of at most 1/8 of what is left: about 12
+    for (let i = 0; i < 20; i++) {
+      const held = taken(await leases.take([step]));
+      time.advance(10);
+      await held.topUp();
+      time.advance(90);
+    }
+    // The first on the wait, then one top-up per half block: not one per request.
+    expect(store.calls.lease).toBeLessThanOrEqual(6);
+  });
+
   it("sizes the block by the instance's rate, bounded by a share of what the window has left", async () => {
     const time = clock();
     let asked: number[] = [];
