@@ -337,6 +337,9 @@ export class QuotaLease {
     // before them would be refused for units this instance no longer holds.
     if (this.pending.size > 0) await this.flush();
     const window = this.window as QuotaWindow;
+    // The rate since the previous lease sizes this one (measured after it, a top-up's block would
+    // follow the rate of the lease before).
+    this.measureRate(this.now());
     const wanted = nextBlockSize({
       ratePerSecond: this.ratePerSecond,
       waiting: Math.max(this.waiting, minUnits),
@@ -350,7 +353,6 @@ export class QuotaLease {
     const grant = await this.store.lease(window, wanted);
     this.stats.leasedUnits += grant.granted;
     const now = this.now();
-    this.measureRate(now);
     if (this.window?.start !== window.start) {
       // The window ended while the lease was under way: its units go straight back.
       if (grant.granted > 0) this.giveBack(window, grant.granted);

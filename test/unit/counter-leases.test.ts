@@ -201,15 +201,21 @@ describe("the top-up after the answer", () => {
     const store = sharedStore();
     const time = clock();
     const leases = new CounterLeases("eu-west-1", { now: time.now, store: store.storeOf });
-    const step = rateStep(100); // blocks of at most 1/8 of what is left: about 12
-    for (let i = 0; i < 20; i++) {
+    const step = rateStep(100); // blocks of at most 1/8 of what is left: 12
+    const serve = async () => {
       const held = taken(await leases.take([step]));
-      time.advance(10);
+      time.advance(30); // the answer, then the top-up
       await held.topUp();
-      time.advance(90);
-    }
-    // The first on the wait, then one top-up per half block: not one per request.
-    expect(store.calls.lease).toBeLessThanOrEqual(6);
+      time.advance(150);
+    };
+    await serve(); // leases 1 on the wait, then a block of 12 (its rate looks like 33/s)
+    expect(store.calls.lease).toBe(2);
+    // Half a second of 33/s would be 17 units, above the block the window's share allows: the
+    // threshold is half that block (6), so the next answers lease nothing.
+    await serve();
+    await serve();
+    expect(store.calls.lease).toBe(2);
+    expect(leases.heldAt(step.key)).toBe(10);
   });
 
   it("sizes the block by the instance's rate, bounded by a share of what the window has left", async () => {
