@@ -122,6 +122,11 @@ export class RegionalStack extends Stack {
       // Cold start: jose, re2js and the KMS client in chunks read on demand (docs/performance.md).
       splitting: true,
     });
+    // Configuration freshness (lib/data-plane/freshness.ts, docs/data-plane.md "Freshness"): strict,
+    // one consistent GetItem of the client's version per request, so a change stops traffic on the
+    // next request (spec 3); relaxed trades that for no store call on the caller's wait within the bound.
+    this.dataPlane.addEnvironment("DATA_PLANE_FRESHNESS", "strict");
+    this.dataPlane.addEnvironment("DATA_PLANE_FRESHNESS_MS", "1000");
     this.dataPlane.bindTable(this.table, "RW");
     this.dataPlane.role.addToPolicy(
       new iam.PolicyStatement({

@@ -76,6 +76,14 @@ export interface TargetTrace {
   body?: Buffer;
 }
 
+/** The part of counter-leases.ts's TakenCounters the stages after the answer use. */
+export interface CountedLeases {
+  /** Settle a reservation at the real value; answers what the store's `leased` must still add. */
+  settle(stepName: string, value: number): number;
+  /** Top up the leases the request used (off the caller's wait; never throws). */
+  topUp(): Promise<void>;
+}
+
 export interface RequestContext {
   readonly requestId: string;
   readonly receivedAt: number;
@@ -97,8 +105,13 @@ export interface RequestContext {
   metering?: { applied: string[]; refused: RefusedWindow[] };
   /** The meters the request counts in (stage count), settled after the answer. */
   meterUses?: MeterUse[];
-  /** True once the count transaction committed: the request was counted. */
+  /** True once every limited counter took the request (stages/count.ts): it was counted. */
   counted: boolean;
+  /**
+   * What the limited counters hold for the counted request (counter-leases.ts): reservations to
+   * settle and leases to top up after the answer.
+   */
+  leases?: CountedLeases;
   /** A single-use proxy credential claimed for this request (released or consumed by the pipeline). */
   claim?: { clientId: string; credentialId: string };
   target: TargetTrace | null;

@@ -1,16 +1,16 @@
 /**
- * The one counter primitive of the data plane: the plan's rate limit, a managed client's limits
- * and every meter window are counter items in the region's table, each a fixed calendar window
- * (lib/shared/meter-windows.ts) holding an accumulated `value`.
+ * The counter items of the data plane: the plan's rate limit, a managed client's limits and every
+ * meter window are counter items in the region's table, each a fixed calendar window
+ * (lib/shared/meter-windows.ts). A limited window's admissions are decided from quota leases on
+ * its `leased` attribute (counter-leases.ts); a meter window's `value` is the admitted count.
  *
- * Before the target is called, every counter that can refuse the request (a limited window) and
- * the check that the configuration the request was admitted on is still current are written in
- * ONE TransactWriteItems: either every window takes the request or none counts it. Its
- * `ClientRequestToken` is derived from the request id, so an SDK retry of a transaction that had
- * committed is answered as a success without counting again.
+ * Here: the items' keys, and the transaction actions that add to them after the answer with the
+ * request log (settlementSteps and writeSettlement in lib/data-plane/meter-settlement.ts).
  *
- * After the answer, what can wait (windows without a limit, values taken from the response) is
- * added in one more transaction with the request log (settlementSteps in lib/data-plane/meter-settlement.ts).
+ * `commitCounters` is the former per-request count transaction (every limited window and the
+ * `configVersion` check in ONE TransactWriteItems, idempotent by its `ClientRequestToken`): no
+ * longer on the data plane's path, kept for the scale simulation (bench/scale-sim.ts) that
+ * compares it with leases.
  */
 import { createHash } from "node:crypto";
 import { type Key, keys } from "#lib/db/keys.ts";
@@ -31,7 +31,7 @@ export interface CounterOwner {
 }
 
 /** The attribute naming what a counter counts, beside `clientId`. */
-const OWNER_ATTRIBUTE = { meterCounter: "meterId", rateCounter: "credentialId" } as const;
+export const OWNER_ATTRIBUTE = { meterCounter: "meterId", rateCounter: "credentialId" } as const;
 
 export interface CounterStep {
   /** Unique within the transaction; a refusal is reported by this name. */
@@ -50,6 +50,12 @@ export interface CounterStep {
   limit?: number;
   /** A settlement of a reservation: `amount` is the real value, this what was reserved. */
   reserved?: number;
+  /**
+   * Added to the item's `leased` with `amount` (an `add` without limit after the answer): a
+   * response value above the units its lease reserved and its block could cover
+   * (counter-leases.ts).
+   */
+  leaseDelta?: number;
 }
 
 /** A client's configVersion at admission: the transaction is refused as stale if it moved. */
@@ -72,6 +78,7 @@ function counterAction(step: CounterStep): TransactionStep {
   const reserve = step.mode === "reserve";
   const settle = step.reserved !== undefined;
   const limited = step.limit !== undefined;
+  const leased = !reserve && !settle && !limited && step.leaseDelta !== undefined && step.leaseDelta !== 0;
   const owner = step.owner.entity === "clientCounter" ? undefined : OWNER_ATTRIBUTE[step.owner.entity];
   return {
     name: step.name,
@@ -82,7 +89,7 @@ function counterAction(step: CounterStep): TransactionStep {
         // reserve: the room an in-flight request holds (`charged` = value + reservations in flight);
         // settle: the real value, and the reservation given back (docs/meters.md "Reservations").
         UpdateExpression:
-          `ADD ${reserve ? "#c :amount, #n :n" : settle ? "#v :amount, #c :back, #n :n" : "#v :amount"} ` +
+          `ADD ${reserve ? "#c :amount, #n :n" : settle ? "#v :amount, #c :back, #n :n" : leased ? "#v :amount, #l :lease" : "#v :amount"} ` +
           "SET #ttl = if_not_exists(#ttl, :ttl), entity = :entity, clientId = :clientId, " +
           `${owner ? "proxyId = :proxyId, #owner = :counterOf, " : ""}#window = :window, windowStart = :start, windowEnd = :end`,
         ...(limited
@@ -97,10 +104,12 @@ function counterAction(step: CounterStep): TransactionStep {
           "#window": "window",
           ...(!reserve || limited ? { "#v": "value" } : {}),
           ...(reserve || settle ? { "#c": "charged", "#n": "inflight" } : {}),
+          ...(leased ? { "#l": "leased" } : {}),
           ...(owner ? { "#owner": owner } : {}),
         },
         ExpressionAttributeValues: {
           ":amount": step.amount,
+          ...(leased ? { ":lease": step.leaseDelta } : {}),
           ":ttl": counterTtl(step.window),
           ":entity": step.owner.entity,
           ":clientId": step.owner.clientId,

@@ -4,22 +4,26 @@
  * the cold start does not carry it, nor the response value extraction.
  */
 import { dynamo } from "#lib/aws/clients.ts";
-import { UpdateCommand } from "#lib/aws/document-client.ts";
+import { TransactWriteCommand, UpdateCommand } from "#lib/aws/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
-import { tableName } from "#lib/db/store.ts";
+import { tableName, transactItemsOf } from "#lib/db/store.ts";
 import { extractResponseValue } from "#lib/domain/meters/extraction.ts";
 import { learnValue, reservationOf, shouldRecordMean } from "#lib/domain/meters/reservation.ts";
 import { describeError, log } from "#lib/log.ts";
 import type { RequestContext } from "./context.ts";
-import { type CounterStep, counterKeys } from "./counters.ts";
+import { type CounterStep, clientRequestToken, counterKeys, counterTransaction } from "./counters.ts";
 import { valueMeans } from "./meter-plan.ts";
+import { meterStepName } from "./stages/count.ts";
 
 /**
- * What is added after the answer: for a `response_value` meter, the value taken from the target's
- * response in each of its windows, and in each limited window the reservation made before the
- * target was called given back (also when there was no response: it settles at 0); for a
- * `request_count` meter, 1 in each window without a limit (the limited ones were counted before
- * the target was called). The value also updates the meter's mean (`valueMeans`).
+ * What is added after the answer to each meter window's `value` (the admitted count, what its
+ * readers see): for a `response_value` meter, the value taken from the target's response (0 when
+ * there was none); for a `request_count` meter, 1 in every window (a limited one took its unit
+ * from a quota lease before the target was called). In a limited window of a response_value
+ * meter the reservation taken from the lease is settled at the value (counter-leases.ts): less
+ * goes back to the instance's block, more is spent from it, and what the block cannot cover is
+ * added to the item's `leased` here (`leaseDelta`). The value also updates the meter's mean
+ * (`valueMeans`).
  */
 export function settlementSteps(ctx: RequestContext): CounterStep[] {
   const runtime = ctx.runtime;
@@ -39,9 +43,10 @@ export function settlementSteps(ctx: RequestContext): CounterStep[] {
         valueMeans.set(use.meterId, learnValue(valueMeans.get(use.meterId), amount));
       }
     }
-    for (const { window, limit, reserved } of use.windows) {
-      if (use.type === "request_count" && limit !== undefined) continue;
-      if (amount === 0 && reserved === undefined) continue;
+    for (const { window, reserved } of use.windows) {
+      const leaseDelta =
+        reserved !== undefined ? (ctx.leases?.settle(meterStepName(use.meterId, window), amount) ?? 0) : 0;
+      if (amount === 0 && leaseDelta === 0) continue;
       steps.push({
         name: `settle:${use.meterId}:${window.kind}`,
         key: counterKeys.meter(use.meterId, use.callerHash, window),
@@ -54,7 +59,7 @@ export function settlementSteps(ctx: RequestContext): CounterStep[] {
         },
         mode: "add",
         amount,
-        ...(reserved !== undefined ? { reserved } : {}),
+        ...(leaseDelta !== 0 ? { leaseDelta } : {}),
       });
     }
   }
@@ -99,5 +104,35 @@ export async function recordMeans(region: string, ctx: RequestContext): Promise<
       recordedMeans.delete(use.meterId);
       log.warn("Meter mean could not be recorded", { ...describeError(error), meterId: use.meterId });
     }
+  }
+}
+
+/**
+ * Most actions of one TransactWriteItems. A settlement has at most one step per meter and window
+ * (20 meters x 4 windows) plus the log, so it is one transaction (test/integration/stages/log.test.ts
+ * checks the bound); the parts below are only a guard should those limits grow.
+ */
+const MAX_TRANSACTION_ACTIONS = 100;
+
+/**
+ * The request log and the settlement in one TransactWriteItems (stages/log.ts), idempotent under
+ * an SDK retry by its ClientRequestToken (derived from the request id). Throws what the store
+ * throws (the caller logs it).
+ */
+export async function writeSettlement(
+  region: string,
+  requestId: string,
+  item: Record<string, unknown> | undefined,
+  settlement: readonly CounterStep[],
+): Promise<void> {
+  const counters = transactItemsOf(counterTransaction(settlement, undefined));
+  const actions = [...(item ? [{ Put: { TableName: tableName(), Item: item } }] : []), ...counters];
+  for (let start = 0, part = 0; start < actions.length; start += MAX_TRANSACTION_ACTIONS, part++) {
+    await dynamo(region).send(
+      new TransactWriteCommand({
+        TransactItems: actions.slice(start, start + MAX_TRANSACTION_ACTIONS),
+        ClientRequestToken: clientRequestToken(requestId, `settle:${part}`),
+      }),
+    );
   }
 }

@@ -8,14 +8,17 @@
  * - locate (stages/locate.ts): the proxy and its cached configuration; then the caller's body is
  *   decoded from its Content-Encoding (stages/decode.ts), before anything reads it;
  * - admit (stages/admit.ts): proxy active, billing, caller authentication, access rules;
- * - count (stages/count.ts): the rate window, the meters' limited windows and the configuration
- *   version in one transaction; 429 when a window refuses;
+ * - count (stages/count.ts): the rate window, the client's and the meters' limited windows from
+ *   quota leases held by the instance (counter-leases.ts), and the configuration version check
+ *   (freshness.ts), in parallel, never a transaction; 429 when a window refuses;
  * - forward (stages/forward.ts): the single-use claim, the target credential, the call;
  * - filters (stages/filter.ts, docs/filters.md): the IP lists before admit, the required headers
  *   after it, the payload filter right after the target's answer;
  * - the answer is handed back here; then, off the caller's wait,
  * - settle (meter-settlement.ts, loaded on demand): response values, reservations, unlimited windows;
- * - log (stages/log.ts): the request log, in one write with the settlement.
+ * - log (stages/log.ts): the request log, in one write with the settlement (the admitted count
+ *   of every meter window); the leases the request used are topped up, and in relaxed freshness
+ *   the configuration version read again when due.
  *
  * - transform (stages/transform.ts, loaded on demand when the proxy has transforms): the request
  *   transform inside forward, before the claim and the target credential; the response transform
@@ -34,7 +37,7 @@ import { isServiceUnavailable } from "#lib/aws/clients.ts";
 import { now } from "#lib/clock.ts";
 import { type Authenticate, admit } from "#lib/data-plane/stages/admit.ts";
 import { type SingleUseClaims, settleClaim, singleUseClaims } from "#lib/data-plane/stages/claim.ts";
-import { type CommitCounters, count } from "#lib/data-plane/stages/count.ts";
+import { type Counting, count } from "#lib/data-plane/stages/count.ts";
 import { filterResponse, screenCaller, screenRequest } from "#lib/data-plane/stages/filter.ts";
 import { forward } from "#lib/data-plane/stages/forward.ts";
 import { checkRequestShape, type LoadRuntime, locate } from "#lib/data-plane/stages/locate.ts";
@@ -58,7 +61,6 @@ import {
   type RequestContext,
   serviceAnswer,
 } from "./context.ts";
-import { commitCounters } from "./counters.ts";
 import { type LoadedCredential, loadProxyRuntime, type ProxyRuntime } from "./runtime-config.ts";
 
 export {
@@ -78,7 +80,8 @@ export interface PipelineDeps {
   now: () => number;
   loadRuntime: LoadRuntime;
   authenticate: Authenticate;
-  commit: CommitCounters;
+  /** The limited counters and the freshness check (made per data-plane object: one instance). */
+  counting: Counting & { afterAnswer?: (clientId: string) => Promise<void> };
   claims: SingleUseClaims;
   send: typeof sendOutbound;
   dynamicToken: (runtime: ProxyRuntime, credential: LoadedCredential) => Promise<string | undefined>;
@@ -99,6 +102,24 @@ const oauthTokensModule = loadOnce(() => import("./oauth-tokens.ts"));
 const requestMetricsModule = loadOnce(() => import("./request-metrics.ts"));
 const settlementModule = loadOnce(() => import("./meter-settlement.ts"));
 const decodeStage = loadOnce(() => import("#lib/data-plane/stages/decode.ts"));
+const countingModule = loadOnce(() => import("./counter-leases.ts"));
+
+/**
+ * The counting of one data-plane object, its code loaded at the first count (not at a cold start):
+ * its leases and the versions it read are this object's (one warm instance).
+ */
+function lazyCounting(region: string, now: () => number): PipelineDeps["counting"] {
+  let made: Promise<PipelineDeps["counting"]> | undefined;
+  const get = () => {
+    made ??= countingModule().then(({ createCounting }) => createCounting(region, { now }));
+    return made;
+  };
+  return {
+    take: async (steps) => (await get()).take(steps),
+    isCurrent: async (clientId, version, fresh) => (await get()).isCurrent(clientId, version, fresh),
+    afterAnswer: async (clientId) => (await get()).afterAnswer?.(clientId),
+  };
+}
 
 /** The request transform hook of forward: runs the stage when the proxy has transforms. */
 async function requestTransformOf(
@@ -160,7 +181,7 @@ export function defaultDeps(region: string): PipelineDeps {
     now,
     loadRuntime: (proxyId, options) => loadProxyRuntime(region, proxyId, options),
     authenticate: authenticateCaller,
-    commit: commitCounters,
+    counting: lazyCounting(region, now),
     claims: singleUseClaims(region),
     send: sendOutbound,
     dynamicToken: dynamicTokenFor,
@@ -185,7 +206,7 @@ async function decide(ctx: RequestContext, deps: PipelineDeps): Promise<Answer> 
       revalidate = true; // confirm a denial of a cached configuration on the current one
       continue;
     }
-    const counted = await count(admitted, deps, { attempt, checkVersion: attempt <= VERSIONED_ATTEMPTS });
+    const counted = await count(admitted, deps, { checkVersion: attempt <= VERSIONED_ATTEMPTS });
     if (counted === "stale") {
       revalidate = true;
       continue;
@@ -237,6 +258,7 @@ export interface Served {
 
 export function createDataPlane(region: string, overrides: Partial<PipelineDeps> = {}) {
   const deps: PipelineDeps = { ...defaultDeps(region), ...overrides };
+  if (!overrides.counting) deps.counting = lazyCounting(region, () => deps.now());
 
   /** Decide the answer; the caller sends it, then awaits `finish`. */
   async function serve(request: DataPlaneRequest): Promise<Served> {
@@ -267,7 +289,14 @@ export function createDataPlane(region: string, overrides: Partial<PipelineDeps>
           const settle = ctx.counted && ctx.meterUses?.length ? await settlementModule() : undefined;
           const settlement = settle?.settlementSteps(ctx) ?? [];
           const { requestLogItem } = await logStage();
-          await deps.writeAfter(region, ctx, await requestLogItem(ctx, answer, answeredAt), settlement);
+          // The log with the settlement, the leases' top-up and (relaxed) the version, together.
+          await Promise.all([
+            requestLogItem(ctx, answer, answeredAt).then((item) =>
+              deps.writeAfter(region, ctx, item, settlement),
+            ),
+            ctx.leases?.topUp(),
+            ctx.runtime ? deps.counting.afterAnswer?.(ctx.runtime.clientId) : undefined,
+          ]);
           await settle?.recordMeans(region, ctx);
         } catch (error) {
           log.error("Request log could not be built", { ...describeError(error), requestId: ctx.requestId });

@@ -18,6 +18,7 @@
  * below is the store of the data plane, tested against the emulator.
  */
 
+import { randomUUID } from "node:crypto";
 import { dynamo } from "#lib/aws/clients.ts";
 import { GetCommand, UpdateCommand, unmarshallItem } from "#lib/aws/document-client.ts";
 import { now } from "#lib/clock.ts";
@@ -59,6 +60,19 @@ export interface QuotaLeaseOptions {
   maxShareOfRemaining?: number;
   /** Once the window ran dry, refuse locally this long before asking the store again. Default 250 ms. */
   recheckMs?: number;
+  /** The rate (units per second) to size the first block by: what the previous window learned. */
+  initialRate?: number;
+  /**
+   * `topUp` refills when the balance is below this many seconds of the instance's rate (and below
+   * the units the next request needs). Default half of `blockSeconds`.
+   */
+  topUpSeconds?: number;
+}
+
+/** Units taken by one request, and the window they were taken in (to give them back). */
+export interface Taken {
+  units: number;
+  window: QuotaWindow | undefined;
 }
 
 export interface QuotaLeaseStats {
@@ -87,13 +101,17 @@ export interface BlockSizeInput {
   maxShareOfRemaining: number;
 }
 
-/** The next block to ask for: the instance's traffic for `blockSeconds`, bounded. */
+/**
+ * The next block to ask for: the instance's traffic for `blockSeconds`, bounded; never fewer than
+ * the units requests are waiting for (they spend them at once: no share of the window is held
+ * idle), so a burst at the end of a window costs one lease, not one per request.
+ */
 export function nextBlockSize(input: BlockSizeInput): number {
   const byRate = Math.ceil(input.ratePerSecond * input.blockSeconds);
   let size = Math.min(input.maxBlock, Math.max(input.minBlock, byRate, input.waiting));
   if (input.lastRemaining !== undefined)
     size = Math.min(size, Math.max(1, Math.floor(input.lastRemaining * input.maxShareOfRemaining)));
-  return Math.max(1, size);
+  return Math.max(1, size, Math.min(input.waiting, input.maxBlock));
 }
 
 export class QuotaLease {
@@ -114,6 +132,7 @@ export class QuotaLease {
   private readonly maxBlock: number;
   private readonly maxShareOfRemaining: number;
   private readonly recheckMs: number;
+  private readonly topUpSeconds: number;
 
   private window: QuotaWindow | undefined;
   private balance = 0;
@@ -124,6 +143,8 @@ export class QuotaLease {
   private ratePerSecond = 0;
   private spentSinceLease = 0;
   private lastLeaseAt: number | undefined;
+  /** When a request last took from this lease (epoch ms; 0: never). */
+  lastUsedAt = 0;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(options: QuotaLeaseOptions) {
@@ -135,6 +156,18 @@ export class QuotaLease {
     this.maxBlock = options.maxBlock ?? 1000;
     this.maxShareOfRemaining = options.maxShareOfRemaining ?? 1 / 8;
     this.recheckMs = options.recheckMs ?? 250;
+    this.ratePerSecond = options.initialRate ?? 0;
+    this.topUpSeconds = options.topUpSeconds ?? this.blockSeconds / 2;
+  }
+
+  /** The instance's smoothed rate of units spent per second (what blocks are sized by). */
+  get rate(): number {
+    return this.ratePerSecond;
+  }
+
+  /** The window of the units held (undefined before the first take). */
+  get currentWindow(): QuotaWindow | undefined {
+    return this.window;
   }
 
   /** Units this instance holds for the current window. */
@@ -144,20 +177,24 @@ export class QuotaLease {
 
   /** Admit one request (true) or refuse it (false): a store call only when the block is spent. */
   async take(): Promise<boolean> {
+    return (await this.takeUnits(1)).units === 1;
+  }
+
+  /**
+   * Take `units` for one request: all of them, or 0 (refused). With `partial`, a window that has
+   * fewer left than asked but some gives what it has (a response_value reservation: admitted while
+   * the window has room). A store call only when the block cannot cover it.
+   */
+  async takeUnits(units = 1, options: { partial?: boolean } = {}): Promise<Taken> {
+    const wanted = Math.max(1, Math.ceil(units));
     for (;;) {
       const now = this.now();
       this.roll(now);
-      if (this.balance > 0) {
-        this.balance--;
-        this.spentSinceLease++;
-        this.stats.admitted++;
-        return true;
-      }
-      if (now < this.exhaustedUntil) {
-        this.stats.refused++;
-        return false;
-      }
-      this.waiting++;
+      this.lastUsedAt = now;
+      if (this.balance >= wanted) return this.spend(wanted);
+      if (now < this.exhaustedUntil) return this.refuseOrPart(options.partial);
+      const short = wanted - this.balance;
+      this.waiting += short;
       let outcome: { exhausted: boolean };
       try {
         this.refilling ??= this.refill().finally(() => {
@@ -165,13 +202,102 @@ export class QuotaLease {
         });
         outcome = await this.refilling;
       } finally {
-        this.waiting--;
+        this.waiting -= short;
       }
-      if (outcome.exhausted && this.balance === 0) {
-        this.stats.refused++;
-        return false;
-      }
+      if (outcome.exhausted && this.balance < wanted) return this.refuseOrPart(options.partial);
     }
+  }
+
+  private spend(units: number): Taken {
+    this.balance -= units;
+    this.spentSinceLease += units;
+    this.stats.admitted++;
+    return { units, window: this.window };
+  }
+
+  private refuseOrPart(partial: boolean | undefined): Taken {
+    if (partial && this.balance > 0) return this.spend(this.balance);
+    this.stats.refused++;
+    return { units: 0, window: this.window };
+  }
+
+  /**
+   * Give back units a request took and did not use (another counter refused it, or a reservation
+   * settled below what it reserved): to the local block while its window is current, else to the
+   * store (no over-admission in a later window).
+   */
+  giveBackTaken(taken: Taken, units: number = taken.units): void {
+    if (units <= 0 || !taken.window) return;
+    if (this.window?.start === taken.window.start) {
+      this.balance += units;
+      this.spentSinceLease = Math.max(0, this.spentSinceLease - units);
+    } else this.giveBack(taken.window, units);
+  }
+
+  /**
+   * Spend up to `units` more for a request already admitted in `window` (a response value above
+   * its reservation), from the local block when that window is current. Answers the units the
+   * block could not cover: the caller adds them to the store's count (unconditionally).
+   */
+  spendMore(window: QuotaWindow, units: number): number {
+    if (units <= 0) return 0;
+    if (this.window?.start !== window.start) return units;
+    const covered = Math.min(this.balance, units);
+    this.balance -= covered;
+    this.spentSinceLease += covered;
+    return units - covered;
+  }
+
+  /**
+   * After an answer, off the caller's wait: lease now when the balance is below what the next
+   * moment needs (`topUpSeconds` of the instance's rate, and at least `minUnits`), so a steady
+   * stream finds its units held. No call while a lease is under way or the window is dry.
+   */
+  async topUp(minUnits = 1): Promise<void> {
+    const now = this.now();
+    this.roll(now);
+    if (this.refilling || now < this.exhaustedUntil) return;
+    // Half a block of the instance's rate, but never more than half the block a lease would get
+    // now (a share of what the window has left): else every answer would lease again.
+    const block = nextBlockSize({
+      ratePerSecond: this.ratePerSecond,
+      waiting: 0,
+      blockSeconds: this.blockSeconds,
+      minBlock: this.minBlock,
+      maxBlock: this.maxBlock,
+      lastRemaining: this.lastRemaining,
+      maxShareOfRemaining: this.maxShareOfRemaining,
+    });
+    const byRate = Math.ceil(this.ratePerSecond * this.topUpSeconds);
+    const needed = Math.max(minUnits, Math.min(byRate, Math.ceil(block / 2)));
+    if (this.balance >= needed) return;
+    this.refilling = this.refill(minUnits).finally(() => {
+      this.refilling = undefined;
+    });
+    await this.refilling;
+  }
+
+  /**
+   * Give back what the block holds above `keep` (a reservation settled far below what it took left
+   * more than the next moment needs), so other instances can lease it.
+   */
+  trim(keep: number): void {
+    if (!this.window || this.balance <= keep) return;
+    this.giveBack(this.window, this.balance - keep);
+    this.balance = keep;
+  }
+
+  /**
+   * The window's limit changed (configuration reloaded). Lowered: the units held go back, so the
+   * next lease is decided under the new limit; raised: a dry window is asked again at once.
+   */
+  limitChanged(lowered: boolean): void {
+    if (lowered && this.window && this.balance > 0) {
+      this.giveBack(this.window, this.balance);
+      this.balance = 0;
+    }
+    this.exhaustedUntil = 0;
+    this.lastRemaining = undefined;
   }
 
   /**
@@ -206,11 +332,17 @@ export class QuotaLease {
     this.lastRemaining = undefined;
   }
 
-  private async refill(): Promise<{ exhausted: boolean }> {
+  private async refill(minUnits = 0): Promise<{ exhausted: boolean }> {
+    // Units on their way back (a lowered limit, an idle hand-back) land first: a lease decided
+    // before them would be refused for units this instance no longer holds.
+    if (this.pending.size > 0) await this.flush();
     const window = this.window as QuotaWindow;
+    // The rate since the previous lease sizes this one (measured after it, a top-up's block would
+    // follow the rate of the lease before).
+    this.measureRate(this.now());
     const wanted = nextBlockSize({
       ratePerSecond: this.ratePerSecond,
-      waiting: this.waiting,
+      waiting: Math.max(this.waiting, minUnits),
       blockSeconds: this.blockSeconds,
       minBlock: this.minBlock,
       maxBlock: this.maxBlock,
@@ -221,7 +353,6 @@ export class QuotaLease {
     const grant = await this.store.lease(window, wanted);
     this.stats.leasedUnits += grant.granted;
     const now = this.now();
-    this.measureRate(now);
     if (this.window?.start !== window.start) {
       // The window ended while the lease was under way: its units go straight back.
       if (grant.granted > 0) this.giveBack(window, grant.granted);
@@ -264,15 +395,27 @@ export interface DynamoLeaseStoreOptions {
   region: string;
   /** The counter item of a window. */
   key: (window: QuotaWindow) => Key;
-  limit: number;
+  /** The window's limit; a function when it can change (read at every lease). */
+  limit: number | (() => number);
   /** Name of the leased-units attribute. Default "value" (the meter counter's field). */
   countAttribute?: string;
+  /**
+   * An attribute that counted the window before any lease (a window counted without a limit until
+   * one was set, or written before leases): the first lease of such an item starts from it.
+   */
+  seedAttribute?: string;
   /** Further attributes of the counter item (entity, ids, window bounds), set on every lease. */
   attributes?: (window: QuotaWindow) => Record<string, unknown>;
   /** TTL (epoch seconds) of a window's item. Default: one hour after the window ends. */
   ttl?: (window: QuotaWindow) => number;
   /** Attempts of a lease that keeps meeting a smaller remainder than it asked for. Default 8. */
   maxAttempts?: number;
+  /**
+   * Guard every lease and give-back with a token of its own, stored on the item (`leaseToken`,
+   * `returnToken`): a write the SDK sends again after its answer was lost finds its token and is
+   * not applied twice (unless another lease, or give-back, of the item landed in between).
+   */
+  tokens?: boolean;
 }
 
 /**
@@ -280,7 +423,7 @@ export interface DynamoLeaseStoreOptions {
  * for an item under 1 KB), a give-back one unconditional ADD of the negative count.
  */
 export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
-  const { limit } = options;
+  const limitNow = typeof options.limit === "function" ? options.limit : () => options.limit as number;
   const count = options.countAttribute ?? "value";
   const ttlOf = options.ttl ?? ((window: QuotaWindow) => Math.ceil(window.end / 1000) + 3600);
   const maxAttempts = options.maxAttempts ?? 8;
@@ -297,37 +440,95 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
     return { names, values, sets };
   }
 
-  /** The leased count in a failed condition's old image, else read it. */
-  async function leasedNow(window: QuotaWindow, error: unknown): Promise<number> {
+  const seed = options.seedAttribute;
+  const tokens = options.tokens ?? false;
+  /** A token's condition, names and values, for one write (the SDK's retries resend it as is). */
+  const guard = (attribute: string) => {
+    if (!tokens) return undefined;
+    return {
+      condition: "(attribute_not_exists(#tok) OR #tok <> :tok)",
+      set: "#tok = :tok",
+      names: { "#tok": attribute },
+      values: { ":tok": randomUUID() },
+    };
+  };
+  const numberOf = (value: unknown) => (typeof value === "number" ? value : undefined);
+
+  /** The leased count (and the seed) in a failed condition's old image, else read them. */
+  async function stateNow(window: QuotaWindow, error: unknown) {
     const old = (error as { Item?: Parameters<typeof unmarshallItem>[0] }).Item;
-    if (old) {
-      const value = unmarshallItem(old)[count];
-      if (typeof value === "number") return value;
-    }
-    const out = await db().send(
-      new GetCommand({ TableName: tableName(), Key: options.key(window), ConsistentRead: true }),
-    );
-    const value = out.Item?.[count];
-    return typeof value === "number" ? value : 0;
+    const item = old
+      ? unmarshallItem(old)
+      : (
+          await db().send(
+            new GetCommand({ TableName: tableName(), Key: options.key(window), ConsistentRead: true }),
+          )
+        ).Item;
+    return {
+      leased: numberOf(item?.[count]),
+      seed: seed ? numberOf(item?.[seed]) : undefined,
+      token: item?.leaseToken,
+    };
   }
 
   return {
     async lease(window, wanted) {
+      const limit = limitNow();
       let ask = Math.min(wanted, limit);
       const extra = extraSets(window);
+      /** The seed of an item that has one but no leases yet: the first lease starts from it. */
+      let seeded: number | undefined;
       for (let attempt = 1; ask > 0; attempt++) {
+        const token = guard("leaseToken");
         try {
+          if (seeded !== undefined) {
+            await db().send(
+              new UpdateCommand({
+                TableName: tableName(),
+                Key: options.key(window),
+                UpdateExpression: `SET ${["#count = :total", "#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
+                ConditionExpression: `attribute_not_exists(#count) AND #seed = :seen${token ? ` AND ${token.condition}` : ""}`,
+                ExpressionAttributeNames: {
+                  "#count": count,
+                  "#seed": seed as string,
+                  "#ttl": "TTL",
+                  ...token?.names,
+                  ...extra.names,
+                },
+                ExpressionAttributeValues: {
+                  ":total": seeded + ask,
+                  ":seen": seeded,
+                  ":ttl": ttlOf(window),
+                  ...token?.values,
+                  ...extra.values,
+                },
+                ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+              }),
+            );
+            return { granted: ask, remaining: limit - seeded - ask };
+          }
           const out = await db().send(
             new UpdateCommand({
               TableName: tableName(),
               Key: options.key(window),
-              UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...extra.sets].join(", ")}`,
-              ConditionExpression: "attribute_not_exists(#count) OR #count <= :max",
-              ExpressionAttributeNames: { "#count": count, "#ttl": "TTL", ...extra.names },
+              UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
+              ConditionExpression: `(${
+                seed
+                  ? "(attribute_not_exists(#count) AND attribute_not_exists(#seed)) OR #count <= :max"
+                  : "attribute_not_exists(#count) OR #count <= :max"
+              })${token ? ` AND ${token.condition}` : ""}`,
+              ExpressionAttributeNames: {
+                "#count": count,
+                "#ttl": "TTL",
+                ...(seed ? { "#seed": seed } : {}),
+                ...token?.names,
+                ...extra.names,
+              },
               ExpressionAttributeValues: {
                 ":n": ask,
                 ":max": limit - ask,
                 ":ttl": ttlOf(window),
+                ...token?.values,
                 ...extra.values,
               },
               ReturnValues: "UPDATED_NEW",
@@ -338,7 +539,12 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
           return { granted: ask, remaining: typeof leased === "number" ? limit - leased : 0 };
         } catch (error) {
           if (!isConditionalCheckFailure(error)) throw error;
-          const left = limit - (await leasedNow(window, error));
+          const state = await stateNow(window, error);
+          // The SDK sent this lease again after its answer was lost: it was applied (once).
+          if (token && state.token === token.values[":tok"])
+            return { granted: ask, remaining: Math.max(0, limit - (state.leased ?? ask)) };
+          seeded = state.leased === undefined ? state.seed : undefined;
+          const left = limit - (state.leased ?? state.seed ?? 0);
           if (left <= 0 || attempt >= maxAttempts) return { granted: 0, remaining: Math.max(left, 0) };
           ask = Math.min(ask, left);
         }
@@ -348,15 +554,22 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
 
     async giveBack(window, units) {
       if (units <= 0) return;
-      await db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: options.key(window),
-          UpdateExpression: "ADD #count :n",
-          ExpressionAttributeNames: { "#count": count },
-          ExpressionAttributeValues: { ":n": -units },
-        }),
-      );
+      const token = guard("returnToken");
+      try {
+        await db().send(
+          new UpdateCommand({
+            TableName: tableName(),
+            Key: options.key(window),
+            UpdateExpression: `ADD #count :n${token ? ` SET ${token.set}` : ""}`,
+            ...(token ? { ConditionExpression: token.condition } : {}),
+            ExpressionAttributeNames: { "#count": count, ...token?.names },
+            ExpressionAttributeValues: { ":n": -units, ...token?.values },
+          }),
+        );
+      } catch (error) {
+        // Only its own token fails the guard: a retry of a give-back that was applied.
+        if (!(token && isConditionalCheckFailure(error))) throw error;
+      }
     },
   };
 }

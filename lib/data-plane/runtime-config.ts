@@ -11,9 +11,10 @@
  * The same BatchGetItem reads the proxy's two transform counts: only a proxy with transforms loads
  * them (transform-plan.ts, on demand: one Query per kind with their code, compiled in the sandbox
  * once per load; the contexts of a replaced configuration are disposed).
- * Warm: nothing is read. The count transaction (lib/data-plane/counters.ts) checks that the
- * client's `configVersion` is still the one the cached configuration was loaded at; when it moved,
- * `revalidate` reads the client runtime item (one GetItem) and reloads what changed.
+ * Warm: nothing is read here. The count stage's freshness check (freshness.ts: strict, one
+ * GetItem of the client's `configVersion` per request; relaxed, within a bound) compares it with
+ * the version the cached configuration was loaded at; when it moved, `revalidate` reads the client
+ * runtime item (one GetItem) and reloads what changed.
  */
 
 import { type CompiledPolicies, NO_POLICIES } from "#lib/data-plane/stages/filter.ts";
@@ -286,8 +287,8 @@ export interface LoadedRuntime {
 
 /**
  * The configuration of a proxy in this region, or undefined when no such proxy exists.
- * `revalidate: false` returns a cached copy without any call (the caller then checks the version
- * inside its rate-limit transaction); `revalidate: true` compares it with the current
+ * `revalidate: false` returns a cached copy without any call (the count stage then checks its
+ * version, freshness.ts); `revalidate: true` compares it with the current
  * `configVersion` first (one GetItem) and reloads it when it changed.
  */
 export async function loadProxyRuntime(

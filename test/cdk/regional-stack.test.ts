@@ -1,5 +1,6 @@
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { freshnessSettings } from "#lib/data-plane/freshness.ts";
 import { DATA_PLANE_METRICS, DATA_PLANE_SERVICE } from "#lib/data-plane/request-metrics.ts";
 import {
   REGION_STREAM_FILTERS,
@@ -334,6 +335,13 @@ describe.each(regions)("RegionalStack %s", (region) => {
         TABLE_NAME: appName,
         KMS_KEY_ALIAS: `alias/${appName}`,
       });
+    });
+
+    it("checks the configuration's freshness in the strict mode by default (one GetItem per request)", () => {
+      const variables = fn?.Properties.Environment.Variables as Record<string, string>;
+      expect(variables).toMatchObject({ DATA_PLANE_FRESHNESS: "strict", DATA_PLANE_FRESHNESS_MS: "1000" });
+      // What the function makes of them (lib/data-plane/freshness.ts).
+      expect(freshnessSettings(variables)).toEqual({ mode: "strict", boundMs: 1000 });
     });
 
     it("is reachable at a public, streaming function URL (the log is written after the answer), exported", () => {

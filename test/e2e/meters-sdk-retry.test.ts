@@ -1,11 +1,14 @@
 /**
  * Meters under a real AWS SDK retry, over real HTTP against the local stack: every AWS call of the
  * stack goes through a lossy front (test/support/lossy-front.ts) that loses the answer of one
- * committed TransactWriteItems, so the SDK sends it again. The count transaction (before the
- * target) and the settlement transaction (request log + response_value, after the answer) carry a
- * ClientRequestToken derived from the request id, so the retry is a no-op in the store: the
- * request is counted once, the target called once, one request log written. Without the token
- * (the front strips it) the same retry counts twice: the tests can fail.
+ * applied write, so the SDK sends it again.
+ * - The settlement transaction (request log + meter values, after the answer) carries a
+ *   ClientRequestToken derived from the request id, so the retry is a no-op in the store: the value
+ *   counted once, one request log written. Without the token (the front strips it) the same retry
+ *   counts twice: the tests can fail.
+ * - Before the target, a limited window is taken from a quota lease (one conditional UpdateItem
+ *   carrying a token of its own, `leaseToken`): the SDK's retry finds the token and is not applied
+ *   twice; the window stays exact.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -106,44 +109,43 @@ async function logRecords(proxyId: string, requestId: string) {
 
 afterEach(() => front.disarm());
 
-describe("the count transaction's answer is lost and the SDK retries it", () => {
-  it("with the ClientRequestToken: the request is counted once and the target called once", async () => {
+describe("a quota lease's answer is lost and the SDK retries it", () => {
+  // The limited windows are taken from quota leases: a lease is one conditional UpdateItem of the
+  // window's `leased`, which also sets the item's `leaseToken` to a token of that lease and is
+  // conditioned on the token not being there yet. The SDK's retry after a lost answer finds its own
+  // token: refused, recognised as applied, not leased twice. (Had another lease of the item landed
+  // between the two attempts, the block would be leased twice: under-admission, never over.)
+  it("the request is counted once and the target called once; the lease is not applied twice: the window stays exact", async () => {
     const { proxyId, meterId } = await proxyWithMeter({
       meterType: "request_count",
       meterActive: true,
       limits: { hour: 5 },
     });
-    const attempts = front.loseFirstAnswer({ matches: transactionOf(meterId, "count") });
+    // The meter window's first lease (the only UpdateItem of that item before the answer).
+    const attempts = front.loseFirstAnswer({
+      update: (request) => request.Key.pKey?.S === `METERUSE#${meterId}`,
+    });
     const hitsBefore = targetHits;
     const answered = await call(proxyId);
     expect(answered.status, answered.text).toBe(200);
     expect(targetHits - hitsBefore).toBe(1);
-    expect(await hourValue(meterId)).toBe(1);
-    // Two attempts reached the store (the first applied, its answer lost), with one token: the
-    // request id's count token.
-    const token = clientRequestToken(answered.headers.get("x-request-id")!, "count:1");
+    // The lease reached the store twice (the first applied, its answer lost).
     expect(attempts).toEqual([
-      { token, answered: false },
-      { token, answered: true },
+      { token: undefined, answered: false },
+      { token: undefined, answered: true },
     ]);
-    // The next request (another request id, another token) counts again.
     front.disarm();
-    expect((await call(proxyId)).status).toBe(200);
-    expect(await hourValue(meterId)).toBe(2);
-  });
-
-  it("without it (stripped on the wire): the same retry counts the request twice", async () => {
-    const { proxyId, meterId } = await proxyWithMeter({
-      meterType: "request_count",
-      meterActive: true,
-      limits: { hour: 5 },
-    });
-    const attempts = front.loseFirstAnswer({ matches: transactionOf(meterId, "count"), stripToken: true });
-    const hitsBefore = targetHits;
-    expect((await call(proxyId)).status).toBe(200);
-    expect(targetHits - hitsBefore).toBe(1);
-    expect(attempts).toHaveLength(2);
-    expect(await hourValue(meterId)).toBe(2);
+    await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(1), { timeout: 5000 });
+    // Sequential requests until the window refuses: 4 more pass (the limit of 5, none lost).
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await call(proxyId)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    await vi.waitFor(async () => expect(await hourValue(meterId)).toBe(5), { timeout: 5000 });
+    const item = await storedItem(
+      keys.meterWindow(meterId, "hour", windowAt("hour", Date.now()).start),
+      REGION,
+    );
+    expect(item?.leased).toBe(5); // the limit, never above it
   });
 });
 

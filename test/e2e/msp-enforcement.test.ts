@@ -246,12 +246,13 @@ describe("limits", () => {
     });
     expect(record.targetData).toBeNull();
 
-    // One counter for the client, holding exactly what passed.
+    // One counter for the client: its leases (counter-leases.ts). The window ran dry, so every unit
+    // leased was spent: exactly what passed.
     expect(Math.floor(clock.now() / MINUTE_MS) * MINUTE_MS, "the burst ended in its window").toBe(window);
     expect(await storedItem(keys.rateWindow(`CLIENT#${clientId}#minute`, window), US)).toMatchObject({
       entity: "clientCounter",
       clientId,
-      value: 5,
+      leased: 5,
     });
 
     // Cleared: the next request passes (the change reaches the warm data plane at once).

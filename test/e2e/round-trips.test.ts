@@ -4,6 +4,7 @@
  * and with a session cookie, and of a warm proxied request on the data plane, counted by SDK middleware on every
  * region's client: the figures of docs/architecture.md ("Request flow") and docs/data-plane.md
  * ("Store round trips per warm request"), held by this test so the docs cannot go stale silently.
+ * A proxied request's calls are counted before the answer (on the caller's wait) and after it.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
@@ -12,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { dynamo, kms } from "#lib/aws/clients.ts";
 import { UpdateCommand } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
+import { createCounting } from "#lib/data-plane/counter-leases.ts";
+import { createDataPlane, type DataPlaneRequest } from "#lib/data-plane/pipeline.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { hashToken, LAST_USED_PRECISION_MS } from "#lib/domain/tokens.ts";
@@ -34,6 +37,8 @@ let clientId: string;
 let proxyId: string;
 let targetServer: Server;
 let targetBase: string;
+/** The calls counted when the target received its request (what a proxied request sent before). */
+let atTarget: Record<string, number> | undefined;
 
 type Stack = { add: (m: unknown, o: { step: string; name: string }) => void; remove: (n: string) => boolean };
 const counts = new Map<string, number>();
@@ -72,6 +77,7 @@ async function callsOf(request: () => Promise<{ status: number }>, status = 200)
 
 beforeAll(async () => {
   targetServer = createServer((req, res) => {
+    atTarget = Object.fromEntries([...counts].sort());
     req.resume();
     req.on("end", () => res.end("ok"));
   });
@@ -219,32 +225,58 @@ describe("store round trips per warm proxied request", () => {
     return createProxyOf(user, client, region, parts, "dp");
   }
 
-  /** One request, and the log write after its answer. */
-  async function served(proxy: string) {
+  const sorted = (calls: Map<string, number> | Record<string, number>) =>
+    Object.fromEntries((calls instanceof Map ? [...calls] : Object.entries(calls)).sort());
+  const minus = (all: Record<string, number>, before: Record<string, number>) =>
+    sorted(
+      Object.fromEntries(
+        Object.entries(all)
+          .map(([command, n]) => [command, n - (before[command] ?? 0)] as const)
+          .filter(([, n]) => n > 0),
+      ),
+    );
+
+  /**
+   * One request over HTTP, and its calls before the answer (everything the data plane sent before
+   * it called the target: nothing is sent between the target's answer and the answer) and after it
+   * (until the request log is written).
+   */
+  async function served(proxy: string, written: string) {
     counts.clear();
     transactionSizes.length = 0;
+    atTarget = undefined;
     const answer = await callDataPlane(`${stack.regions[region]}/api/${proxy}/x`, {
       headers: { "x-api-key": KEY },
     });
     expect(answer.status).toBe(200);
-    await vi.waitFor(() => expect(counts.get("DynamoDB:PutItem")).toBe(1), { timeout: 5000, interval: 20 });
-    return Object.fromEntries([...counts].sort());
+    await vi.waitFor(() => expect(counts.get(written)).toBe(1), { timeout: 5000, interval: 20 });
+    // The lease top-ups run with the log write; give them a moment to be counted.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const before = atTarget ?? {};
+    return { before, after: minus(sorted(counts), before), sizes: [...transactionSizes] };
   }
 
-  /** The calls of a warm request: a first one loads and caches the configuration. */
-  async function warmCallsOf(proxy: string) {
-    await served(proxy);
-    return served(proxy);
+  /** The calls of a warm request: a first one loads and caches the configuration, a second leases. */
+  async function warmCallsOf(proxy: string, written = "DynamoDB:PutItem") {
+    await served(proxy, written);
+    await served(proxy, written);
+    return served(proxy, written);
   }
 
-  it("a client without limits: the count transaction before the answer, the log after", async () => {
+  it("a client without limits (strict freshness): one GetItem before the answer, the log after", async () => {
     const calls = await warmCallsOf(await proxyOf(owner, clientId));
     process.stdout.write(`round trips proxied request: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:PutItem": 1, "DynamoDB:TransactWriteItems": 1 });
-    expect(transactionSizes).toEqual([2]); // the rate window, the configVersion check
+    // The configVersion read; the rate window is taken from the lease this instance holds.
+    expect(calls.before).toEqual({ "DynamoDB:GetItem": 1 });
+    // The request log; at most one lease top-up of the rate window.
+    expect(calls.after["DynamoDB:PutItem"]).toBe(1);
+    expect(calls.after["DynamoDB:UpdateItem"] ?? 0).toBeLessThanOrEqual(1);
+    expect(Object.keys(calls.after).sort()).toEqual(
+      calls.after["DynamoDB:UpdateItem"] ? ["DynamoDB:PutItem", "DynamoDB:UpdateItem"] : ["DynamoDB:PutItem"],
+    );
   });
 
-  it("a limited response_value meter: its reservation rides in the count transaction, its settlement with the log", async () => {
+  it("a limited response_value meter: its reservation is taken from the lease; the value settles with the log", async () => {
     const proxy = await proxyOf(owner, clientId);
     const meter = await owner.api.post(`/api/clients/${clientId}/proxies/${proxy}/meters`, {
       meterType: "response_value",
@@ -254,34 +286,15 @@ describe("store round trips per warm proxied request", () => {
       limits: { hour: 1000 },
     });
     expect(meter.status).toBe(201);
-    /** One request, and the settlement with the log after its answer. */
-    async function settled() {
-      counts.clear();
-      transactionSizes.length = 0;
-      const answer = await callDataPlane(`${stack.regions[region]}/api/${proxy}/x`, {
-        headers: { "x-api-key": KEY },
-      });
-      expect(answer.status).toBe(200);
-      await vi.waitFor(() => expect(counts.get("DynamoDB:TransactWriteItems")).toBe(2), {
-        timeout: 5000,
-        interval: 20,
-      });
-      return Object.fromEntries([...counts].sort());
-    }
-    await settled();
-    // The first answer records the meter's mean on it (one UpdateItem after the answer); then not again.
-    await vi.waitFor(() => expect(counts.get("DynamoDB:UpdateItem")).toBe(1), {
-      timeout: 5000,
-      interval: 20,
-    });
-    const calls = await settled();
+    const calls = await warmCallsOf(proxy, "DynamoDB:TransactWriteItems");
     process.stdout.write(`round trips proxied request, response_value meter: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:TransactWriteItems": 2 });
-    // The rate window, the meter's reservation, the configVersion check; then the log and the settlement.
-    expect(transactionSizes).toEqual([3, 2]);
+    expect(calls.before).toEqual({ "DynamoDB:GetItem": 1 });
+    expect(calls.after["DynamoDB:TransactWriteItems"]).toBe(1);
+    expect(calls.sizes).toEqual([2]); // the log and the meter window's value
+    expect(calls.after["DynamoDB:UpdateItem"] ?? 0).toBeLessThanOrEqual(2); // top-ups
   });
 
-  it("a managed client with limits: the same two calls (its windows ride in the count transaction)", async () => {
+  it("a managed client with limits: its windows' leases add no call before the answer", async () => {
     const { msp } = await createMsp({ name: "Round trips MSP", ownerUserId: owner.userId });
     const made = await owner.api.post(`/api/msps/${msp.mspId}/clients`, { clientName: "Limited" });
     expect(made.status).toBe(201);
@@ -292,7 +305,39 @@ describe("store round trips per warm proxied request", () => {
     expect(put.status).toBe(200);
     const calls = await warmCallsOf(await proxyOf(owner, managed));
     process.stdout.write(`round trips proxied request, client limits: ${JSON.stringify(calls)}\n`);
-    expect(calls).toEqual({ "DynamoDB:PutItem": 1, "DynamoDB:TransactWriteItems": 1 });
-    expect(transactionSizes).toEqual([4]); // and the client's minute and day windows
+    expect(calls.before).toEqual({ "DynamoDB:GetItem": 1 });
+    expect(calls.after["DynamoDB:PutItem"]).toBe(1);
+    expect(calls.after["DynamoDB:UpdateItem"] ?? 0).toBeLessThanOrEqual(3); // top-ups
+    expect(calls.after["DynamoDB:TransactWriteItems"]).toBeUndefined();
+  });
+
+  it("relaxed freshness: no store call at all before the answer", async () => {
+    const proxy = await proxyOf(owner, clientId);
+    const plane = createDataPlane(region, {
+      counting: createCounting(region, { freshness: { mode: "relaxed", boundMs: 60_000 } }),
+    });
+    const request = (): DataPlaneRequest => ({
+      method: "GET",
+      path: `/api/${proxy}/x`,
+      rawQuery: "",
+      headers: { "x-api-key": KEY },
+      sourceIp: "127.0.0.1",
+      stage: "$default",
+      arnBase: "arn:aws:lambda:us-east-1:000000000000:function-url/test",
+    });
+    const phases = async () => {
+      counts.clear();
+      const answer = await plane.serve(request());
+      expect(answer.response.status).toBe(200);
+      const before = sorted(counts);
+      await answer.finish();
+      return { before, after: minus(sorted(counts), before) };
+    };
+    await phases();
+    await phases();
+    const calls = await phases();
+    process.stdout.write(`round trips proxied request, relaxed freshness: ${JSON.stringify(calls)}\n`);
+    expect(calls.before).toEqual({});
+    expect(calls.after["DynamoDB:PutItem"]).toBe(1);
   });
 });

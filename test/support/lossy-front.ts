@@ -1,7 +1,7 @@
 /**
  * A lossy front for the emulator: an HTTP server on loopback that passes every AWS call on to the
  * emulator unchanged, except that, once armed, it loses the answer of the first TransactWriteItems
- * it is told to match. That transaction reaches the emulator, which applies it, and then the
+ * (or, when told, UpdateItem) it is told to match. That transaction reaches the emulator, which applies it, and then the
  * caller's socket is destroyed instead of returning the answer (a committed transaction whose
  * answer is lost on the wire). The AWS SDK sees a reset connection, a retryable error, and sends
  * the same request again, with the same ClientRequestToken.
@@ -19,6 +19,12 @@ export interface TransactWriteRequest {
   ClientRequestToken?: string;
 }
 
+/** An UpdateItem request as it travels on the wire (DynamoDB JSON). */
+export interface UpdateItemRequest {
+  Key: Record<string, { S?: string }>;
+  UpdateExpression?: string;
+}
+
 /** One TransactWriteItems attempt that matched, and the token it carried. */
 export interface TransactionAttempt {
   token: string | undefined;
@@ -29,6 +35,8 @@ export interface TransactionAttempt {
 export interface LoseOptions {
   /** Which transactions to hit (default: every TransactWriteItems). */
   matches?: (request: TransactWriteRequest) => boolean;
+  /** Lose the answer of an UpdateItem instead, the first this matches (a quota lease). */
+  update?: (request: UpdateItemRequest) => boolean;
   /** Remove ClientRequestToken from every matching attempt (what a retry would be without one). */
   stripToken?: boolean;
 }
@@ -46,6 +54,7 @@ export interface LossyFront {
 }
 
 const TRANSACT_WRITE_TARGET = "DynamoDB_20120810.TransactWriteItems";
+const UPDATE_ITEM_TARGET = "DynamoDB_20120810.UpdateItem";
 
 export async function startLossyFront(emulator: string): Promise<LossyFront> {
   let armed: { options: LoseOptions; attempts: TransactionAttempt[] } | undefined;
@@ -57,7 +66,17 @@ export async function startLossyFront(emulator: string): Promise<LossyFront> {
       const headers = { ...req.headers };
       let drop = false;
       const scenario = armed;
-      if (scenario && req.headers["x-amz-target"] === TRANSACT_WRITE_TARGET) {
+      if (scenario?.options.update && req.headers["x-amz-target"] === UPDATE_ITEM_TARGET) {
+        const parsed = JSON.parse(payload.toString("utf8")) as UpdateItemRequest;
+        if (scenario.options.update(parsed)) {
+          drop = scenario.attempts.length === 0;
+          scenario.attempts.push({ token: undefined, answered: !drop });
+        }
+      } else if (
+        scenario &&
+        !scenario.options.update &&
+        req.headers["x-amz-target"] === TRANSACT_WRITE_TARGET
+      ) {
         const parsed = JSON.parse(payload.toString("utf8")) as TransactWriteRequest;
         if (scenario.options.matches?.(parsed) ?? true) {
           drop = scenario.attempts.length === 0;

@@ -1,28 +1,34 @@
 /**
- * Stage 3, count: the request is counted in every window that can refuse it (the plan's rate
+ * Stage 3, count: the request is taken from every window that can refuse it (the plan's rate
  * limit per proxy credential, a managed client's limits per client, and each limited window of
- * each meter that applies), together with
- * the check that the configuration it was admitted on is still current, in ONE transaction
- * (lib/data-plane/counters.ts). Refused: 429 with `Retry-After` and the IETF RateLimit headers,
- * nothing counted, the target never called. Stale configuration: the pipeline reloads and admits
- * again.
+ * each meter that applies), all or none, from the quota leases this instance holds
+ * (lib/data-plane/counter-leases.ts: no store call while the blocks cover it, never a
+ * transaction); in parallel, the check that the configuration it was admitted on is still current
+ * (lib/data-plane/freshness.ts: strict, one GetItem; relaxed, none within the bound). Refused: 429
+ * with `Retry-After` and the IETF RateLimit headers, nothing counted, the target never called.
+ * Stale configuration: every unit taken goes back, the pipeline reloads and admits again.
  */
 
-import type { Admitted, Answer, RequestContext } from "#lib/data-plane/context.ts";
-import { serviceAnswer } from "#lib/data-plane/context.ts";
-import {
-  type CountDecision,
-  type CounterStep,
-  clientRequestToken,
-  type commitCounters,
-  counterKeys,
-} from "#lib/data-plane/counters.ts";
+import type { Admitted, Answer, CountedLeases } from "#lib/data-plane/context.ts";
+import { type CounterStep, counterKeys } from "#lib/data-plane/counters.ts";
 import { type MeterUse, planMeters, valueMeans } from "#lib/data-plane/meter-plan.ts";
-import { meterPolicyName, type QuotaState, refusalHeaders } from "#lib/domain/meters/rate-limit-headers.ts";
 import { reservationOf } from "#lib/domain/meters/reservation.ts";
+import { loadOnce } from "#lib/lazy.ts";
 import { type CalendarWindow, windowAt } from "#lib/shared/meter-windows.ts";
 
-export type CommitCounters = typeof commitCounters;
+/** The 429's code (stages/refusal.ts), loaded at the first refusal: a cold start does not carry it. */
+const refusalModule = loadOnce(() => import("#lib/data-plane/stages/refusal.ts"));
+
+/** What the limited counters answer for one request (counter-leases.ts CounterLeases.take). */
+export type TakeOutcome = { refused: string[] } | { taken: CountedLeases & { restore(): void } };
+
+/** The counters and the freshness check of the count stage (pipeline.ts makes them per instance). */
+export interface Counting {
+  /** Take the request in every limited step, or in none. */
+  take(steps: readonly CounterStep[]): Promise<TakeOutcome>;
+  /** Whether a configuration loaded at `version` may decide the request (`fresh`: read by it). */
+  isCurrent(clientId: string, version: number, fresh: boolean): Promise<boolean>;
+}
 
 /** The step name of the plan's rate counter. */
 export const RATE_STEP = "rate";
@@ -102,75 +108,14 @@ export function countSteps(ctx: Admitted, uses: readonly MeterUse[], nowMs: numb
 
 export const meterStepName = (meterId: string, window: CalendarWindow) => `meter:${meterId}:${window.kind}`;
 
-/** The 429 for the refused steps: `Retry-After` is the longest wait among them. */
-export function refusal(
-  ctx: RequestContext,
-  steps: readonly CounterStep[],
-  refused: readonly string[],
-  nowMs: number,
-  uses: readonly MeterUse[] = [],
-): Answer {
-  const refusedSteps = steps.filter((step) => refused.includes(step.name));
-  const meters = refusedSteps.filter((step) => step.owner.entity === "meterCounter");
-  if (ctx.metering)
-    ctx.metering.refused = meters.map((step) => ({
-      meterId: step.owner.counterOf,
-      window: step.window.kind,
-    }));
-  const states: QuotaState[] = refusedSteps.map((step) => {
-    const use = uses.find((candidate) => candidate.meterId === step.owner.counterOf);
-    return {
-      name:
-        step.owner.entity === "meterCounter"
-          ? meterPolicyName(step.owner.counterOf, step.window.kind)
-          : step.name.replace(":", "-"),
-      limit: step.limit ?? 0,
-      used: step.limit ?? 0,
-      window: step.window,
-      ...(use?.type === "response_value" ? { unit: "value" as const } : {}),
-      ...(use?.callerHash ? { partitionKey: use.callerHash } : {}),
-    };
-  });
-  const headers = refusalHeaders(states, nowMs);
-  const client = refusedSteps.find((step) => step.owner.entity === "clientCounter");
-  if (client)
-    return serviceAnswer(
-      429,
-      {
-        code: "client-limit-exceeded",
-        message: `Too many requests: the client's limit of ${client.limit} requests per ${client.window.kind} is reached`,
-      },
-      { ...headers },
-    );
-  const first = meters[0];
-  if (!first) {
-    return serviceAnswer(
-      429,
-      {
-        code: "proxy-access-granted",
-        message: "Too many requests: the proxy credential's rate limit is exceeded",
-      },
-      { ...headers, "x-ratelimit-limit": String(refusedSteps[0]?.limit ?? 0), "x-ratelimit-remaining": "0" },
-    );
-  }
-  return serviceAnswer(
-    429,
-    {
-      code: "meter-limit-exceeded",
-      message: `Too many requests: the ${first.window.kind} limit of meter ${first.owner.counterOf} is reached`,
-    },
-    { ...headers },
-  );
-}
-
 /**
  * Count the request. Answers a 429 when a window refuses it, "stale" when the configuration
  * changed since admission, undefined when counted (the request goes on).
  */
 export async function count(
   ctx: Admitted,
-  deps: { region: string; commit: CommitCounters; now: () => number },
-  options: { attempt: number; checkVersion: boolean },
+  deps: { counting: Counting; now: () => number },
+  options: { checkVersion: boolean },
 ): Promise<Answer | "stale" | undefined> {
   const { runtime } = ctx;
   const nowMs = deps.now();
@@ -178,12 +123,23 @@ export async function count(
   ctx.meterUses = uses;
   if (runtime.meters.length > 0) ctx.metering = { applied: uses.map((use) => use.meterId), refused: [] };
   const steps = countSteps(ctx, uses, nowMs);
-  const decision: CountDecision = await deps.commit(deps.region, steps, {
-    ...(options.checkVersion ? { version: { clientId: runtime.clientId, version: runtime.version } } : {}),
-    token: clientRequestToken(ctx.requestId, `count:${options.attempt}`),
-  });
-  if (decision.outcome === "stale") return "stale";
-  if (decision.outcome === "refused") return refusal(ctx, steps, decision.refused, nowMs, uses);
+  // The freshness check and the leases in parallel: in a steady state the leases answer locally.
+  const [current, taken] = await Promise.allSettled([
+    options.checkVersion ? deps.counting.isCurrent(runtime.clientId, runtime.version, ctx.fresh) : true,
+    deps.counting.take(steps),
+  ]);
+  const held = taken.status === "fulfilled" && "taken" in taken.value ? taken.value.taken : undefined;
+  if (current.status === "rejected" || taken.status === "rejected") {
+    held?.restore();
+    throw current.status === "rejected" ? current.reason : (taken as PromiseRejectedResult).reason;
+  }
+  if (!current.value) {
+    held?.restore();
+    return "stale";
+  }
+  if ("refused" in taken.value)
+    return (await refusalModule()).refusal(ctx, steps, taken.value.refused, nowMs, uses);
   ctx.counted = true;
+  ctx.leases = held;
   return undefined;
 }

@@ -46,7 +46,7 @@ export type LoadRuntime = (
 
 /**
  * Find the proxy's configuration: `revalidate` false takes the cached copy without a call (the
- * count stage's transaction then proves it current). Sets `ctx.runtime` and `ctx.fresh`, and
+ * count stage's freshness check then proves it current). Sets `ctx.runtime` and `ctx.fresh`, and
  * answers the context as `Located` (or the refusal).
  */
 export async function locate(

@@ -2,16 +2,16 @@
  * Stage 6, log: the request log record of spec 2.11 (lib/data-plane/request-log.ts builds it, with
  * every secret the request used redacted), written after the answer has been handed back, in one
  * write with the settlement of the request's meters (settlementSteps in meter-settlement.ts): a TransactWriteItems when there
- * is something to settle (idempotent under an SDK retry by its ClientRequestToken), else a
- * PutItem. A record that cannot be written is never a silent loss: the error line counts in a
+ * is something to settle (idempotent under an SDK retry by its ClientRequestToken; its code is
+ * loaded with the settlement, on demand), else a PutItem. A record that cannot be written is never a silent loss: the error line counts in a
  * metric that raises an alarm.
  */
 import { dynamo } from "#lib/aws/clients.ts";
-import { PutCommand, TransactWriteCommand } from "#lib/aws/document-client.ts";
+import { PutCommand } from "#lib/aws/document-client.ts";
 import type { Answer, RequestContext } from "#lib/data-plane/context.ts";
-import { type CounterStep, clientRequestToken, counterTransaction } from "#lib/data-plane/counters.ts";
+import type { CounterStep } from "#lib/data-plane/counters.ts";
 import type { LoadedCredential } from "#lib/data-plane/runtime-config.ts";
-import { tableName, transactItemsOf } from "#lib/db/store.ts";
+import { tableName } from "#lib/db/store.ts";
 import { loadOnce } from "#lib/lazy.ts";
 import { ALARMED_METRICS, describeError, log, metricFields } from "#lib/log.ts";
 import { credentialHeaderNames, credentialQueryParamNames } from "#lib/vault/apply-credential.ts";
@@ -19,6 +19,7 @@ import type { AuthType } from "#lib/vault/secret-schemas.ts";
 
 export const requestLogModule = loadOnce(() => import("#lib/data-plane/request-log.ts"));
 const secretRedactionModule = loadOnce(() => import("#lib/vault/secret-redaction.ts"));
+const settlementModule = loadOnce(() => import("#lib/data-plane/meter-settlement.ts"));
 
 /**
  * The request log item of this request, or undefined when there is no proxy to file it under.
@@ -95,13 +96,6 @@ export const requestSecretValues = (
   ctx.dynamicToken,
 ];
 
-/**
- * Most actions of one TransactWriteItems. A settlement has at most one step per meter and window
- * (20 meters x 4 windows) plus the log, so it is one transaction (test/integration/stages/log.test.ts
- * checks the bound); the parts below are only a guard should those limits grow.
- */
-const MAX_TRANSACTION_ACTIONS = 100;
-
 /** Write the log record and the settlement in one write (see the module comment). */
 export async function writeLogAndSettlement(
   region: string,
@@ -114,16 +108,7 @@ export async function writeLogAndSettlement(
       if (item) await dynamo(region).send(new PutCommand({ TableName: tableName(), Item: item }));
       return;
     }
-    const counters = transactItemsOf(counterTransaction(settlement, undefined));
-    const actions = [...(item ? [{ Put: { TableName: tableName(), Item: item } }] : []), ...counters];
-    for (let start = 0, part = 0; start < actions.length; start += MAX_TRANSACTION_ACTIONS, part++) {
-      await dynamo(region).send(
-        new TransactWriteCommand({
-          TransactItems: actions.slice(start, start + MAX_TRANSACTION_ACTIONS),
-          ClientRequestToken: clientRequestToken(ctx.requestId, `settle:${part}`),
-        }),
-      );
-    }
+    await (await settlementModule()).writeSettlement(region, ctx.requestId, item, settlement);
   } catch (error) {
     log.error("Request log could not be written", {
       ...describeError(error),

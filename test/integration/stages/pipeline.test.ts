@@ -10,11 +10,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DataPlaneRequest } from "#lib/data-plane/context.ts";
-import { type CountDecision, type CounterStep, clientRequestToken } from "#lib/data-plane/counters.ts";
+import type { CounterStep } from "#lib/data-plane/counters.ts";
 import { createDataPlane, type PipelineDeps } from "#lib/data-plane/pipeline.ts";
 import type { LoadedRuntime, ProxyRuntime } from "#lib/data-plane/runtime-config.ts";
 import type { SingleUseClaims } from "#lib/data-plane/stages/claim.ts";
-import type { CommitCounters } from "#lib/data-plane/stages/count.ts";
+import type { TakeOutcome } from "#lib/data-plane/stages/count.ts";
 import {
   closeOutboundAgents,
   OutboundConnectError,
@@ -73,7 +73,16 @@ const OK: OutboundResponse = {
 interface Harness {
   plane: ReturnType<typeof createDataPlane>;
   loads: boolean[];
-  commits: Parameters<CommitCounters>[2][];
+  /** The freshness checks of the count stage, in order. */
+  checks: { clientId: string; version: number; fresh: boolean }[];
+  /** The steps of each take from the limited counters (the names), in order. */
+  takes: string[][];
+  /** Takes given back (a stale configuration). */
+  restored: number;
+  /** The units each reserving step asked for, in order. */
+  reserves: number[];
+  /** Reservations settled after the answer: the step and the real value. */
+  settles: [string, number][];
   claims: string[];
   writes: {
     item: Record<string, unknown> | undefined;
@@ -87,7 +96,10 @@ interface HarnessOptions {
   /** The configuration the loader answers: per revalidate flag, or one for both (fresh when revalidated). */
   load?: (revalidate: boolean) => LoadedRuntime | undefined;
   runtime?: ProxyRuntime;
-  commit?: (options: Parameters<CommitCounters>[2]) => CountDecision;
+  /** Whether the configuration is current (default: yes). */
+  current?: (check: { version: number; fresh: boolean }) => boolean;
+  /** What the limited counters answer (default: taken); may throw. */
+  take?: () => { refused: string[] } | "taken";
   send?: PipelineDeps["send"];
   claimGranted?: boolean;
   writeAfter?: PipelineDeps["writeAfter"];
@@ -95,7 +107,16 @@ interface HarnessOptions {
 
 function harness(options: HarnessOptions = {}): Harness {
   const rt = options.runtime ?? runtime();
-  const h: Omit<Harness, "plane"> = { loads: [], commits: [], claims: [], writes: [] };
+  const h: Omit<Harness, "plane"> = {
+    loads: [],
+    checks: [],
+    takes: [],
+    restored: 0,
+    reserves: [],
+    settles: [],
+    claims: [],
+    writes: [],
+  };
   const claims: SingleUseClaims = {
     claim: async (clientId, credentialId) => {
       h.claims.push(`claim ${clientId}/${credentialId}`);
@@ -116,10 +137,25 @@ function harness(options: HarnessOptions = {}): Harness {
       h.loads.push(revalidate);
       return options.load ? options.load(revalidate) : { runtime: rt, fresh: revalidate };
     },
-    commit: async (region, _steps, commitOptions) => {
-      expect(region).toBe(REGION);
-      h.commits.push(commitOptions);
-      return options.commit ? options.commit(commitOptions) : { outcome: "counted" };
+    counting: {
+      isCurrent: async (clientId, version, fresh) => {
+        h.checks.push({ clientId, version, fresh });
+        return options.current ? options.current({ version, fresh }) : true;
+      },
+      take: async (steps): Promise<TakeOutcome> => {
+        h.takes.push(steps.map((step) => step.name));
+        for (const step of steps) if (step.mode === "reserve") h.reserves.push(step.amount);
+        const outcome = options.take ? options.take() : "taken";
+        if (outcome !== "taken") return outcome;
+        const restore = () => {
+          h.restored++;
+        };
+        const settle = (name: string, value: number) => {
+          h.settles.push([name, value]);
+          return 0;
+        };
+        return { taken: { restore, settle, topUp: async () => undefined } };
+      },
     },
     claims,
     send: options.send ?? (async () => OK),
@@ -130,7 +166,7 @@ function harness(options: HarnessOptions = {}): Harness {
         h.writes.push({ item, settlement, systemError: ctx.validation.systemError, counted: ctx.counted });
       }),
   });
-  return { ...h, plane };
+  return Object.assign(h, { plane });
 }
 
 const call = (plane: Harness["plane"], overrides: Partial<DataPlaneRequest> = {}) =>
@@ -156,9 +192,8 @@ describe("createDataPlane: the order of stages", () => {
     expect(targetSaw[0]?.headers["x-api-key"]).toBeUndefined();
     expect(h.loads).toEqual([false]);
     const requestId = response.headers["x-request-id"]!;
-    expect(h.commits).toEqual([
-      { version: { clientId: rt.clientId, version: 5 }, token: clientRequestToken(requestId, "count:1") },
-    ]);
+    expect(h.checks).toEqual([{ clientId: rt.clientId, version: 5, fresh: false }]);
+    expect(h.takes).toEqual([["rate"]]);
     expect(h.writes).toHaveLength(1);
     expect(h.writes[0]).toMatchObject({ settlement: [], systemError: undefined, counted: true });
     expect(h.writes[0]?.item).toMatchObject({
@@ -193,17 +228,27 @@ describe("createDataPlane: the order of stages", () => {
     });
     const response = await call(h.plane);
     expect(response.status).toBe(200);
-    expect(h.commits).toHaveLength(1);
+    expect(h.takes).toEqual([["rate", "meter:m-value:hour", "meter:m-limited:minute"]]);
     expect(h.writes).toHaveLength(1);
-    // The limited request_count window was counted before the target; only the value is left, and
-    // the reservation to give back (the whole limit: no value of the meter was known yet).
+    // The limited windows took their units from the leases before the target; after the answer
+    // every window's `value` gets the admitted count (the value, and 1), and the reservation (the
+    // whole limit: no value of the meter was known yet) is settled at the value.
     const settled = (write: number) =>
-      h.writes[write]?.settlement.map((step) => [step.name, step.mode, step.amount, step.reserved]);
-    expect(settled(0)).toEqual([["settle:m-value:hour", "add", 17, 1000]]);
+      h.writes[write]?.settlement.map((step) => [step.name, step.mode, step.amount, step.leaseDelta]);
+    expect(h.reserves).toEqual([1000]);
+    expect(settled(0)).toEqual([
+      ["settle:m-value:hour", "add", 17, undefined],
+      ["settle:m-limited:minute", "add", 1, undefined],
+    ]);
+    expect(h.settles).toEqual([["meter:m-value:hour", 17]]);
     expect(h.writes[0]?.item?.metering).toEqual({ applied: ["m-value", "m-limited"], refused: [] });
-    // The next request reserves the mean value (17); one whose target fails gives it back at 0.
+    // The next request reserves the mean value (17); one whose target fails settles it at 0.
     expect((await call(h.plane)).status).toBe(200);
-    expect(settled(1)).toEqual([["settle:m-value:hour", "add", 17, 17]]);
+    expect(h.reserves).toEqual([1000, 17]);
+    expect(settled(1)).toEqual([
+      ["settle:m-value:hour", "add", 17, undefined],
+      ["settle:m-limited:minute", "add", 1, undefined],
+    ]);
     const failing = harness({
       runtime: runtime({ target: { targetBaseURL: targetBase }, meters }),
       send: async () => {
@@ -211,7 +256,11 @@ describe("createDataPlane: the order of stages", () => {
       },
     });
     expect((await call(failing.plane)).status).toBeGreaterThanOrEqual(500);
-    expect(failing.writes[0]?.settlement.map((step) => [step.amount, step.reserved])).toEqual([[0, 17]]);
+    expect(failing.reserves).toEqual([17]);
+    expect(failing.settles).toEqual([["meter:m-value:hour", 0]]);
+    expect(failing.writes[0]?.settlement.map((step) => [step.name, step.amount])).toEqual([
+      ["settle:m-limited:minute", 1],
+    ]);
   });
 
   it("serve() hands the answer back before anything is written; finish() then writes once", async () => {
@@ -270,7 +319,7 @@ describe("createDataPlane: an internal error", () => {
   it("a store that is unavailable (here the count) answers 503, logged with systemError", async () => {
     const timeout = Object.assign(new Error("timed out"), { name: "TimeoutError" });
     const h = harness({
-      commit: () => {
+      take: () => {
         throw timeout;
       },
     });
@@ -308,7 +357,7 @@ describe("createDataPlane: decisions on a cached configuration", () => {
     const response = await call(h.plane);
     expect(response.status).toBe(200);
     expect(h.loads).toEqual([false, true]);
-    expect(h.commits).toHaveLength(1);
+    expect(h.takes).toHaveLength(1);
     expect(h.writes).toHaveLength(1);
     // The record is of the attempt that decided: no trace of the cached denial.
     expect(h.writes[0]?.item).toMatchObject({ validationData: { proxyActive: true } });
@@ -322,7 +371,7 @@ describe("createDataPlane: decisions on a cached configuration", () => {
     expect(response.status).toBe(403);
     expect(response.headers["service-proxy-message"]).toBe("The proxy is inactive");
     expect(h.loads).toEqual([false, true]);
-    expect(h.commits).toEqual([]);
+    expect(h.takes).toEqual([]);
     expect(h.writes).toHaveLength(1);
   });
 
@@ -332,35 +381,34 @@ describe("createDataPlane: decisions on a cached configuration", () => {
     expect(h.loads).toEqual([false]);
   });
 
-  it("a stale count reloads and counts again with a new token", async () => {
+  it("a stale count gives its units back, reloads and counts again", async () => {
     let stale = 1;
-    const h = harness({ commit: () => (stale-- > 0 ? { outcome: "stale" } : { outcome: "counted" }) });
+    const h = harness({ current: () => stale-- <= 0 });
     const response = await call(h.plane);
     expect(response.status).toBe(200);
     expect(h.loads).toEqual([false, true]);
-    const requestId = response.headers["x-request-id"]!;
-    expect(h.commits.map((c) => c.token)).toEqual([
-      clientRequestToken(requestId, "count:1"),
-      clientRequestToken(requestId, "count:2"),
-    ]);
+    expect(h.checks.map((check) => check.fresh)).toEqual([false, true]);
+    expect(h.takes).toHaveLength(2);
+    expect(h.restored).toBe(1);
+    expect(h.writes[0]?.counted).toBe(true);
   });
 
   it("after 3 stale counts the request is decided on the configuration just loaded, without the check", async () => {
     const h = harness({
       load: (revalidate) => ({ runtime: runtime({ version: 9 }), fresh: revalidate }),
       // The version keeps moving: stale whenever the version is checked.
-      commit: (options) => (options.version ? { outcome: "stale" } : { outcome: "counted" }),
+      current: () => false,
     });
     const response = await call(h.plane);
     expect(response.status).toBe(200);
     expect(h.loads).toEqual([false, true, true, true]);
-    const requestId = response.headers["x-request-id"]!;
-    expect(h.commits).toEqual([
-      { version: { clientId: "client-1", version: 9 }, token: clientRequestToken(requestId, "count:1") },
-      { version: { clientId: "client-1", version: 9 }, token: clientRequestToken(requestId, "count:2") },
-      { version: { clientId: "client-1", version: 9 }, token: clientRequestToken(requestId, "count:3") },
-      { token: clientRequestToken(requestId, "count:4") },
+    expect(h.checks).toEqual([
+      { clientId: "client-1", version: 9, fresh: false },
+      { clientId: "client-1", version: 9, fresh: true },
+      { clientId: "client-1", version: 9, fresh: true },
     ]);
+    expect(h.takes).toHaveLength(4);
+    expect(h.restored).toBe(3);
     expect(h.writes).toHaveLength(1);
     expect(h.writes[0]?.counted).toBe(true);
   });
@@ -370,7 +418,7 @@ describe("createDataPlane: decisions on a cached configuration", () => {
       runtime: runtime({
         meters: [meter("m", { meterType: "request_count", meterActive: true, limits: { minute: 1 } })],
       }),
-      commit: () => ({ outcome: "refused", refused: ["meter:m:minute"] }),
+      take: () => ({ refused: ["meter:m:minute"] }),
     });
     const response = await call(h.plane);
     expect(response.status).toBe(429);
@@ -422,7 +470,7 @@ describe("createDataPlane: a single-use credential is settled exactly once on ev
       ["claim client-1/cred-caller", "release"],
     ],
     ["the claim is refused (already used)", { claimGranted: false }, 403, ["claim client-1/cred-caller"]],
-    ["refused before forward (429)", { commit: () => ({ outcome: "refused", refused: ["rate"] }) }, 429, []],
+    ["refused before forward (429)", { take: () => ({ refused: ["rate"] }) }, 429, []],
   ];
 
   for (const [name, options, status, claims] of paths) {

@@ -1,27 +1,17 @@
 /**
- * Stage count (lib/data-plane/stages/count.ts): which counters the one pre-forward transaction
- * writes, the 429 a refusal answers, and what count() makes of the injected commit's decision.
- * The transaction itself runs against the emulator in test/integration/counters.test.ts.
+ * Stage count (lib/data-plane/stages/count.ts): which counters a request is taken from before the
+ * target is called, the 429 a refusal answers (stages/refusal.ts), and what count() makes of the
+ * injected counting's answers. The leases run against the emulator in
+ * test/integration/counter-leases.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { authenticateCaller } from "#lib/data-plane/caller-auth.ts";
 import { isAnswer } from "#lib/data-plane/context.ts";
-import {
-  type CountDecision,
-  type CounterStep,
-  clientRequestToken,
-  counterKeys,
-} from "#lib/data-plane/counters.ts";
+import { type CounterStep, clientRequestToken, counterKeys } from "#lib/data-plane/counters.ts";
 import { planMeters, predicateRequestOf, valueMeans } from "#lib/data-plane/meter-plan.ts";
 import { admit } from "#lib/data-plane/stages/admit.ts";
-import {
-  CLIENT_STEP,
-  type CommitCounters,
-  count,
-  countSteps,
-  RATE_STEP,
-  refusal,
-} from "#lib/data-plane/stages/count.ts";
+import { CLIENT_STEP, type Counting, count, countSteps, RATE_STEP } from "#lib/data-plane/stages/count.ts";
+import { refusal } from "#lib/data-plane/stages/refusal.ts";
 import { callerHash, windowAt } from "#lib/shared/meter-windows.ts";
 import {
   CALLER_KEY,
@@ -326,45 +316,55 @@ describe("refusal", () => {
 });
 
 describe("count", () => {
-  function recorder(decision: CountDecision) {
-    const calls: Parameters<CommitCounters>[] = [];
-    const commit: CommitCounters = async (...args) => {
-      calls.push(args);
-      return decision;
+  /** Counting that records its calls and answers `current` and `outcome`. */
+  function recorder(outcome: { refused: string[] } | "taken" | Error, current: boolean | Error = true) {
+    const calls = { checks: [] as unknown[][], takes: [] as CounterStep[][], restored: 0 };
+    const counting: Counting = {
+      isCurrent: async (...args) => {
+        calls.checks.push(args);
+        if (current instanceof Error) throw current;
+        return current;
+      },
+      take: async (steps) => {
+        calls.takes.push([...steps]);
+        if (outcome instanceof Error) throw outcome;
+        if (outcome !== "taken") return outcome;
+        const restore = () => {
+          calls.restored++;
+        };
+        return { taken: { restore, settle: () => 0, topUp: async () => undefined } };
+      },
     };
-    return { calls, deps: { region: "eu-west-1", commit, now: () => NOW } };
+    return { calls, deps: { counting, now: () => NOW } };
   }
 
-  it("counted: one commit of the steps with the version check and a token of the request and attempt", async () => {
+  it("counted: the steps taken from the leases, the version checked in parallel, the leases kept for after the answer", async () => {
     const ctx = await admitted({ meters: METERS, version: 7 });
-    const { calls, deps } = recorder({ outcome: "counted" });
-    expect(await count(ctx, deps, { attempt: 2, checkVersion: true })).toBeUndefined();
-    expect(calls).toHaveLength(1);
-    const [region, steps, options] = calls[0]!;
-    expect(region).toBe("eu-west-1");
-    expect(steps).toEqual(countSteps(ctx, planMeters(ctx, NOW), NOW));
-    expect(options).toEqual({
-      version: { clientId: CLIENT_ID, version: 7 },
-      token: clientRequestToken(ctx.requestId, "count:2"),
-    });
+    ctx.fresh = false; // a cached configuration
+    const { calls, deps } = recorder("taken");
+    expect(await count(ctx, deps, { checkVersion: true })).toBeUndefined();
+    expect(calls.takes).toEqual([countSteps(ctx, planMeters(ctx, NOW), NOW)]);
+    expect(calls.checks).toEqual([[CLIENT_ID, 7, false]]);
     expect(ctx.counted).toBe(true);
+    expect(ctx.leases).toBeDefined();
     expect(ctx.meterUses?.map((use) => use.meterId)).toEqual(["m-count", "m-value", "m-free", "m-caller"]);
     expect(ctx.metering).toEqual({ applied: ["m-count", "m-value", "m-free", "m-caller"], refused: [] });
   });
 
   it("without the version check when the pipeline gives up checking it; no metering without meters", async () => {
     const ctx = await admitted();
-    const { calls, deps } = recorder({ outcome: "counted" });
-    await count(ctx, deps, { attempt: 4, checkVersion: false });
-    expect(calls[0]?.[2]).toEqual({ token: clientRequestToken(ctx.requestId, "count:4") });
+    const { calls, deps } = recorder("taken");
+    await count(ctx, deps, { checkVersion: false });
+    expect(calls.checks).toEqual([]);
+    expect(calls.takes).toHaveLength(1);
     expect(ctx.metering).toBeUndefined();
     expect(ctx.counted).toBe(true);
   });
 
   it("refused: the 429 of the refused steps, and the request is not counted", async () => {
     const ctx = await admitted({ meters: METERS });
-    const { deps } = recorder({ outcome: "refused", refused: ["meter:m-count:day"] });
-    const answer = (await count(ctx, deps, { attempt: 1, checkVersion: true })) as Exclude<
+    const { deps } = recorder({ refused: ["meter:m-count:day"] });
+    const answer = (await count(ctx, deps, { checkVersion: true })) as Exclude<
       Awaited<ReturnType<typeof count>>,
       "stale" | undefined
     >;
@@ -375,10 +375,26 @@ describe("count", () => {
     expect(ctx.metering?.refused).toEqual([{ meterId: "m-count", window: "day" }]);
   });
 
-  it("stale: answers 'stale' and counts nothing", async () => {
+  it("stale: answers 'stale', gives the units taken back and counts nothing", async () => {
     const ctx = await admitted({ meters: METERS });
-    const { deps } = recorder({ outcome: "stale" });
-    expect(await count(ctx, deps, { attempt: 1, checkVersion: true })).toBe("stale");
+    const { calls, deps } = recorder("taken", false);
+    expect(await count(ctx, deps, { checkVersion: true })).toBe("stale");
+    expect(calls.restored).toBe(1);
+    expect(ctx.counted).toBe(false);
+    expect(ctx.leases).toBeUndefined();
+  });
+
+  it("stale wins over a refusal (decided again on the current configuration)", async () => {
+    const ctx = await admitted({ meters: METERS });
+    const { deps } = recorder({ refused: ["rate"] }, false);
+    expect(await count(ctx, deps, { checkVersion: true })).toBe("stale");
+  });
+
+  it("a failed version read throws with the units taken given back", async () => {
+    const ctx = await admitted({ meters: METERS });
+    const { calls, deps } = recorder("taken", new Error("store down"));
+    await expect(count(ctx, deps, { checkVersion: true })).rejects.toThrow("store down");
+    expect(calls.restored).toBe(1);
     expect(ctx.counted).toBe(false);
   });
 
