@@ -97,6 +97,8 @@ function lambdaEnvironment(input: BundledInput): NodeJS.ProcessEnv {
     REGIONS: env.REGIONS,
     KMS_KEY_ALIAS: env.KMS_KEY_ALIAS,
     NODE_OPTIONS: "--enable-source-maps",
+    // The bench's target listens on loopback (a deployment leaves this off; the local runner sets it).
+    OUTBOUND_ALLOW_LOOPBACK: "true",
     // Lambda runs Node 24; this machine's Node 20 makes the SDK warn once at start.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
     // The emulator serves one call at a time: a queue there is not a stall (lib/aws/clients.ts).
@@ -222,7 +224,14 @@ interface PathFigures {
 
 export interface BundledFigures {
   rows: PathFigures[];
-  accuracy: { instances: number; passed: number; refused: number; other: number; calls: string };
+  accuracy: {
+    instances: number;
+    passed: number;
+    refused: number;
+    other: number;
+    otherStatuses: string;
+    calls: string;
+  };
   profile?: { summary: ProfileSummary; cpuUs: number; callsPerRequest: number };
 }
 
@@ -267,7 +276,18 @@ export async function benchBundled(input: BundledInput): Promise<BundledFigures>
     await child.exit();
   }
 
-  // Accuracy: 200 concurrent requests at a limit of 50, dealt to several instances.
+  const accuracy = await accuracyRun(childFile, input);
+  let profile: BundledFigures["profile"];
+  if (input.profile) profile = await profileGateway(childFile, input);
+  return { rows, accuracy, profile };
+}
+
+/** Accuracy: 200 concurrent requests at a daily meter limit of 50, dealt to several instances. */
+export async function accuracyRun(
+  childFile: string,
+  input: BundledInput,
+): Promise<BundledFigures["accuracy"]> {
+  const path = "/items?page=1";
   const instances = input.accuracyInstances ?? 4;
   const exact = await proxyWithKey(input, "bench-accuracy");
   await input.call("POST", `${input.api}/proxies/${exact.proxyId}/meters`, {
@@ -288,11 +308,13 @@ export async function benchBundled(input: BundledInput): Promise<BundledFigures>
       headers: exact.headers,
     }).then((r) => r.arrayBuffer());
   await input.front.calls();
+  let otherBody: string | undefined;
   const statuses = await Promise.all(
     Array.from({ length: 200 }, (_, i) =>
       fetch(`${children[i % instances]!.url}/api/${exact.proxyId}${path}`, { headers: exact.headers }).then(
         async (r) => {
-          await r.arrayBuffer();
+          const text = await r.text();
+          if (r.status !== 200 && r.status !== 429) otherBody ??= text.slice(0, 300);
           return r.status;
         },
       ),
@@ -302,17 +324,14 @@ export async function benchBundled(input: BundledInput): Promise<BundledFigures>
   const accuracyCalls = new Map<string, number>();
   for (const [operation] of await input.front.calls())
     accuracyCalls.set(operation, (accuracyCalls.get(operation) ?? 0) + 1);
-  const accuracy = {
+  return {
     instances,
     passed: statuses.filter((s) => s === 200).length,
     refused: statuses.filter((s) => s === 429).length,
     other: statuses.filter((s) => s !== 200 && s !== 429).length,
+    otherStatuses: `${[...new Set(statuses.filter((s) => s !== 200 && s !== 429))].join(", ")}${otherBody ? `: ${otherBody}` : ""}`,
     calls: perInvocation(accuracyCalls, 1),
   };
-
-  let profile: BundledFigures["profile"];
-  if (input.profile) profile = await profileGateway(childFile, input);
-  return { rows, accuracy, profile };
 }
 
 /** A `--cpu-prof` profile of the gateway child (apiKey, no meters) under load, by package. */
@@ -333,6 +352,7 @@ export async function profileGateway(childFile: string, input: BundledInput) {
     });
     const cpuUs = ((await child.cpuUs()) - before) / Math.max(result.requests.total, 1);
     const callsPerRequest = (await input.front.calls()).length / Math.max(result.requests.total, 1);
+    if (result.non2xx > 0) console.warn(`profile run: ${result.non2xx} answers were not 2xx`);
     await child.exit();
     const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));
     if (!file) throw new Error("the profiled child wrote no profile");
@@ -386,7 +406,7 @@ export function printBundled(
   }
   const a = figures.accuracy;
   console.log(
-    `Accuracy: 200 concurrent requests at a daily meter limit of 50 across ${a.instances} instances: ${a.passed} passed, ${a.refused} refused${a.other ? `, ${a.other} other` : ""} (goal: exactly 50 passed); store calls in the run: ${a.calls}`,
+    `Accuracy: 200 concurrent requests at a daily meter limit of 50 across ${a.instances} instances: ${a.passed} passed, ${a.refused} refused${a.other ? `, ${a.other} other (${a.otherStatuses})` : ""} (goal: exactly 50 passed); store calls in the run: ${a.calls}`,
   );
   if (figures.profile) printProfile(figures.profile);
 }

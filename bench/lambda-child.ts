@@ -124,4 +124,6 @@ process.on("message", (message: string) => {
     process.exit(0);
   }
 });
+// The bench died: do not outlive it.
+process.on("disconnect", () => process.exit(0));
 server.listen(0, "127.0.0.1", () => process.send!({ port: (server.address() as AddressInfo).port }));

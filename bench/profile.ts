@@ -11,7 +11,14 @@ import { rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buildDataPlaneBundle } from "./bundle-report.ts";
-import { benchBundled, buildChild, printBundled, printProfile, profileGateway } from "./bundled.ts";
+import {
+  accuracyRun,
+  benchBundled,
+  buildChild,
+  printBundled,
+  printProfile,
+  profileGateway,
+} from "./bundled.ts";
 import { startKeepAliveFront } from "./keep-alive-front.ts";
 
 const REGION = "us-east-1";
@@ -97,7 +104,8 @@ async function main() {
       sample: 50,
       profile: true,
     };
-    if (process.argv.includes("--all")) printBundled(await benchBundled(input), input);
+    if (process.argv.includes("--accuracy")) console.log(await accuracyRun(buildChild(bundle.outdir), input));
+    else if (process.argv.includes("--all")) printBundled(await benchBundled(input), input);
     else printProfile(await profileGateway(buildChild(bundle.outdir), input));
   } finally {
     rmSync(bundle.outdir, { recursive: true, force: true });
