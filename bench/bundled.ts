@@ -424,9 +424,17 @@ export function printProfile(profile: NonNullable<BundledFigures["profile"]>) {
     .filter(([part]) => part.startsWith("AWS SDK"))
     .reduce((total, [, us]) => total + us, 0);
   const sdkPerRequest = (cpuUs * sdk) / summary.busyUs;
+  // Inclusive: samples with an SDK frame on the stack (its node:http, crypto, socket writes).
+  const sdkInclusive = summary.inclusiveParts
+    .filter(([part]) => part.startsWith("AWS SDK"))
+    .reduce((most, [, us]) => Math.max(most, us), 0);
+  const sdkInclusivePerRequest = (cpuUs * sdkInclusive) / summary.busyUs;
+  const perCall = (us: number) => (callsPerRequest > 0 ? f0(us / callsPerRequest) : "-");
   console.log(
-    `  the SDK's own code: ${f0(sdkPerRequest)} µs per request, ${callsPerRequest > 0 ? f0(sdkPerRequest / callsPerRequest) : "-"} µs per store call (self time in @smithy/* and @aws-sdk/*, not counting the node:http and GC it causes)`,
+    `  the SDK: self time ${f0(sdkPerRequest)} µs per request (${perCall(sdkPerRequest)} µs per store call); with what it calls on its stack (node:http, crypto, socket writes) at least ${f0(sdkInclusivePerRequest)} µs per request (${perCall(sdkInclusivePerRequest)} µs per call; the larger of the two SDK parts' inclusive times, async continuations not included)`,
   );
+  console.log("  inclusive (a frame of the part anywhere on the stack):");
+  for (const [part, us] of summary.inclusiveParts.slice(0, 8)) console.log(`  ${share(us)}  ${part}`);
   console.log("  heaviest functions:");
   for (const [name, us] of summary.functions.slice(0, 10)) console.log(`  ${share(us)}  ${name}`);
 }

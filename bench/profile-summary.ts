@@ -17,6 +17,7 @@ export interface CpuProfile {
   nodes: {
     id: number;
     callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+    children?: number[];
   }[];
   samples: number[];
   timeDeltas: number[];
@@ -124,6 +125,11 @@ export interface ProfileSummary {
   groups: [string, number][];
   /** By part (partOf), µs, biggest first. */
   parts: [string, number][];
+  /**
+   * Inclusive time by part: the samples with a frame of that part anywhere on the stack (the
+   * node:http, crypto and GC work a part's code calls synchronously counts for it too), µs.
+   */
+  inclusiveParts: [string, number][];
   /** Self time of the heaviest functions: [source file:line function, µs]. */
   functions: [string, number][];
 }
@@ -146,12 +152,11 @@ export function summariseProfile(
   const groups = new Map<string, number>();
   const functions = new Map<string, number>();
   let busyUs = 0;
+  const partOfNode = new Map<number, string>();
   for (const node of profile.nodes) {
     const time = self.get(node.id) ?? 0;
-    if (time <= 0) continue;
     const { functionName, url, lineNumber, columnNumber } = node.callFrame;
-    if (functionName === "(idle)") continue;
-    busyUs += time;
+    if (functionName === "(idle)" || functionName === "(root)") continue;
     let group: string;
     let where = "";
     if (!url)
@@ -168,14 +173,35 @@ export function summariseProfile(
       group = at ? groupOfSource(at.source) : "other packages";
       where = at ? `${shortSource(at.source)}:${at.line}` : url;
     }
+    partOfNode.set(node.id, partOf(group));
+    if (time <= 0) continue;
+    busyUs += time;
     groups.set(group, (groups.get(group) ?? 0) + time);
     const label = `${where || group} ${functionName || "(anonymous)"}`;
     functions.set(label, (functions.get(label) ?? 0) + time);
   }
   const parts = new Map<string, number>();
   for (const [group, time] of groups) parts.set(partOf(group), (parts.get(partOf(group)) ?? 0) + time);
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const inclusive = new Map<string, number>();
+  for (const [id, time] of self) {
+    if (!partOfNode.has(id)) continue; // idle, root
+    const onStack = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const part = partOfNode.get(at);
+      if (part) onStack.add(part);
+    }
+    for (const part of onStack) inclusive.set(part, (inclusive.get(part) ?? 0) + time);
+  }
   const sorted = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1]);
-  return { busyUs, groups: sorted(groups), parts: sorted(parts), functions: sorted(functions).slice(0, 15) };
+  return {
+    busyUs,
+    groups: sorted(groups),
+    parts: sorted(parts),
+    inclusiveParts: sorted(inclusive),
+    functions: sorted(functions).slice(0, 15),
+  };
 }
 
 /**

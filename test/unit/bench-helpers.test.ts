@@ -132,9 +132,9 @@ describe("profile summary", () => {
     });
     const profile: CpuProfile = {
       nodes: [
-        { id: 1, callFrame: frame("(root)", "") },
+        { id: 1, callFrame: frame("(root)", ""), children: [2, 3, 4, 6, 7] },
         { id: 2, callFrame: frame("(idle)", "") },
-        { id: 3, callFrame: frame("a", "file:///b/index.mjs", 1) },
+        { id: 3, callFrame: frame("a", "file:///b/index.mjs", 1), children: [5] },
         { id: 4, callFrame: frame("b", "file:///b/index.mjs", 12) },
         { id: 5, callFrame: frame("emit", "node:events") },
         { id: 6, callFrame: frame("front", "file:///b/bench-child.mjs") },
@@ -160,6 +160,12 @@ describe("profile summary", () => {
       "(garbage collector)": 25,
     });
     expect(Object.fromEntries(summary.parts)).toMatchObject({ "AWS SDK: @smithy/*": 200, GC: 25 });
+    // node:events called from the SDK counts for the SDK inclusively.
+    expect(Object.fromEntries(summary.inclusiveParts)).toMatchObject({
+      "AWS SDK: @smithy/*": 250,
+      "node internals (http, streams, net, timers)": 50,
+      "lib/data-plane": 200,
+    });
     expect(summary.functions[0]).toEqual(["@smithy/core/a.js:1 a", 200]);
   });
 });
