@@ -32,7 +32,7 @@ import {
 } from "./function-url-front.ts";
 import type { KeepAliveFront } from "./keep-alive-front.ts";
 import { addBenchMeters, proxyWithKey } from "./meters.ts";
-import { type CpuProfile, type ProfileSummary, summariseProfile } from "./profile-summary.ts";
+import { type CpuProfile, type ProfileSummary, SDK_ANY, summariseProfile } from "./profile-summary.ts";
 
 type Call = (
   method: string,
@@ -425,16 +425,24 @@ export function printProfile(profile: NonNullable<BundledFigures["profile"]>) {
     .reduce((total, [, us]) => total + us, 0);
   const sdkPerRequest = (cpuUs * sdk) / summary.busyUs;
   // Inclusive: samples with an SDK frame on the stack (its node:http, crypto, socket writes).
-  const sdkInclusive = summary.inclusiveParts
-    .filter(([part]) => part.startsWith("AWS SDK"))
-    .reduce((most, [, us]) => Math.max(most, us), 0);
+  const sdkInclusive = summary.inclusiveParts.find(([part]) => part === SDK_ANY)?.[1] ?? 0;
   const sdkInclusivePerRequest = (cpuUs * sdkInclusive) / summary.busyUs;
   const perCall = (us: number) => (callsPerRequest > 0 ? f0(us / callsPerRequest) : "-");
   console.log(
-    `  the SDK: self time ${f0(sdkPerRequest)} µs per request (${perCall(sdkPerRequest)} µs per store call); with what it calls on its stack (node:http, crypto, socket writes) at least ${f0(sdkInclusivePerRequest)} µs per request (${perCall(sdkInclusivePerRequest)} µs per call; the larger of the two SDK parts' inclusive times, async continuations not included)`,
+    `  the SDK: self time ${f0(sdkPerRequest)} µs per request (${perCall(sdkPerRequest)} µs per store call); with what it calls on its stack (node:http, crypto, socket writes) ${f0(sdkInclusivePerRequest)} µs per request (${perCall(sdkInclusivePerRequest)} µs per call; async continuations such as reading the answer not included)`,
   );
-  console.log("  inclusive (a frame of the part anywhere on the stack):");
-  for (const [part, us] of summary.inclusiveParts.slice(0, 8)) console.log(`  ${share(us)}  ${part}`);
+  console.log(
+    "  inclusive (a frame of the part anywhere on the stack; node internals and V8 are at the base of every stack, left out):",
+  );
+  for (const [part, us] of summary.inclusiveParts.filter(
+    ([part]) => !part.startsWith("node internals") && !part.startsWith("V8"),
+  ))
+    console.log(`  ${share(us)}  ${part}`);
+  console.log("  the SDK's self time by area (what caching a command's fixed parts could save):");
+  for (const [area, us] of summary.sdkAreas.slice(0, 12))
+    console.log(
+      `  ${share(us)}  ${area}  (${f0((cpuUs * us) / summary.busyUs / Math.max(callsPerRequest, 1))} µs per call)`,
+    );
   console.log("  heaviest functions:");
   for (const [name, us] of summary.functions.slice(0, 10)) console.log(`  ${share(us)}  ${name}`);
 }

@@ -101,6 +101,17 @@ export function groupOfSource(source: string): string {
   return parts.length > 2 ? parts.slice(0, 2).join("/") : parts[0]!;
 }
 
+/**
+ * Where in the SDK a source file sits: `@smithy/core` by submodule and folder
+ * (`@smithy/core endpoints/middleware-endpoint`), other SDK packages by name; undefined outside the SDK.
+ */
+export function sdkAreaOf(source: string): string | undefined {
+  const core = source.match(/node_modules\/@smithy\/core\/dist-es\/submodules\/([^/]+)\/([^/]+)(\/)?/);
+  if (core) return `@smithy/core ${core[1]}${core[3] ? `/${core[2]}` : ""}`;
+  const other = source.match(/node_modules\/(@(?:smithy|aws-sdk|aws)\/[^/]+)/);
+  return other?.[1];
+}
+
 /** `node_modules/@smithy/core/dist-es/submodules/x.js` → `@smithy/core/dist-es/submodules/x.js`. */
 const shortSource = (source: string) => source.replace(/^.*node_modules\//, "");
 
@@ -118,6 +129,9 @@ export function partOf(group: string): string {
   return "other packages";
 }
 
+/** The inclusive part of any SDK frame (@smithy/* or @aws-sdk/*) on the stack. */
+export const SDK_ANY = "AWS SDK (any package)";
+
 export interface ProfileSummary {
   /** Busy time (idle excluded), µs. */
   busyUs: number;
@@ -130,6 +144,8 @@ export interface ProfileSummary {
    * node:http, crypto and GC work a part's code calls synchronously counts for it too), µs.
    */
   inclusiveParts: [string, number][];
+  /** Self time in the SDK by area (sdkAreaOf), µs, biggest first. */
+  sdkAreas: [string, number][];
   /** Self time of the heaviest functions: [source file:line function, µs]. */
   functions: [string, number][];
 }
@@ -151,6 +167,7 @@ export function summariseProfile(
   const maps = new Map<string, SourceMap | undefined>();
   const groups = new Map<string, number>();
   const functions = new Map<string, number>();
+  const sdkAreas = new Map<string, number>();
   let busyUs = 0;
   const partOfNode = new Map<number, string>();
   for (const node of profile.nodes) {
@@ -171,6 +188,8 @@ export function summariseProfile(
       const map = maps.get(url);
       const at = map ? sourceAt(map, lineNumber, columnNumber) : undefined;
       group = at ? groupOfSource(at.source) : "other packages";
+      const area = at && time > 0 ? sdkAreaOf(at.source) : undefined;
+      if (area) sdkAreas.set(area, (sdkAreas.get(area) ?? 0) + time);
       where = at ? `${shortSource(at.source)}:${at.line}` : url;
     }
     partOfNode.set(node.id, partOf(group));
@@ -191,6 +210,7 @@ export function summariseProfile(
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const part = partOfNode.get(at);
       if (part) onStack.add(part);
+      if (part?.startsWith("AWS SDK")) onStack.add(SDK_ANY);
     }
     for (const part of onStack) inclusive.set(part, (inclusive.get(part) ?? 0) + time);
   }
@@ -200,6 +220,7 @@ export function summariseProfile(
     groups: sorted(groups),
     parts: sorted(parts),
     inclusiveParts: sorted(inclusive),
+    sdkAreas: sorted(sdkAreas),
     functions: sorted(functions).slice(0, 15),
   };
 }

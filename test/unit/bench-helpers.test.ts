@@ -11,6 +11,7 @@ import {
   decodeMappings,
   decodeVlq,
   groupOfSource,
+  sdkAreaOf,
   sourceAt,
   summariseProfile,
 } from "../../bench/profile-summary.ts";
@@ -121,6 +122,12 @@ describe("profile summary", () => {
     expect(groupOfSource("node_modules/zod/v4/core/x.js")).toBe("zod");
     expect(groupOfSource("lib/data-plane/stages/count.ts")).toBe("lib/data-plane");
     expect(groupOfSource("functions/data-plane.ts")).toBe("functions");
+    expect(sdkAreaOf("node_modules/@smithy/core/dist-es/submodules/endpoints/middleware-endpoint/x.js")).toBe(
+      "@smithy/core endpoints/middleware-endpoint",
+    );
+    expect(sdkAreaOf("node_modules/@smithy/core/dist-es/submodules/serde/x.js")).toBe("@smithy/core serde");
+    expect(sdkAreaOf("node_modules/@aws-sdk/core/dist-es/x.js")).toBe("@aws-sdk/core");
+    expect(sdkAreaOf("lib/aws/clients.ts")).toBeUndefined();
   });
 
   it("sums self time by group and part, idle excluded", () => {
@@ -163,9 +170,11 @@ describe("profile summary", () => {
     // node:events called from the SDK counts for the SDK inclusively.
     expect(Object.fromEntries(summary.inclusiveParts)).toMatchObject({
       "AWS SDK: @smithy/*": 250,
+      "AWS SDK (any package)": 250,
       "node internals (http, streams, net, timers)": 50,
       "lib/data-plane": 200,
     });
+    expect(summary.sdkAreas).toEqual([["@smithy/core", 200]]);
     expect(summary.functions[0]).toEqual(["@smithy/core/a.js:1 a", 200]);
   });
 });
