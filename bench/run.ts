@@ -14,13 +14,16 @@
  *   figures: rules, jwtVerify);
  * - the data-plane bundle's size and median import time in fresh processes
  *   (bench/bundle-report.ts), the CPU per access-rule decision (bench/rule-cost.ts), the transforms
- *   case (bench/transforms.ts), and the cost of compressed answers (bench/content-coding.ts).
+ *   case (bench/transforms.ts), and the cost of compressed answers (bench/content-coding.ts);
+ * - the scale simulation's table and goal line (bench/scale-sim.ts, `npm run bench:scale`).
  * A benchmark, not a test: it asserts nothing.
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { issueToken } from "#lib/domain/tokens.ts";
@@ -327,6 +330,18 @@ async function main() {
     printRuleCost(ruleCostRows());
     // In-process: the cost of decoding a coded answer beside re-encoding it (issue 19).
     printCodingRows(await codingRows());
+    // The scale simulation's goal line (bench/scale-sim.ts, its own emulator; BENCH_SCALE=0 skips it).
+    if (process.env.BENCH_SCALE !== "0") {
+      console.log("\nScale simulation (npm run bench:scale, without the logged-bodies table):");
+      spawnSync(
+        process.execPath,
+        [...process.execArgv, fileURLToPath(new URL("./scale-sim.ts", import.meta.url))],
+        {
+          stdio: "inherit",
+          env: { ...process.env, SIM_BODIES: "0", AWS_ENDPOINT_URL: undefined },
+        },
+      );
+    }
     console.log(
       "Note: the emulator (moto, about 3.5 ms per DynamoDB call here) dominates the gateway's added latency; in AWS a DynamoDB call takes a few ms in-region.",
     );
