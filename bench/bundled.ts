@@ -11,11 +11,12 @@
  * - store calls per request by operation, before the answer (the caller waits) and after it;
  * - the caller's p50 and p99 (one connection);
  * - the accuracy run: 200 concurrent requests at a limit of 50, across several instances;
- * - where the CPU goes: a `--cpu-prof` profile of the gateway child under load, by package.
+ * - where the CPU goes: a CPU profile of the warm gateway child under load (the inspector's
+ *   profiler around the load run only), by package.
  * A benchmark, not a test: it asserts nothing.
  */
 import { type ChildProcess, fork } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -111,6 +112,8 @@ export interface Child {
   /** µs of CPU (user + system) the child has used so far. */
   cpuUs(): Promise<number>;
   invocations(): Promise<Invocation[]>;
+  /** Start the inspector's CPU profiler in the child; `stop` writes the profile to `file`. */
+  profile(): Promise<{ stop(file: string): Promise<void> }>;
   exit(): Promise<void>;
 }
 
@@ -130,7 +133,6 @@ export async function startChild(
   childFile: string,
   input: BundledInput,
   mode: "handler" | "trivial" | "minimal",
-  options: { cpuProfDir?: string } = {},
 ): Promise<Child> {
   const arg =
     mode === "handler"
@@ -141,7 +143,7 @@ export async function startChild(
   const child = fork(childFile, [mode, arg], {
     env: lambdaEnvironment(input),
     // Not the parent's (tsx's loader): plain node, as Lambda runs the asset.
-    execArgv: options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfDir}`] : [],
+    execArgv: [],
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
   const port = await new Promise<number>((resolve, reject) => {
@@ -161,6 +163,10 @@ export async function startChild(
       return cpu.user + cpu.system;
     },
     invocations: () => ask<Invocation[]>(child, "invocations", "invocations"),
+    profile: async () => {
+      await ask(child, "profile-start", "profiling");
+      return { stop: async (file: string) => void (await ask(child, `profile-stop:${file}`, "profiled")) };
+    },
     exit: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -334,15 +340,21 @@ export async function accuracyRun(
   };
 }
 
-/** A `--cpu-prof` profile of the gateway child (apiKey, no meters) under load, by package. */
+/**
+ * A CPU profile of the gateway child (apiKey, no meters) under load, warm: the inspector's
+ * profiler runs only around the load run, after the warm-up (no import, no first requests).
+ */
 export async function profileGateway(childFile: string, input: BundledInput) {
-  const dir = mkdtempSync(join(tmpdir(), "data-plane-profile-"));
+  // BENCH_PROFILE_DIR keeps the .cpuprofile there (open it in Chrome DevTools or speedscope).
+  const kept = process.env.BENCH_PROFILE_DIR;
+  const dir = kept ?? mkdtempSync(join(tmpdir(), "data-plane-profile-"));
   try {
     const proxy = await proxyWithKey(input, "bench-profile");
-    const child = await startChild(childFile, input, "handler", { cpuProfDir: dir });
+    const child = await startChild(childFile, input, "handler");
     const url = `${child.url}/api/${proxy.proxyId}/items?page=1`;
     await autocannon({ url, headers: proxy.headers, connections: 2, amount: 50 });
     await input.front.calls();
+    const profiler = await child.profile();
     const before = await child.cpuUs();
     const result = await autocannon({
       url,
@@ -351,15 +363,15 @@ export async function profileGateway(childFile: string, input: BundledInput) {
       amount: input.requests,
     });
     const cpuUs = ((await child.cpuUs()) - before) / Math.max(result.requests.total, 1);
+    const file = join(dir, `data-plane-${Date.now()}.cpuprofile`);
+    await profiler.stop(file);
     const callsPerRequest = (await input.front.calls()).length / Math.max(result.requests.total, 1);
     if (result.non2xx > 0) console.warn(`profile run: ${result.non2xx} answers were not 2xx`);
     await child.exit();
-    const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));
-    if (!file) throw new Error("the profiled child wrote no profile");
-    const data = JSON.parse(readFileSync(join(dir, file), "utf8")) as CpuProfile;
+    const data = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
     return { summary: summariseProfile(data, pathToFileURL(childFile).href), cpuUs, callsPerRequest };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (!kept) rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -415,7 +427,7 @@ export function printProfile(profile: NonNullable<BundledFigures["profile"]>) {
   const { summary, cpuUs, callsPerRequest } = profile;
   const share = (us: number) => `${((100 * us) / summary.busyUs).toFixed(1)} %`.padStart(8);
   console.log(
-    `Where the CPU goes (--cpu-prof of the gateway child, apiKey, no meters, under load; ${f0(cpuUs)} µs per request, ${callsPerRequest.toFixed(2)} store calls per request; self time, share of busy time):`,
+    `Where the CPU goes (CPU profile of the warm gateway child, apiKey, no meters, under load; ${f0(cpuUs)} µs per request, ${callsPerRequest.toFixed(2)} store calls per request; self time, share of busy time):`,
   );
   for (const [part, us] of summary.parts) console.log(`  ${share(us)}  ${part}`);
   console.log("  by package or folder:");

@@ -11,11 +11,15 @@
  *   the front's own cost, subtracted from the handler's.
  * - `minimal <target URL>`: the floor, a minimal Node reverse proxy (keep-alive agent).
  * IPC: `cpu` → process.cpuUsage(); `invocations` → the [start, answered, end] marks (µs,
- * CLOCK_MONOTONIC, the clock of the keep-alive front's call log) since the last ask; `exit` →
- * process.exit(0) (a `--cpu-prof` child writes its profile then).
+ * CLOCK_MONOTONIC, the clock of the keep-alive front's call log) since the last ask;
+ * `profile-start` and `profile-stop:<file>` → a CPU profile of the warm process only (the
+ * inspector's Profiler, 500 µs sampling), written to <file>, then `profiled`; `exit` →
+ * process.exit(0).
  */
 import { randomUUID } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import { Session } from "node:inspector";
 import type { AddressInfo } from "node:net";
 import { functionUrlEvent, type Invocation } from "./function-url-front.ts";
 
@@ -116,8 +120,26 @@ function minimalProxy(targetUrl: string) {
 
 const server = mode === "minimal" ? minimalProxy(arg!) : lambdaFront(await loadHandler());
 server.keepAliveTimeout = 60_000;
-process.on("message", (message: string) => {
-  if (message === "cpu") process.send!({ cpu: process.cpuUsage() });
+let session: Session | undefined;
+const post = (method: string, params?: object) =>
+  new Promise<unknown>((resolve, reject) =>
+    session!.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
+  );
+
+process.on("message", async (message: string) => {
+  if (message === "profile-start") {
+    session = new Session();
+    session.connect();
+    await post("Profiler.enable");
+    await post("Profiler.setSamplingInterval", { interval: 500 });
+    await post("Profiler.start");
+    process.send!({ profiling: true });
+  } else if (message.startsWith("profile-stop:")) {
+    const { profile } = (await post("Profiler.stop")) as { profile: unknown };
+    writeFileSync(message.slice("profile-stop:".length), JSON.stringify(profile));
+    session?.disconnect();
+    process.send!({ profiled: true });
+  } else if (message === "cpu") process.send!({ cpu: process.cpuUsage() });
   else if (message === "invocations") process.send!({ invocations: invocations.splice(0) });
   else if (message === "exit") {
     server.closeAllConnections();

@@ -1,5 +1,5 @@
 /**
- * Summarise a V8 CPU profile (`node --cpu-prof`) of the bundled data plane by where the code comes
+ * Summarise a V8 CPU profile (`.cpuprofile`: the inspector's Profiler, or `node --cpu-prof`) of the bundled data plane by where the code comes
  * from: each sampled function's position in the minified bundle is mapped back through the
  * bundle's source map (decoded here: the mappings' base64 VLQ) to its source file, and the source
  * file to a package (`@smithy/core`) or a folder of this repository (`lib/data-plane`). Self time

@@ -1,7 +1,7 @@
 /**
  * `npx tsx bench/profile.ts`: where the bundled data plane's CPU goes. Builds the asset as
- * `cdk synth` does, runs it in a child `node --cpu-prof` behind the function-URL front
- * (bench/bundled.ts) with the store behind the keep-alive front, loads it (apiKey, no rules,
+ * `cdk synth` does, runs it in a child `node` behind the function-URL front
+ * (bench/bundled.ts) with the store behind the keep-alive front, warms it, profiles it while loading it (apiKey, no rules,
  * bearer target credential) and prints the self time by package and folder
  * (bench/profile-summary.ts). `--all` prints the whole bundled section of `npm run bench` instead
  * (CPU beside the minimal proxy, store calls, p50/p99, accuracy, profile).

@@ -330,6 +330,9 @@ async function main() {
     printRuleCost(ruleCostRows());
     // In-process: the cost of decoding a coded answer beside re-encoding it (issue 19).
     printCodingRows(await codingRows());
+    console.log(
+      "Note: the emulator (moto, about 3.5 ms per DynamoDB call here) dominates the gateway's added latency; in AWS a DynamoDB call takes a few ms in-region.",
+    );
     // The scale simulation's goal line (bench/scale-sim.ts, its own emulator; BENCH_SCALE=0 skips it).
     if (process.env.BENCH_SCALE !== "0") {
       console.log("\nScale simulation (npm run bench:scale, without the logged-bodies table):");
@@ -342,9 +345,6 @@ async function main() {
         },
       );
     }
-    console.log(
-      "Note: the emulator (moto, about 3.5 ms per DynamoDB call here) dominates the gateway's added latency; in AWS a DynamoDB call takes a few ms in-region.",
-    );
   } finally {
     for (const server of servers) {
       server.closeAllConnections?.();
