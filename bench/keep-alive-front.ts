@@ -6,15 +6,21 @@
  * front, that cost is paid by the child process, which `process.cpuUsage()` of the bench does not
  * count. Plain HTTP: the TLS record cost of a real endpoint (small beside the SDK's own, with
  * connections reused) is not in the figure.
+ *
+ * It also logs every call it forwards (X-Amz-Target, arrival time in µs on CLOCK_MONOTONIC, the
+ * clock the bundled-handler child marks its invocations with): `calls()` returns and clears the log.
  */
 import { fork } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { operationOf, type StoreCall } from "./function-url-front.ts";
 
 const FRONT = `import { createServer, request } from "node:http";
 const upstream = new URL(process.argv[2]);
+const calls = [];
 const server = createServer((req, res) => {
+  calls.push([req.headers["x-amz-target"] ?? "", req.method, Number(process.hrtime.bigint() / 1000n)]);
   const chunks = [];
   req.on("data", (chunk) => chunks.push(chunk));
   req.on("end", () => {
@@ -29,10 +35,13 @@ const server = createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 60000;
+process.on("message", (message) => { if (message === "calls") process.send({ calls: calls.splice(0) }); });
 server.listen(0, "127.0.0.1", () => process.send(server.address().port));`;
 
 export interface KeepAliveFront {
   endpoint: string;
+  /** The calls forwarded since the last ask (operation, arrival µs), and the log cleared. */
+  calls(): Promise<StoreCall[]>;
   stop(): void;
 }
 
@@ -44,5 +53,15 @@ export async function startKeepAliveFront(upstream: string): Promise<KeepAliveFr
     child.once("message", (message) => resolve(Number(message)));
     child.once("exit", (code) => reject(new Error(`keep-alive front exited with code ${code}`)));
   });
-  return { endpoint: `http://127.0.0.1:${port}`, stop: () => child.kill() };
+  const calls = () =>
+    new Promise<StoreCall[]>((resolve) => {
+      const listen = (message: { calls?: [string, string, number][] }) => {
+        if (!message.calls) return;
+        child.off("message", listen);
+        resolve(message.calls.map(([target, method, at]) => [operationOf(target, method), at]));
+      };
+      child.on("message", listen);
+      child.send("calls");
+    });
+  return { endpoint: `http://127.0.0.1:${port}`, calls, stop: () => child.kill() };
 }

@@ -1,36 +1,40 @@
 /**
  * `npm run bench`: the data plane's cost, measured side by side in one run on this machine.
  *
- * Starts the emulator and the local stack, a target on loopback and a minimal Node reverse proxy
- * (the floor for any proxy written in Node), configures proxies through the Core API, then loads
- * each path with autocannon: direct to the target; through the minimal proxy; through the gateway
- * with apiKey caller auth, two rules and a bearer target credential; through the gateway with
- * jwtVerify. Prints requests/s, p50 and p99, the gateway's added latency over the minimal proxy,
- * the DynamoDB and KMS calls per warm proxied request (counted with an SDK middleware), the process
- * CPU per proxied request of the gateway beside the minimal proxy's (bench/cpu.ts), the data-plane
- * bundle's size and median import time in fresh processes (bench/bundle-report.ts), and the CPU
- * per access-rule decision (bench/rule-cost.ts: a baseline beside the worst case the rule caps
- * allow), and the transforms case (bench/transforms.ts: the sandbox's warm cost per call, the cold
- * first call on a fresh instance, CPU per proxied request with and without a request and a
- * response transform), and the cost of compressed answers (bench/content-coding.ts: bytes per
- * coding, CPU to decode beside CPU to re-encode). A benchmark, not a test: it asserts nothing.
+ * Starts the emulator, a keep-alive front to it (bench/keep-alive-front.ts: reused connections,
+ * as the SDK has in AWS) and the local stack, a target on loopback, configures proxies through
+ * the Core API, then:
+ * - the bundled data plane as Lambda runs it (bench/bundled.ts): the asset `cdk synth` builds, in a
+ *   child `node` with Lambda's environment behind a thin function-URL front; the child's own CPU
+ *   per request beside the minimal Node proxy's (a child too), store calls per request before and
+ *   after the answer, the caller's p50/p99, the accuracy run (200 concurrent requests at a limit
+ *   of 50), and a CPU profile by package;
+ * - throughput of the local stack beside the target and a minimal proxy (autocannon: requests/s,
+ *   p50, p99; the local stack runs the same handler from source under tsx, for the relative
+ *   figures: rules, jwtVerify);
+ * - the data-plane bundle's size and median import time in fresh processes
+ *   (bench/bundle-report.ts), the CPU per access-rule decision (bench/rule-cost.ts), the transforms
+ *   case (bench/transforms.ts), and the cost of compressed answers (bench/content-coding.ts);
+ * - the scale simulation's table and goal line (bench/scale-sim.ts, `npm run bench:scale`).
+ * A benchmark, not a test: it asserts nothing.
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { dynamo, kms } from "#lib/aws/clients.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
 import { startEmulator } from "#local/emulator.ts";
 import { startLocalStack } from "#local/runner.ts";
 import { setClientPlan } from "../cli/client-plan.ts";
 import { buildDataPlaneBundle, importTimesMs, printBundleFigures } from "./bundle-report.ts";
+import { benchBundled, printBundled } from "./bundled.ts";
 import { codingRows, printCodingRows } from "./content-coding.ts";
-import { cpuRows, printCpuRows } from "./cpu.ts";
-import { benchMeters } from "./meters.ts";
+import { startKeepAliveFront } from "./keep-alive-front.ts";
 import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
 import { sandboxCost } from "./sandbox-cost.ts";
 import {
@@ -131,31 +135,6 @@ async function load(
   };
 }
 
-/** Count SDK commands per client with a middleware: the real calls, not an estimate. */
-async function countCalls() {
-  const counts = new Map<string, number>();
-  const name = `bench-counter-${randomBytes(4).toString("hex")}`;
-  const stacks = [dynamo(REGION).middlewareStack, (await kms(REGION)).middlewareStack] as {
-    add: (middleware: unknown, options: { step: string; name: string }) => void;
-    remove: (name: string) => boolean;
-  }[];
-  const middleware =
-    (next: (args: unknown) => Promise<unknown>, context: { clientName?: string; commandName?: string }) =>
-    async (args: unknown) => {
-      const key = `${context.clientName?.replace("Client", "") ?? "?"}:${context.commandName ?? "?"}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      return next(args);
-    };
-  for (const stack of stacks) stack.add(middleware, { step: "initialize", name });
-  return {
-    reset: () => counts.clear(),
-    snapshot: () => new Map(counts),
-    remove: () => {
-      for (const stack of stacks) stack.remove(name);
-    },
-  };
-}
-
 async function main() {
   process.env.AWS_ACCESS_KEY_ID ??= "bench";
   process.env.AWS_SECRET_ACCESS_KEY ??= "bench";
@@ -166,7 +145,8 @@ async function main() {
   process.env.REGIONS = "us-east-1,eu-west-1";
   process.env.HOME_REGION = REGION;
   const emulator = await startEmulator();
-  process.env.AWS_ENDPOINT_URL = emulator.endpoint;
+  const front = await startKeepAliveFront(emulator.endpoint);
+  process.env.AWS_ENDPOINT_URL = front.endpoint;
   const stack = await startLocalStack();
   const servers: Server[] = [];
   try {
@@ -262,19 +242,6 @@ async function main() {
       ).proxies![0]!.proxyId!;
     const apiKeyProxy = await proxyFor(apiKeyCredentialId);
     const jwtProxy = await proxyFor(jwtCredentialId);
-    // CPU case (issue 9): apiKey without rules, on a credential of its own (its own rate window).
-    const cpuKey = randomBytes(24).toString("hex");
-    const cpuProxy = await proxyFor(
-      (
-        await call("POST", `${api}/credentials`, {
-          credentialName: "cpu caller key",
-          credentialType: "proxy",
-          authType: "apiKey",
-          region: REGION,
-          secret: { keyName: "x-api-key", keyValue: cpuKey },
-        })
-      ).credentials![0]!.credentialId!,
-    );
     for (const rule of [
       {
         effect: "deny",
@@ -298,30 +265,22 @@ async function main() {
     const apiKeyUrl = `${dataPlane}/api/${apiKeyProxy}/items?page=1`;
     const jwtUrl = `${dataPlane}/api/${jwtProxy}/items?page=1`;
 
-    // Calls per warm request, counted on the SDK clients the in-process handler uses.
-    const counter = await countCalls();
-    const perRequest = async (url: string, headers: Record<string, string>) => {
-      for (let i = 0; i < 5; i++) await fetch(url, { headers }).then((r) => r.arrayBuffer());
-      counter.reset();
-      for (let i = 0; i < WARM_SAMPLE; i++) await fetch(url, { headers }).then((r) => r.arrayBuffer());
-      return [...counter.snapshot()].map(
-        ([command, count]) => `${command} ${(count / WARM_SAMPLE).toFixed(2)}`,
-      );
-    };
-    const apiKeyCalls = await perRequest(apiKeyUrl, { "x-api-key": apiKey });
-    const jwtCalls = await perRequest(jwtUrl, { authorization: `Bearer ${jwt}` });
-    // Meters: calls before and after the answer, latency and accuracy (bench/meters.ts).
-    const meters = await benchMeters({
+    // The bundled handler, as Lambda runs it (bench/bundled.ts).
+    const bundle = await buildDataPlaneBundle();
+    const bundled = await benchBundled({
       call,
       api,
       region: REGION,
-      dataPlane,
+      targetUrl,
       targetId,
       targetCredentialId,
-      counter,
+      front,
+      outdir: bundle.outdir,
+      requests: REQUESTS,
+      connections: CONNECTIONS,
       sample: WARM_SAMPLE,
+      profile: process.env.BENCH_PROFILE !== "0",
     });
-    counter.remove();
 
     const rows = [
       await load("direct to the target", `${targetUrl}/items?page=1`, {}, { duration: 3 }),
@@ -329,20 +288,6 @@ async function main() {
       await load("gateway: apiKey, 2 rules, bearer target", apiKeyUrl, { "x-api-key": apiKey }),
       await load("gateway: jwtVerify, bearer target", jwtUrl, { authorization: `Bearer ${jwt}` }),
     ];
-    const cpu = await cpuRows(
-      [
-        { name: "direct to the target", url: `${targetUrl}/items?page=1` },
-        { name: "minimal Node reverse proxy", url: `${floorUrl}/items?page=1` },
-        {
-          name: "gateway: apiKey, no rules, bearer target",
-          url: `${dataPlane}/api/${cpuProxy}/items?page=1`,
-          headers: { "x-api-key": cpuKey },
-        },
-        { name: "gateway: apiKey, 3 meters, bearer target", ...meters.metered },
-      ],
-      REQUESTS,
-      CONNECTIONS,
-    );
     // Transforms: the sandbox in process, then the gateway case through the real data plane.
     const sandbox = await sandboxCost();
     const transforms = await benchTransforms({
@@ -355,14 +300,13 @@ async function main() {
       requests: REQUESTS,
       connections: CONNECTIONS,
     });
-    const bundle = await buildDataPlaneBundle();
     const importMs = importTimesMs(bundle.entryFile, 15);
     const coldSandbox = coldFirstCallMs(sandboxFileOf(bundle.outdir));
     rmSync(bundle.outdir, { recursive: true, force: true });
 
     const pad = (value: string, width: number) => value.padEnd(width);
     console.log(
-      `\nData plane benchmark: latency on 1 connection; throughput with ${CONNECTIONS} connections (baselines 3 s, gateway ${REQUESTS} requests); emulator ${emulator.endpoint}`,
+      `\nLocal stack (the handler from source under tsx, in the bench process): latency on 1 connection; throughput with ${CONNECTIONS} connections (baselines 3 s, gateway ${REQUESTS} requests); emulator ${emulator.endpoint} through the keep-alive front`,
     );
     console.log(
       `${pad("path", 42)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad(`req/s @${CONNECTIONS}`, 12)}${pad(`p99 @${CONNECTIONS}`, 11)}non-2xx`,
@@ -378,16 +322,8 @@ async function main() {
         `added over the minimal proxy (${row.name}): p50 +${(row.p50 - floorRow.p50).toFixed(1)} ms, p99 +${(row.p99 - floorRow.p99).toFixed(1)} ms`,
       );
     }
-    console.log(
-      `\nStore and KMS calls per warm proxied request (mean of ${WARM_SAMPLE}, SDK middleware count):`,
-    );
-    console.log(`  apiKey + rules: ${apiKeyCalls.join(", ") || "none"}`);
-    console.log(`  jwtVerify:      ${jwtCalls.join(", ") || "none"}`);
-    for (const line of meters.lines) console.log(line);
-    printCpuRows(cpu, REQUESTS, CONNECTIONS);
-    console.log(
-      "  (the emulator closes every connection, so each store call also pays a TCP connect here; see docs/performance.md)\n",
-    );
+    printBundled(bundled, { requests: REQUESTS, connections: CONNECTIONS, sample: WARM_SAMPLE });
+    console.log("");
     printBundleFigures(bundle, importMs, 6);
     printTransformFigures(sandbox, coldSandbox, transforms, REQUESTS, CONNECTIONS);
     // In-process, after the load runs (the stack is idle): CPU per access-rule decision.
@@ -397,12 +333,25 @@ async function main() {
     console.log(
       "Note: the emulator (moto, about 3.5 ms per DynamoDB call here) dominates the gateway's added latency; in AWS a DynamoDB call takes a few ms in-region.",
     );
+    // The scale simulation's goal line (bench/scale-sim.ts, its own emulator; BENCH_SCALE=0 skips it).
+    if (process.env.BENCH_SCALE !== "0") {
+      console.log("\nScale simulation (npm run bench:scale, without the logged-bodies table):");
+      spawnSync(
+        process.execPath,
+        [...process.execArgv, fileURLToPath(new URL("./scale-sim.ts", import.meta.url))],
+        {
+          stdio: "inherit",
+          env: { ...process.env, SIM_BODIES: "0", AWS_ENDPOINT_URL: undefined },
+        },
+      );
+    }
   } finally {
     for (const server of servers) {
       server.closeAllConnections?.();
       server.close();
     }
     await stack.stop();
+    front.stop();
     await emulator.stop();
   }
 }

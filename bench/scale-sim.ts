@@ -15,7 +15,8 @@
  * A benchmark, not a test: the test is test/integration/quota-lease.test.ts. Sizes from the environment:
  * SIM_INSTANCES (20), SIM_CONCURRENCY per instance (4), SIM_LIMIT (1000), SIM_DEMAND (4000),
  * SIM_SERVICE_MS (5: the target's time for an admitted request), SIM_RATE (2000: arrivals a second
- * for (b) and (c), dealt round-robin; (a) runs a closed loop, as the emulator cannot keep up). */
+ * for (b) and (c), dealt round-robin; (a) runs a closed loop, as the emulator cannot keep up);
+ * SIM_BODIES=0 leaves out the logged-bodies table (`npm run bench` runs this script so). */
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -47,6 +48,7 @@ const ITEM_WCU_PER_SECOND = 1000;
 function countCalls() {
   const calls = new Map<string, number>();
   const failures = new Map<string, number>();
+  let conflicts = 0;
   const name = `scale-sim-${randomBytes(4).toString("hex")}`;
   const stack = dynamo(REGION).middlewareStack as unknown as {
     add: (middleware: unknown, options: { step: string; name: string }) => void;
@@ -61,6 +63,11 @@ function countCalls() {
         } catch (error) {
           const errorName = error instanceof Error ? error.name : "?";
           failures.set(errorName, (failures.get(errorName) ?? 0) + 1);
+          if (
+            errorName === "TransactionConflictException" ||
+            transactionCancellationCodes(error)?.includes("TransactionConflict")
+          )
+            conflicts++;
           throw error;
         }
       },
@@ -71,8 +78,11 @@ function countCalls() {
     reset: () => {
       calls.clear();
       failures.clear();
+      conflicts = 0;
     },
     total: () => total(calls),
+    /** Calls cancelled or refused for a conflicting concurrent transaction. */
+    conflicts: () => conflicts,
     describe: (map: "calls" | "failures") =>
       [...(map === "calls" ? calls : failures)].map(([k, v]) => `${k} ${v}`).join(", ") || "none",
   };
@@ -82,17 +92,45 @@ function countCalls() {
  * Open loop: `demand` requests arriving at `rate` a second, dealt round-robin to the instances,
  * each served as it arrives (a refusal is quick, so it does not use up anyone else's demand).
  */
-async function arrive(demand: number, rate: number, serve: (instance: number) => Promise<void>) {
+async function arrive(
+  demand: number,
+  rate: number,
+  serve: (instance: number) => Promise<void>,
+): Promise<Arrivals> {
   const started = performance.now();
   const served: Promise<void>[] = [];
+  /** Per request: its scheduled arrival to the moment its admission was decided, ms. */
+  const decisionMs: number[] = [];
   let sent = 0;
   while (sent < demand) {
-    const due = Math.min(demand, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
-    for (; sent < due; sent++) served.push(serve(sent % INSTANCES));
+    const now = performance.now();
+    const due = Math.min(demand, Math.floor(((now - started) / 1000) * rate) + 1);
+    for (; sent < due; sent++) {
+      const scheduled = started + (sent / rate) * 1000;
+      served.push(serve(sent % INSTANCES).then(() => void decisionMs.push(performance.now() - scheduled)));
+    }
     await sleep(1);
   }
+  const lastArrival = performance.now();
   await Promise.all(served);
-  return (performance.now() - started) / 1000;
+  decisionMs.sort((a, b) => a - b);
+  const at = (q: number) =>
+    decisionMs[Math.min(decisionMs.length - 1, Math.floor(q * decisionMs.length))] ?? 0;
+  return {
+    seconds: (performance.now() - started) / 1000,
+    // The rate the requests were offered at: the (demand - 1) gaps between the first and the last arrival.
+    offeredRate: (demand - 1) / Math.max((lastArrival - started) / 1000, 1e-3),
+    decisionP50Ms: at(0.5),
+    decisionP99Ms: at(0.99),
+  };
+}
+
+interface Arrivals {
+  seconds: number;
+  offeredRate: number;
+  /** From a request's scheduled arrival to its answer (the admitted ones include SERVICE_MS). */
+  decisionP50Ms: number;
+  decisionP99Ms: number;
 }
 
 /** Closed loop: each instance's share of the demand, served by CONCURRENCY loops (for (a): the emulator takes ~60 transactions/s, an open loop would queue past the SDK's timeouts). */
@@ -166,6 +204,7 @@ async function today(counter: ReturnType<typeof countCalls>, now: number): Promi
       }
     } catch (error) {
       if (transactionCancellationCodes(error)?.includes("TransactionConflict")) conflicts++;
+      else if (error instanceof Error && error.name === "TransactionConflictException") conflicts++;
       else if (isServiceUnavailable(error)) throttles++;
       else throw error;
     }
@@ -198,7 +237,7 @@ async function leased(counter: ReturnType<typeof countCalls>, window: QuotaWindo
   let throttles = 0;
   let requests = 0;
   counter.reset();
-  const seconds = await arrive(demand, RATE, async (instance) => {
+  const arrivals = await arrive(demand, RATE, async (instance) => {
     requests++;
     try {
       if (await leases[instance]!.take()) await sleep(SERVICE_MS);
@@ -213,18 +252,20 @@ async function leased(counter: ReturnType<typeof countCalls>, window: QuotaWindo
   const sum = (field: keyof QuotaLease["stats"]) => stats.reduce((total, s) => total + s[field], 0);
   const storeCalls = counter.total();
   const calls = counter.describe("calls");
+  const conflicts = counter.conflicts();
   const item = await dynamo(REGION).send(
     new GetCommand({ TableName: tableName(), Key: key(window), ConsistentRead: true }),
   );
   return {
+    arrivals,
     outcome: {
-      seconds,
+      seconds: arrivals.seconds,
       requests,
       admitted: sum("admitted"),
       storeCalls,
       calls,
       failures: counter.describe("failures"),
-      conflicts: 0,
+      conflicts,
       throttles,
       // One write unit per lease or give-back (a plain UpdateItem of an item under 1 KB).
       counterWcuPerRequest: storeCalls / requests,
@@ -474,13 +515,15 @@ async function main() {
     const leasedColumn = (run: typeof b) => ({
       wall: fmt(run.outcome.seconds, 1),
       rps: fmt(run.outcome.requests / run.outcome.seconds),
+      offered: fmt(run.arrivals.offeredRate),
+      answer: `${fmt(run.arrivals.decisionP50Ms, 1)} / ${fmt(run.arrivals.decisionP99Ms, 1)}`,
       demand: fmt(run.outcome.requests),
       admitted: fmt(run.outcome.admitted),
       calls: fmt(run.outcome.storeCalls),
       byCommand: run.outcome.calls,
       perRequest: fmt(run.outcome.storeCalls / run.outcome.requests, 4),
       failures: run.outcome.failures,
-      conflicts: `- / ${run.outcome.throttles}`,
+      conflicts: `${run.outcome.conflicts} / ${run.outcome.throttles}`,
       leases: `${fmt(run.leases)} / ${fmt(run.returns)}`,
       units: `${fmt(run.leasedUnits)} / ${fmt(run.returnedUnits)}`,
       counter: String(run.counterValue),
@@ -492,7 +535,9 @@ async function main() {
     const rows: string[][] = [
       ["", "(a) one transaction per request", "(b) leased blocks", "(c) leased, demand < limit"],
       ["wall time (s)", fmt(a.seconds, 1), lb.wall, lc.wall],
-      ["requests/s achieved", fmt(a.requests / a.seconds), lb.rps, lc.rps],
+      ["requests/s achieved (to the last answer)", fmt(a.requests / a.seconds), lb.rps, lc.rps],
+      ["requests/s offered (arrivals)", "- (closed loop)", lb.offered, lc.offered],
+      ["arrival to answer p50 / p99 (ms)", "-", lb.answer, lc.answer],
       ["demand (requests)", fmt(a.requests), lb.demand, lc.demand],
       [`admitted (limit ${fmt(LIMIT)})`, fmt(a.admitted), lb.admitted, lc.admitted],
       ["store calls", fmt(a.storeCalls), lb.calls, lc.calls],
@@ -523,7 +568,16 @@ async function main() {
         ? "\nExact: (b) admitted the limit exactly; (c) admitted every request; each counter equals its admitted count."
         : `\nNOT EXACT: (b) admitted ${b.outcome.admitted}, counter ${b.counterValue}; (c) admitted ${c.outcome.admitted} of ${c.outcome.requests}, counter ${c.counterValue}`,
     );
-    printBodyPlacement();
+    // The goal of issue 25, from this run: the rate offered on one meter across the instances,
+    // kept up with (no backlog: each request answered within a second of its arrival), no
+    // transaction conflicts, the admitted count equal to the limit and to the counter item.
+    const keptUp = b.arrivals.decisionP99Ms < 1_000;
+    const rateReached = b.arrivals.offeredRate >= 0.98 * 2_000 && INSTANCES >= 20;
+    const verdict = rateReached && keptUp && b.outcome.conflicts === 0 && exact;
+    console.log(
+      `\nGoal (issue 25): 2,000 requests/s on one meter across 20 instances, 0 transaction conflicts, exact totals. (b) leased blocks: ${fmt(b.arrivals.offeredRate)} requests/s offered across ${INSTANCES} instances, p99 ${fmt(b.arrivals.decisionP99Ms, 1)} ms from arrival to answer (${keptUp ? "kept up" : "fell behind"}), ${b.outcome.conflicts} conflicts, admitted ${fmt(b.outcome.admitted)} of limit ${fmt(LIMIT)}, counter ${b.counterValue}: ${verdict ? "REACHED" : "NOT REACHED"}. Baseline (a) one transaction per request: ${fmt(a.requests / a.seconds)} requests/s (moto-bound closed loop; DynamoDB caps the item at ${fmt(ITEM_WCU_PER_SECOND / 2)}), ${a.conflicts} conflicts, admitted ${fmt(a.admitted)}.`,
+    );
+    if (process.env.SIM_BODIES !== "0") printBodyPlacement();
   } finally {
     await emulator.stop();
   }

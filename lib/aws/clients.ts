@@ -98,6 +98,16 @@ function lean<T extends { middlewareStack: { remove(name: string): boolean } }>(
   return client;
 }
 
+/**
+ * `SDK_CACHE_MIDDLEWARE=true`: the client resolves each command class's middleware stack once and
+ * reuses it (the SDK's `cacheMiddleware`), instead of per call (docs/performance.md). Set for the
+ * data plane's functions; off elsewhere, where tests add middleware to live clients (a cached stack
+ * would not see it).
+ */
+export function cachedMiddleware(): { cacheMiddleware?: true } {
+  return process.env.SDK_CACHE_MIDDLEWARE === "true" ? { cacheMiddleware: true } : {};
+}
+
 const NETWORK_ERROR_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -156,6 +166,7 @@ export function dynamo(region: string): DocumentClient {
           // Neither is used by the gateway; fixed here, the SDK does not resolve them per call.
           endpointDiscoveryEnabled: false,
           accountIdEndpointMode: "disabled",
+          ...cachedMiddleware(),
         }),
       ),
     );

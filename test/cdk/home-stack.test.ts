@@ -124,6 +124,7 @@ describe("HomeStack", () => {
         // No appUrl in cdk.json: the console's URL comes from the parameter the stack writes.
         APP_URL_PARAMETER: `/${appName}/app-url`,
         NODE_OPTIONS: "--enable-source-maps",
+        SDK_CACHE_MIDDLEWARE: "true",
       });
       expect(variables).not.toHaveProperty("APP_URL");
       // Not configured in cdk.json: absent rather than empty.

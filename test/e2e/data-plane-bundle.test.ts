@@ -100,7 +100,13 @@ process.exit(0);`;
         cwd: tmpdir(),
         encoding: "utf8",
         timeout: 60_000,
-        env: { ...process.env, OUTBOUND_ALLOW_LOOPBACK: "true", LOG_LEVEL: "error" },
+        env: {
+          ...process.env,
+          OUTBOUND_ALLOW_LOOPBACK: "true",
+          LOG_LEVEL: "error",
+          // As deployed (cdk/constructs/gateway-function.ts): cached middleware stacks.
+          SDK_CACHE_MIDDLEWARE: "true",
+        },
       },
       (_error, stdout, stderr) => resolve({ status: running.exitCode, stdout, stderr }),
     );

@@ -111,6 +111,30 @@ describe("publishRequestMetrics", () => {
     expect(main).not.toHaveProperty("TargetLatency");
   });
 
+  it("reuses its Metrics objects: each request's lines carry only that request's metrics and code", async () => {
+    await publishRequestMetrics({
+      code: "meter-limit-exceeded",
+      status: 429,
+      meterRefused: true,
+      transformError: false,
+    });
+    await publishRequestMetrics({
+      code: "proxy-access-granted",
+      status: 200,
+      meterRefused: false,
+      transformError: false,
+    });
+    const records = emf();
+    expect(records).toHaveLength(4);
+    const [firstMain, firstCode, secondMain, secondCode] = records;
+    expect(firstMain).toMatchObject({ Requests: 1, MeterRefusals: 1 });
+    expect(firstCode).toMatchObject({ Code: "meter-limit-exceeded", RequestsByCode: 1 });
+    expect(secondMain).toMatchObject({ Requests: 1, ServerErrors: 0 });
+    expect(secondMain).not.toHaveProperty("MeterRefusals");
+    expect(secondCode).toMatchObject({ Code: "proxy-access-granted", RequestsByCode: 1 });
+    expect(secondCode._aws.CloudWatchMetrics[0].Metrics).toEqual([{ Name: "RequestsByCode", Unit: "Count" }]);
+  });
+
   it("writes nothing when logging is silent (the test suites)", async () => {
     process.env.LOG_LEVEL = "silent";
     await publishRequestMetrics({ code: "x", status: 200, meterRefused: false, transformError: false });
