@@ -143,6 +143,8 @@ export class QuotaLease {
   private ratePerSecond = 0;
   private spentSinceLease = 0;
   private lastLeaseAt: number | undefined;
+  /** Give-backs to the current window so far (a lease that raced one does not mark it dry). */
+  private returnsToWindow = 0;
   /** When a request last took from this lease (epoch ms; 0: never). */
   lastUsedAt = 0;
   private readonly pending = new Set<Promise<void>>();
@@ -330,6 +332,7 @@ export class QuotaLease {
     this.balance = 0;
     this.exhaustedUntil = 0;
     this.lastRemaining = undefined;
+    this.returnsToWindow = 0;
   }
 
   private async refill(minUnits = 0): Promise<{ exhausted: boolean }> {
@@ -350,6 +353,7 @@ export class QuotaLease {
       maxShareOfRemaining: this.maxShareOfRemaining,
     });
     this.stats.leases++;
+    const returns = this.returnsToWindow;
     const grant = await this.store.lease(window, wanted);
     this.stats.leasedUnits += grant.granted;
     const now = this.now();
@@ -358,8 +362,11 @@ export class QuotaLease {
       if (grant.granted > 0) this.giveBack(window, grant.granted);
       return { exhausted: false };
     }
-    this.lastRemaining = grant.remaining;
     this.balance += grant.granted;
+    // Units this instance gave back while the lease was under way may have landed after it was
+    // decided: the window is not known dry, and requests waiting for units ask again.
+    if (this.returnsToWindow !== returns) return { exhausted: false };
+    this.lastRemaining = grant.remaining;
     const exhausted = grant.granted < wanted || grant.remaining <= 0;
     if (exhausted) this.exhaustedUntil = Math.min(window.end, now + this.recheckMs);
     return { exhausted: grant.granted < wanted };
@@ -378,6 +385,14 @@ export class QuotaLease {
 
   private giveBack(window: QuotaWindow, units: number): void {
     this.stats.returns++;
+    if (this.window?.start === window.start) {
+      // The window has room again (at least these units): a dry mark from an earlier lease no
+      // longer holds, so the next request that needs more than the block asks the store (after
+      // this give-back lands: `refill` flushes first) instead of being refused or cut locally.
+      this.returnsToWindow++;
+      this.exhaustedUntil = 0;
+      if (this.lastRemaining !== undefined) this.lastRemaining += units;
+    }
     const done = this.store.giveBack(window, units).then(
       () => {
         this.stats.returnedUnits += units;

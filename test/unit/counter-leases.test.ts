@@ -178,6 +178,101 @@ describe("reservations of value units", () => {
   });
 });
 
+describe("a window this instance gave units back to after it ran dry", () => {
+  /** A store whose give-backs land only when the test lets them (`land`). */
+  function gatedStore() {
+    const shared = sharedStore();
+    const held: (() => void)[] = [];
+    const storeOf = (step: CounterStep, limit: () => number): LeaseStore => {
+      const inner = shared.storeOf(step, limit);
+      return {
+        lease: (window, wanted) => inner.lease(window, wanted),
+        giveBack: (window, units) =>
+          new Promise<void>((resolve) => held.push(resolve)).then(() => inner.giveBack(window, units)),
+      };
+    };
+    const land = async () => {
+      for (const resolve of held.splice(0)) resolve();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    };
+    return { ...shared, storeOf, land, inFlight: () => held.length };
+  }
+
+  it("a reservation settled at 0 and trimmed back: the next requests lease the room again inside the dry mark (40 + 40 at 100 after a failed request)", async () => {
+    const store = gatedStore();
+    const time = clock();
+    const leases = new CounterLeases("eu-west-1", { now: time.now, store: store.storeOf });
+    // No mean yet: the first request reserves the whole limit, the window runs dry (marked for 250 ms).
+    const first = taken(await leases.take([meterStep(100, 100)]));
+    expect(first.settle("meter:m:hour", 40)).toBe(0);
+    await first.topUp();
+    expect(leases.heldAt(meterStep(100).key)).toBe(60);
+    time.advance(50);
+    // A request whose target fails: settled at 0, its reservation back in the block, and the
+    // top-up trims the block to what a value of 0 needs: 58 units go back to the store.
+    const failed = taken(await leases.take([meterStep(100, 40)]));
+    expect(failed.settle("meter:m:hour", 0)).toBe(0);
+    await failed.topUp();
+    expect(leases.heldAt(meterStep(100).key)).toBe(2);
+    expect(store.inFlight()).toBe(1);
+    time.advance(100); // still inside the dry mark of the first lease
+    // The window has room (58): the next request of 40 gets its whole reservation, leased after
+    // the give-back lands (not the 2 the block holds, cut by a dry mark that no longer holds).
+    const pending = leases.take([meterStep(100, 40)]);
+    await store.land();
+    const second = taken(await pending);
+    expect(second.reserved("meter:m:hour")).toBe(40);
+    expect(second.settle("meter:m:hour", 40)).toBe(0);
+    await second.topUp();
+    await store.land();
+    // And the one after it is admitted too (80 is below 100): it takes what is left.
+    const third = taken(await leases.take([meterStep(100, 40)]));
+    expect(third.reserved("meter:m:hour")).toBe(20);
+    const extra = third.settle("meter:m:hour", 40);
+    store.add(meterStep(100), extra);
+    const releasing = leases.releaseAll();
+    await store.land();
+    await releasing;
+    // The store counts exactly the values: 40 + 0 + 40 + 40.
+    expect(store.leasedOf(meterStep(100))).toBe(120);
+  });
+
+  it("a lease that raced this instance's own give-back does not mark the window dry: the waiting request asks again", async () => {
+    const time = clock();
+    const window = windowAt("minute", T0);
+    let leased = 0;
+    let gate: (() => void) | undefined;
+    const store: LeaseStore = {
+      async lease(_w, wanted) {
+        // Decided when asked, answered when the test lets it.
+        const granted = Math.max(0, Math.min(wanted, 10 - leased));
+        leased += granted;
+        await new Promise<void>((resolve) => {
+          gate = resolve;
+        });
+        return { granted, remaining: 10 - leased };
+      },
+      async giveBack(_w, units) {
+        leased -= units;
+      },
+    };
+    const lease = new QuotaLease({ store, windowAt: () => window, now: time.now });
+    const all = lease.takeUnits(10);
+    gate?.();
+    expect((await all).units).toBe(10);
+    lease.giveBackTaken({ units: 3, window }); // to the block: the store still counts 10
+    time.advance(300); // past the dry mark
+    const waiting = lease.takeUnits(5, { partial: true }); // 2 short: a lease of 0 is under way
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    lease.trim(0); // another request's top-up gives the 3 held back meanwhile
+    expect(leased).toBe(7);
+    gate?.();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gate?.(); // the lease asked again after the give-back
+    expect((await waiting).units).toBe(3);
+  });
+});
+
 describe("the top-up after the answer", () => {
   it("a steady stream leases off the caller's wait: after the first request, no take waits for the store", async () => {
     const store = sharedStore();
