@@ -98,7 +98,10 @@ function lambdaEnvironment(input: BundledInput): NodeJS.ProcessEnv {
     REGIONS: env.REGIONS,
     KMS_KEY_ALIAS: env.KMS_KEY_ALIAS,
     NODE_OPTIONS: "--enable-source-maps",
-    SDK_CACHE_MIDDLEWARE: "true",
+    // Not deployed (lib/aws/clients.ts `cachedMiddleware`); BENCH_SDK_CACHE_MIDDLEWARE=true measures it.
+    ...(process.env.BENCH_SDK_CACHE_MIDDLEWARE
+      ? { SDK_CACHE_MIDDLEWARE: process.env.BENCH_SDK_CACHE_MIDDLEWARE }
+      : {}),
     // The regional stack's defaults (cdk/stacks/regional-stack.ts).
     DATA_PLANE_FRESHNESS: "strict",
     DATA_PLANE_FRESHNESS_MS: "1000",

@@ -82,8 +82,6 @@ export function commonEnvironment(settings: FunctionSettings): Record<string, st
       : { APP_URL_PARAMETER: appUrlParameterName(settings) }),
     ...(settings.dataPlaneUrls ? { DATA_PLANE_URLS: JSON.stringify(settings.dataPlaneUrls) } : {}),
     NODE_OPTIONS: "--enable-source-maps",
-    // Each command's middleware stack resolved once per client, not per call (lib/aws/clients.ts).
-    SDK_CACHE_MIDDLEWARE: "true",
   };
 }
 

@@ -124,8 +124,9 @@ describe("HomeStack", () => {
         // No appUrl in cdk.json: the console's URL comes from the parameter the stack writes.
         APP_URL_PARAMETER: `/${appName}/app-url`,
         NODE_OPTIONS: "--enable-source-maps",
-        SDK_CACHE_MIDDLEWARE: "true",
       });
+      // Measured, not enabled: a cached stack shares one execution context between calls.
+      expect(variables).not.toHaveProperty("SDK_CACHE_MIDDLEWARE");
       expect(variables).not.toHaveProperty("APP_URL");
       // Not configured in cdk.json: absent rather than empty.
       expect(variables).not.toHaveProperty("DATA_PLANE_URLS");

@@ -344,11 +344,6 @@ describe.each(regions)("RegionalStack %s", (region) => {
       expect(freshnessSettings(variables)).toEqual({ mode: "strict", boundMs: 1000 });
     });
 
-    it("resolves each SDK command's middleware once per client (SDK_CACHE_MIDDLEWARE, lib/aws/clients.ts)", () => {
-      const variables = fn?.Properties.Environment.Variables as Record<string, string>;
-      expect(variables.SDK_CACHE_MIDDLEWARE).toBe("true");
-    });
-
     it("is reachable at a public, streaming function URL (the log is written after the answer), exported", () => {
       // AuthType NONE: callers authenticate with their proxy credential inside the function.
       // RESPONSE_STREAM: the answer is streamed and the stream ended before the request log and the

@@ -104,8 +104,6 @@ process.exit(0);`;
           ...process.env,
           OUTBOUND_ALLOW_LOOPBACK: "true",
           LOG_LEVEL: "error",
-          // As deployed (cdk/constructs/gateway-function.ts): cached middleware stacks.
-          SDK_CACHE_MIDDLEWARE: "true",
         },
       },
       (_error, stdout, stderr) => resolve({ status: running.exitCode, stdout, stderr }),
