@@ -23,7 +23,13 @@ import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
 import { storedItem, type TestStack, type TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 let browser: Browser;
 let stack: TestStack;
@@ -81,16 +87,28 @@ afterAll(async () => {
 });
 
 describe("the MSP's view in the console", () => {
+  describePageOnFailure(() => page);
   it("the switcher leads to the MSP; no clients yet; a managed client is created", async () => {
     await page.goto("/");
     await expect.poll(() => heading(/^organisations$/i).count()).toBe(1);
+    // The header settles first (the switcher's client lists, the unread count): a click while it
+    // still moves may land beside the button.
+    await page.waitForLoadState("networkidle");
     const switcher = form("Switch between the MSP and its clients");
-    await switcher
-      .getByLabel("Managed service")
-      .selectOption({ label: "The MSP: its clients, team and usage" });
+    const select = switcher.getByLabel("Managed service");
+    await select.selectOption({ label: "The MSP: its clients, team and usage" });
+    await expect.poll(() => select.inputValue()).toBe(`/msps/${mspId}`);
     await switcher.getByRole("button", { name: "Switch" }).click();
-    await expect.poll(() => heading("Managed clients").count()).toBe(1);
-    expect(new URL(page.url()).pathname).toBe(`/msps/${mspId}`);
+    await expect
+      .poll(() => new URL(page.url()).pathname, {
+        message: "the Switch button goes to the MSP's page",
+      })
+      .toBe(`/msps/${mspId}`);
+    await expect
+      .poll(() => heading("Managed clients").count(), {
+        message: "the MSP's page shows its heading",
+      })
+      .toBe(1);
     await shown(page.getByText(/manages no clients yet/i));
     await shown(page.getByRole("link", { name: "Create the first one" }));
     expect(await page.getByRole("navigation", { name: "MSP" }).isVisible()).toBe(true);

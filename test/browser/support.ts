@@ -5,7 +5,7 @@
 import { mkdir } from "node:fs/promises";
 import { AxeBuilder } from "@axe-core/playwright";
 import { type Browser, type BrowserContext, type CDPSession, chromium, type Page } from "playwright-core";
-import { expect, inject } from "vitest";
+import { afterEach, expect, inject } from "vitest";
 import type { LocalStackOptions } from "#local/runner.ts";
 import { sentEmails } from "../support/emulator.ts";
 import { signedInUser, TEST_PASSWORD } from "../support/sessions.ts";
@@ -24,6 +24,22 @@ export async function startConsoleStack(
 ): Promise<{ stack: TestStack; origin: string }> {
   const stack = await startTestStack(options);
   return { stack, origin: `http://localhost:${new URL(stack.baseUrl).port}` };
+}
+
+/**
+ * After a failed test of this file, prints where `page()` is and what its main region says (CI
+ * keeps no screenshots; this is what a failure leaves to read).
+ */
+export function describePageOnFailure(page: () => Page | undefined): void {
+  afterEach(async ({ task }) => {
+    const current = page();
+    if (task.result?.state !== "fail" || !current) return;
+    const text = await current
+      .locator("body")
+      .innerText({ timeout: 2_000 })
+      .catch((error: Error) => `(no text: ${error.message})`);
+    console.error(`[${task.name}] failed on ${current.url()}:\n${text.slice(0, 2_000)}`);
+  });
 }
 
 /** No axe violation of impact serious or critical on the page as it is now. */
