@@ -139,6 +139,8 @@ export class QuotaLease {
   private exhaustedUntil = 0;
   private lastRemaining: number | undefined;
   private waiting = 0;
+  /** The most units one waiting request lacks (the next lease covers it, above `maxBlock` too). */
+  private largestShort = 0;
   private refilling: Promise<{ exhausted: boolean }> | undefined;
   private ratePerSecond = 0;
   private spentSinceLease = 0;
@@ -197,6 +199,8 @@ export class QuotaLease {
       if (now < this.exhaustedUntil) return this.refuseOrPart(options.partial);
       const short = wanted - this.balance;
       this.waiting += short;
+      // One request's need is leased whole, however many blocks it is (a reservation).
+      this.largestShort = Math.max(this.largestShort, short);
       let outcome: { exhausted: boolean };
       try {
         this.refilling ??= this.refill().finally(() => {
@@ -343,15 +347,20 @@ export class QuotaLease {
     // The rate since the previous lease sizes this one (measured after it, a top-up's block would
     // follow the rate of the lease before).
     this.measureRate(this.now());
-    const wanted = nextBlockSize({
-      ratePerSecond: this.ratePerSecond,
-      waiting: Math.max(this.waiting, minUnits),
-      blockSeconds: this.blockSeconds,
-      minBlock: this.minBlock,
-      maxBlock: this.maxBlock,
-      lastRemaining: this.lastRemaining,
-      maxShareOfRemaining: this.maxShareOfRemaining,
-    });
+    const need = this.largestShort;
+    this.largestShort = 0;
+    const wanted = Math.max(
+      need,
+      nextBlockSize({
+        ratePerSecond: this.ratePerSecond,
+        waiting: Math.max(this.waiting, minUnits),
+        blockSeconds: this.blockSeconds,
+        minBlock: this.minBlock,
+        maxBlock: this.maxBlock,
+        lastRemaining: this.lastRemaining,
+        maxShareOfRemaining: this.maxShareOfRemaining,
+      }),
+    );
     this.stats.leases++;
     const returns = this.returnsToWindow;
     const grant = await this.store.lease(window, wanted);

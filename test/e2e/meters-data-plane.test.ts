@@ -357,6 +357,25 @@ describe("response_value meters", () => {
   const parallel = async (proxyId: string, n: number, path: string) =>
     (await Promise.all(Array.from({ length: n }, () => call(proxyId, path)))).map((answer) => answer.status);
 
+  it("a limit far above a lease block (1e9): the first request reserves it whole in one lease; its value is settled and the rest given back", async () => {
+    const proxyId = await newProxy();
+    const meterId = await tokenMeter(proxyId, 1e9);
+    // A block at a time (1,000 units a store call), this reservation took a million calls. Each
+    // request waits for the previous one's settlement (until then its reservation holds the window).
+    const started = Date.now();
+    let total = 0;
+    for (const tokens of [7, 5, 9]) {
+      expect((await call(proxyId, `/x?tokens=${tokens}`)).status).toBe(200);
+      total += tokens;
+      await vi.waitFor(async () => expect((await hourItem(meterId))?.value).toBe(total), { timeout: 5000 });
+    }
+    expect(Date.now() - started).toBeLessThan(5000);
+    // The block keeps a few values' worth for the next requests, not the limit.
+    const item = await hourItem(meterId);
+    expect(item?.leased).toBeGreaterThanOrEqual(21);
+    expect(item?.leased).toBeLessThan(1000);
+  });
+
   it("20 parallel requests worth 40 at a limit of 100 admit at most 3 (each in-flight request reserves room), and every reservation is settled", async () => {
     const proxyId = await newProxy();
     const meterId = await tokenMeter(proxyId, 100);

@@ -402,6 +402,32 @@ describe("hand-back", () => {
 });
 
 describe("QuotaLease.takeUnits", () => {
+  it("a reservation larger than a block is leased in one store call, not a block at a time", async () => {
+    let calls = 0;
+    let left = 1e9;
+    const store: LeaseStore = {
+      async lease(_w, wanted) {
+        calls++;
+        const granted = Math.min(wanted, left);
+        left -= granted;
+        return { granted, remaining: left };
+      },
+      async giveBack(_w, units) {
+        left += units;
+      },
+    };
+    const lease = new QuotaLease({ store, windowAt: () => windowAt("month", T0), now: clock().now });
+    // No mean known yet: the whole month's limit (the bench's response_value meter).
+    expect((await lease.takeUnits(1e9, { partial: true })).units).toBe(1e9);
+    expect(calls).toBe(1);
+    // A window with less left than the reservation: what it has, in one call.
+    left = 5000;
+    const second = new QuotaLease({ store, windowAt: () => windowAt("month", T0), now: clock().now });
+    calls = 0;
+    expect((await second.takeUnits(20_000, { partial: true })).units).toBe(5000);
+    expect(calls).toBe(1);
+  });
+
   it("gives a window of fewer units than asked what it has only when partial; restores to the taken window only", async () => {
     const time = clock();
     let window: CalendarWindow = windowAt("minute", T0);
