@@ -10,8 +10,6 @@
  * credential), for profiling: `node --cpu-prof --import tsx bench/cpu.ts`.
  */
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import autocannon from "autocannon";
 
@@ -75,77 +73,17 @@ export function printCpuRows(rows: CpuRow[], amount: number, connections: number
     );
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 /** Standalone: emulator, local stack, one apiKey proxy without rules. */
 async function main() {
-  process.env.AWS_ACCESS_KEY_ID ??= "bench";
-  process.env.AWS_SECRET_ACCESS_KEY ??= "bench";
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = "true";
-  process.env.LOG_LEVEL = "silent";
-  process.env.TABLE_NAME = `cpu-${randomBytes(3).toString("hex")}`;
-  process.env.KMS_KEY_ALIAS = `alias/${process.env.TABLE_NAME}`;
-  process.env.REGIONS = "us-east-1";
-  process.env.HOME_REGION = "us-east-1";
-  const { startEmulator } = await import("#local/emulator.ts");
-  const { startLocalStack } = await import("#local/runner.ts");
-  const { createUser } = await import("#lib/domain/users.ts");
-  const { issueToken } = await import("#lib/domain/tokens.ts");
-  const { setClientPlan } = await import("../cli/client-plan.ts");
-  const emulator = await startEmulator();
   // BENCH_KEEP_ALIVE=1: the store calls go through a keep-alive front (bench/keep-alive-front.ts).
-  const front =
-    process.env.BENCH_KEEP_ALIVE === "1"
-      ? await (await import("./keep-alive-front.ts")).startKeepAliveFront(emulator.endpoint)
-      : undefined;
-  process.env.AWS_ENDPOINT_URL = front?.endpoint ?? emulator.endpoint;
-  const stack = await startLocalStack();
-  const body = JSON.stringify({ ok: true, items: [1, 2, 3], note: "benchmark target" });
-  const target = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      res.end(body);
-    });
+  const { startBenchWorld } = await import("./setup.ts");
+  const world = await startBenchWorld({
+    name: "Cpu",
+    regions: ["us-east-1"],
+    keepAlive: process.env.BENCH_KEEP_ALIVE === "1",
   });
-  const targetUrl = await listen(target);
+  const { stack, targetUrl, call, api, targetId, targetCredentialId } = world;
   try {
-    const user = await createUser({ email: `cpu-${Date.now()}@example.test`, firstName: "C", lastName: "P" });
-    const { token } = await issueToken(String(user.userId));
-    const call = async (method: string, path: string, payload?: unknown) => {
-      const response = await fetch(`${stack.baseUrl}${path}`, {
-        method,
-        headers: { Authorization: token, "content-type": "application/json" },
-        body: payload === undefined ? undefined : JSON.stringify(payload),
-      });
-      const json = (await response.json()) as Record<string, Record<string, string>[]>;
-      if (response.status >= 300)
-        throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const clientId = (await call("POST", "/api/clients", { clientName: "Cpu" })).clients![0]!.clientId!;
-    await setClientPlan(clientId, "team");
-    const api = `/api/clients/${clientId}`;
-    const targetId = (
-      await call("POST", `${api}/targets`, {
-        targetName: "t",
-        targetRegion: "us-east-1",
-        targetBaseURL: targetUrl,
-        targetTestPath: "/",
-      })
-    ).targets![0]!.targetId!;
-    const targetCredentialId = (
-      await call("POST", `${api}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "bearer",
-        region: "us-east-1",
-        secret: { token: "upstream-token" },
-      })
-    ).credentials![0]!.credentialId!;
     const apiKey = randomBytes(24).toString("hex");
     const callerId = (
       await call("POST", `${api}/credentials`, {
@@ -181,11 +119,7 @@ async function main() {
     );
     printCpuRows(rows, amount, connections);
   } finally {
-    target.closeAllConnections();
-    target.close();
-    await stack.stop();
-    front?.stop();
-    await emulator.stop();
+    await world.stop();
   }
 }
 

@@ -18,10 +18,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
-import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { Session } from "node:inspector";
 import type { AddressInfo } from "node:net";
 import { functionUrlEvent, type Invocation } from "./function-url-front.ts";
+import { minimalProxy } from "./minimal-proxy.ts";
 
 type Metadata = { statusCode: number; headers: Record<string, string>; cookies?: string[] };
 type StreamingHandler = (event: unknown, stream: ServerResponse, context: unknown) => Promise<void>;
@@ -89,32 +90,6 @@ function lambdaFront(handler: StreamingHandler) {
       const body = Buffer.concat(chunks);
       tail = tail.then(() => invoke(req, res, body));
     });
-  });
-}
-
-function minimalProxy(targetUrl: string) {
-  const target = new URL(targetUrl);
-  const agent = new Agent({ keepAlive: true });
-  return createServer((req, res) => {
-    const upstream = request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-        agent,
-      },
-      (response) => {
-        res.writeHead(response.statusCode ?? 502, response.headers);
-        response.pipe(res);
-      },
-    );
-    upstream.on("error", () => {
-      res.writeHead(502);
-      res.end();
-    });
-    req.pipe(upstream);
   });
 }
 

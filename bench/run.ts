@@ -21,84 +21,23 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { createServer, request as httpRequest, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { issueToken } from "#lib/domain/tokens.ts";
-import { createUser } from "#lib/domain/users.ts";
-import { startEmulator } from "#local/emulator.ts";
-import { startLocalStack } from "#local/runner.ts";
-import { setClientPlan } from "../cli/client-plan.ts";
 import { buildDataPlaneBundle, importTimesMs, printBundleFigures } from "./bundle-report.ts";
 import { benchBundled, printBundled } from "./bundled.ts";
 import { codingRows, printCodingRows } from "./content-coding.ts";
-import { startKeepAliveFront } from "./keep-alive-front.ts";
+import { minimalProxy } from "./minimal-proxy.ts";
 import { printRuleCost, ruleCostRows } from "./rule-cost.ts";
 import { sandboxCost } from "./sandbox-cost.ts";
-import {
-  benchTransforms,
-  coldFirstCallMs,
-  ECHOED_HEADER,
-  printTransformFigures,
-  sandboxFileOf,
-} from "./transforms.ts";
+import { listen, startBenchWorld } from "./setup.ts";
+import { benchTransforms, coldFirstCallMs, printTransformFigures, sandboxFileOf } from "./transforms.ts";
 
 const REGION = "us-east-1";
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 600);
 const WARM_SAMPLE = 50;
-
-function listen(server: Server): Promise<string> {
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () =>
-      resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
-    ),
-  );
-}
-
-/** The Core API's answers used here: wrapper arrays of items with ids. */
-type ApiBody = Record<string, Record<string, string>[]>;
-
-/**
- * The target: a small JSON answer, like a typical API. It echoes the request transform's header
- * as `x-bench-saw` (bench/transforms.ts detects with it whether request transforms run).
- */
-function targetServer(): Server {
-  const body = JSON.stringify({ ok: true, items: [1, 2, 3], note: "benchmark target" });
-  return createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      const echoed = req.headers[ECHOED_HEADER];
-      res.writeHead(200, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
-        ...(typeof echoed === "string" ? { "x-bench-saw": echoed } : {}),
-      });
-      res.end(body);
-    });
-  });
-}
-
-/** The floor: a minimal Node reverse proxy (keep-alive agent, no auth, no logging). */
-function minimalProxy(targetUrl: string): Server {
-  const target = new URL(targetUrl);
-  return createServer((req, res) => {
-    const upstream = httpRequest(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
-      (response) => {
-        res.writeHead(response.statusCode ?? 502, response.headers);
-        response.pipe(res);
-      },
-    );
-    upstream.on("error", () => {
-      res.writeHead(502);
-      res.end();
-    });
-    req.pipe(upstream);
-  });
-}
 
 interface Row {
   name: string;
@@ -136,23 +75,9 @@ async function load(
 }
 
 async function main() {
-  process.env.AWS_ACCESS_KEY_ID ??= "bench";
-  process.env.AWS_SECRET_ACCESS_KEY ??= "bench";
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = "true";
-  process.env.LOG_LEVEL = "silent";
-  process.env.TABLE_NAME = `bench-${randomBytes(3).toString("hex")}`;
-  process.env.KMS_KEY_ALIAS = `alias/${process.env.TABLE_NAME}`;
-  process.env.REGIONS = "us-east-1,eu-west-1";
-  process.env.HOME_REGION = REGION;
-  const emulator = await startEmulator();
-  const front = await startKeepAliveFront(emulator.endpoint);
-  process.env.AWS_ENDPOINT_URL = front.endpoint;
-  const stack = await startLocalStack();
-  const servers: Server[] = [];
+  const world = await startBenchWorld({ name: "Bench", regions: [REGION, "eu-west-1"] });
+  const { emulator, front, stack, targetUrl, call, api, targetId, targetCredentialId, servers } = world;
   try {
-    const target = targetServer();
-    servers.push(target);
-    const targetUrl = await listen(target);
     const floor = minimalProxy(targetUrl);
     servers.push(floor);
     const floorUrl = await listen(floor);
@@ -167,44 +92,6 @@ async function main() {
     servers.push(jwks);
     const jwksUrl = await listen(jwks);
 
-    // Configuration through the Core API, as a user would.
-    const user = await createUser({
-      email: `bench-${Date.now()}@example.test`,
-      firstName: "Bench",
-      lastName: "Mark",
-    });
-    const { token } = await issueToken(String(user.userId));
-    const call = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${stack.baseUrl}${path}`, {
-        method,
-        headers: { Authorization: token, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = (await response.json()) as ApiBody;
-      if (response.status >= 300)
-        throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const clientId = (await call("POST", "/api/clients", { clientName: "Bench" })).clients![0]!.clientId!;
-    await setClientPlan(clientId, "team"); // 1,000 requests/min per proxy credential
-    const api = `/api/clients/${clientId}`;
-    const targetId = (
-      await call("POST", `${api}/targets`, {
-        targetName: "bench target",
-        targetRegion: REGION,
-        targetBaseURL: targetUrl,
-        targetTestPath: "/",
-      })
-    ).targets![0]!.targetId!;
-    const targetCredentialId = (
-      await call("POST", `${api}/credentials`, {
-        credentialName: "upstream",
-        credentialType: "target",
-        authType: "bearer",
-        region: REGION,
-        secret: { token: "upstream-token" },
-      })
-    ).credentials![0]!.credentialId!;
     const apiKey = randomBytes(24).toString("hex");
     const apiKeyCredentialId = (
       await call("POST", `${api}/credentials`, {
@@ -274,7 +161,7 @@ async function main() {
       targetUrl,
       targetId,
       targetCredentialId,
-      front,
+      front: front!,
       outdir: bundle.outdir,
       requests: REQUESTS,
       connections: CONNECTIONS,
@@ -346,13 +233,7 @@ async function main() {
       );
     }
   } finally {
-    for (const server of servers) {
-      server.closeAllConnections?.();
-      server.close();
-    }
-    await stack.stop();
-    front.stop();
-    await emulator.stop();
+    await world.stop();
   }
 }
 

@@ -230,7 +230,7 @@ async function leased(counter: ReturnType<typeof countCalls>, window: QuotaWindo
     { length: INSTANCES },
     () =>
       new QuotaLease({
-        store: dynamoLeaseStore({ region: REGION, key, limit: LIMIT }),
+        store: dynamoLeaseStore({ region: REGION, key, limit: LIMIT, trackHolders: true }),
         windowAt: () => window,
       }),
   );

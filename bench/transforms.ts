@@ -23,9 +23,7 @@ import { median } from "./bundle-report.ts";
 import { cpuPerRequestUs } from "./cpu.ts";
 import { proxyWithKey as keyedProxy } from "./meters.ts";
 import { BENCH_TRANSFORM, printSandboxCost, type SandboxCost } from "./sandbox-cost.ts";
-
-/** The request header the bench target echoes back as `x-bench-saw` (bench/run.ts targetServer). */
-export const ECHOED_HEADER = "x-bench-transform";
+import { ECHOED_HEADER } from "./setup.ts";
 
 export const REQUEST_TRANSFORM = `
 export default function (context, request) {

@@ -161,6 +161,7 @@ export class CounterLeases {
           // A window counted before it had a limit (or before leases) starts from its count.
           seedAttribute: "value",
           tokens: true,
+          trackHolders: true,
           attributes: () => attributes,
           ttl: () => counterTtl(window),
         });

@@ -37,6 +37,11 @@ export interface LeaseGrant {
   granted: number;
   /** Units the window had left after this lease, as the store saw it. */
   remaining: number;
+  /**
+   * Instances that have leased from the window so far, this one included (a store that tracks
+   * them): a block is at most half of what is left shared among them.
+   */
+  holders?: number;
 }
 
 /** The shared counter of a limited quantity, one per window. */
@@ -99,6 +104,8 @@ export interface BlockSizeInput {
   /** What the window had left at the last lease (undefined before the first one). */
   lastRemaining: number | undefined;
   maxShareOfRemaining: number;
+  /** Instances leasing from the window, as the store last said (undefined: unknown, 1). */
+  holders?: number;
 }
 
 /**
@@ -109,8 +116,12 @@ export interface BlockSizeInput {
 export function nextBlockSize(input: BlockSizeInput): number {
   const byRate = Math.ceil(input.ratePerSecond * input.blockSeconds);
   let size = Math.min(input.maxBlock, Math.max(input.minBlock, byRate, input.waiting));
-  if (input.lastRemaining !== undefined)
-    size = Math.min(size, Math.max(1, Math.floor(input.lastRemaining * input.maxShareOfRemaining)));
+  if (input.lastRemaining !== undefined) {
+    // Blocks leased at once by every holder together stay under what is left (half of it), so
+    // no instance finds the window dry while the others hold units they will not spend.
+    const share = Math.min(input.maxShareOfRemaining, 1 / (2 * Math.max(1, input.holders ?? 1)));
+    size = Math.min(size, Math.max(1, Math.floor(input.lastRemaining * share)));
+  }
   return Math.max(1, size, Math.min(input.waiting, input.maxBlock));
 }
 
@@ -138,6 +149,8 @@ export class QuotaLease {
   private balance = 0;
   private exhaustedUntil = 0;
   private lastRemaining: number | undefined;
+  /** Instances leasing from the current window, as the store last said. */
+  private holders: number | undefined;
   private waiting = 0;
   /** The most units one waiting request lacks (the next lease covers it, above `maxBlock` too). */
   private largestShort = 0;
@@ -273,6 +286,7 @@ export class QuotaLease {
       maxBlock: this.maxBlock,
       lastRemaining: this.lastRemaining,
       maxShareOfRemaining: this.maxShareOfRemaining,
+      holders: this.holders,
     });
     const byRate = Math.ceil(this.ratePerSecond * this.topUpSeconds);
     const needed = Math.max(minUnits, Math.min(byRate, Math.ceil(block / 2)));
@@ -336,6 +350,7 @@ export class QuotaLease {
     this.balance = 0;
     this.exhaustedUntil = 0;
     this.lastRemaining = undefined;
+    this.holders = undefined;
     this.returnsToWindow = 0;
   }
 
@@ -359,6 +374,7 @@ export class QuotaLease {
         maxBlock: this.maxBlock,
         lastRemaining: this.lastRemaining,
         maxShareOfRemaining: this.maxShareOfRemaining,
+        holders: this.holders,
       }),
     );
     this.stats.leases++;
@@ -376,6 +392,7 @@ export class QuotaLease {
     // decided: the window is not known dry, and requests waiting for units ask again.
     if (this.returnsToWindow !== returns) return { exhausted: false };
     this.lastRemaining = grant.remaining;
+    if (grant.holders !== undefined) this.holders = grant.holders;
     const exhausted = grant.granted < wanted || grant.remaining <= 0;
     if (exhausted) this.exhaustedUntil = Math.min(window.end, now + this.recheckMs);
     return { exhausted: grant.granted < wanted };
@@ -440,7 +457,16 @@ export interface DynamoLeaseStoreOptions {
    * not applied twice (unless another lease, or give-back, of the item landed in between).
    */
   tokens?: boolean;
+  /**
+   * Name this store's instance in the item's `holders` (a string set) with every lease, and
+   * answer the set's size with the grant: blocks are then sized by the instances sharing the
+   * window (nextBlockSize). One short id per store (each instance has its own store per counter).
+   */
+  trackHolders?: boolean;
 }
+
+/** The attribute naming the instances that leased from a window (`trackHolders`). */
+export const HOLDERS_ATTRIBUTE = "holders";
 
 /**
  * The lease store on a DynamoDB counter item: a lease is one conditional UpdateItem (1 write unit
@@ -477,6 +503,15 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
     };
   };
   const numberOf = (value: unknown) => (typeof value === "number" ? value : undefined);
+  /** This store's holder id, added to the window's set by every lease (a set: idempotent). */
+  const holder = options.trackHolders ? randomUUID().slice(0, 8) : undefined;
+  const holding = holder
+    ? { add: "#holders :me", names: { "#holders": HOLDERS_ATTRIBUTE }, values: { ":me": new Set([holder]) } }
+    : undefined;
+  const holdersIn = (attributes: Record<string, unknown> | undefined) => {
+    const set = attributes?.[HOLDERS_ATTRIBUTE];
+    return set instanceof Set ? { holders: set.size } : {};
+  };
 
   /** The leased count (and the seed) in a failed condition's old image, else read them. */
   async function stateNow(window: QuotaWindow, error: unknown) {
@@ -506,17 +541,18 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
         const token = guard("leaseToken");
         try {
           if (seeded !== undefined) {
-            await db().send(
+            const first = await db().send(
               new UpdateCommand({
                 TableName: tableName(),
                 Key: options.key(window),
-                UpdateExpression: `SET ${["#count = :total", "#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
+                UpdateExpression: `SET ${["#count = :total", "#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}${holding ? ` ADD ${holding.add}` : ""}`,
                 ConditionExpression: `attribute_not_exists(#count) AND #seed = :seen${token ? ` AND ${token.condition}` : ""}`,
                 ExpressionAttributeNames: {
                   "#count": count,
                   "#seed": seed as string,
                   "#ttl": "TTL",
                   ...token?.names,
+                  ...holding?.names,
                   ...extra.names,
                 },
                 ExpressionAttributeValues: {
@@ -524,18 +560,20 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
                   ":seen": seeded,
                   ":ttl": ttlOf(window),
                   ...token?.values,
+                  ...holding?.values,
                   ...extra.values,
                 },
+                ...(holding ? { ReturnValues: "ALL_NEW" as const } : {}),
                 ReturnValuesOnConditionCheckFailure: "ALL_OLD",
               }),
             );
-            return { granted: ask, remaining: limit - seeded - ask };
+            return { granted: ask, remaining: limit - seeded - ask, ...holdersIn(first?.Attributes) };
           }
           const out = await db().send(
             new UpdateCommand({
               TableName: tableName(),
               Key: options.key(window),
-              UpdateExpression: `ADD #count :n SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
+              UpdateExpression: `ADD ${["#count :n", ...(holding ? [holding.add] : [])].join(", ")} SET ${["#ttl = if_not_exists(#ttl, :ttl)", ...(token ? [token.set] : []), ...extra.sets].join(", ")}`,
               ConditionExpression: `(${
                 seed
                   ? "(attribute_not_exists(#count) AND attribute_not_exists(#seed)) OR #count <= :max"
@@ -546,6 +584,7 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
                 "#ttl": "TTL",
                 ...(seed ? { "#seed": seed } : {}),
                 ...token?.names,
+                ...holding?.names,
                 ...extra.names,
               },
               ExpressionAttributeValues: {
@@ -553,14 +592,20 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
                 ":max": limit - ask,
                 ":ttl": ttlOf(window),
                 ...token?.values,
+                ...holding?.values,
                 ...extra.values,
               },
-              ReturnValues: "UPDATED_NEW",
+              // The holders' set whole, even when this store's id was in it already.
+              ReturnValues: holding ? "ALL_NEW" : "UPDATED_NEW",
               ReturnValuesOnConditionCheckFailure: "ALL_OLD",
             }),
           );
           const leased = out.Attributes?.[count];
-          return { granted: ask, remaining: typeof leased === "number" ? limit - leased : 0 };
+          return {
+            granted: ask,
+            remaining: typeof leased === "number" ? limit - leased : 0,
+            ...holdersIn(out.Attributes),
+          };
         } catch (error) {
           if (!isConditionalCheckFailure(error)) throw error;
           const state = await stateNow(window, error);

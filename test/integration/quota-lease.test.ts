@@ -28,29 +28,32 @@ beforeAll(async () => {
   await provisionTable(REGION, getConfig().tableName);
 });
 
-/** A fresh counter (one meter) and a store over it. */
-function counter(limit: number) {
+/** A fresh counter (one meter) and a store over it (`storeOf`: another instance's store). */
+function counter(limit: number, options: { trackHolders?: boolean } = {}) {
   const meterId = randomUUID();
   const key = (window: QuotaWindow) => keys.meterWindow(meterId, "minute", window.start);
-  const store = dynamoLeaseStore({
-    region: REGION,
-    key,
-    limit,
-    attributes: (window) => ({
-      entity: "meterCounter",
-      meterId,
-      window: "minute",
-      windowStart: window.start,
-      windowEnd: window.end,
-    }),
-  });
+  const storeOf = () =>
+    dynamoLeaseStore({
+      region: REGION,
+      key,
+      limit,
+      ...options,
+      attributes: (window) => ({
+        entity: "meterCounter",
+        meterId,
+        window: "minute",
+        windowStart: window.start,
+        windowEnd: window.end,
+      }),
+    });
+  const store = storeOf();
   const item = async (window: QuotaWindow) =>
     (
       await dynamo(REGION).send(
         new GetCommand({ TableName: getConfig().tableName, Key: key(window), ConsistentRead: true }),
       )
     ).Item;
-  return { store, item, value: async (window: QuotaWindow) => (await item(window))?.value };
+  return { store, storeOf, item, value: async (window: QuotaWindow) => (await item(window))?.value };
 }
 
 describe("nextBlockSize", () => {
@@ -81,6 +84,14 @@ describe("nextBlockSize", () => {
     expect(nextBlockSize({ ...base, ratePerSecond: 500, lastRemaining: 20 })).toBe(2);
     expect(nextBlockSize({ ...base, ratePerSecond: 500, lastRemaining: 3 })).toBe(1);
     expect(nextBlockSize({ ...base, ratePerSecond: 500, lastRemaining: 0 })).toBe(1);
+  });
+
+  it("shares half of what is left among the instances leasing from the window", () => {
+    // One or two holders: the share of 1/8 is the smaller bound.
+    expect(nextBlockSize({ ...base, ratePerSecond: 500, lastRemaining: 800, holders: 2 })).toBe(100);
+    // 20 holders: at most 800 / 40 each, so the 20 blocks together leave half the window.
+    expect(nextBlockSize({ ...base, ratePerSecond: 500, lastRemaining: 800, holders: 20 })).toBe(20);
+    expect(nextBlockSize({ ...base, ratePerSecond: 500, lastRemaining: 10, holders: 20 })).toBe(1);
   });
 });
 
@@ -114,7 +125,44 @@ describe("dynamoLeaseStore", () => {
   });
 });
 
+describe("dynamoLeaseStore with trackHolders", () => {
+  it("names each store in the item's holders once, and answers how many there are", async () => {
+    const { storeOf, item } = counter(100, { trackHolders: true });
+    const window = minuteOf(T0);
+    const [a, b, c] = [storeOf(), storeOf(), storeOf()];
+    expect(await a.lease(window, 1)).toEqual({ granted: 1, remaining: 99, holders: 1 });
+    expect(await a.lease(window, 1)).toEqual({ granted: 1, remaining: 98, holders: 1 });
+    expect(await b.lease(window, 1)).toEqual({ granted: 1, remaining: 97, holders: 2 });
+    expect(await c.lease(window, 2)).toEqual({ granted: 2, remaining: 95, holders: 3 });
+    const holders = (await item(window))?.holders;
+    expect(holders).toBeInstanceOf(Set);
+    expect((holders as Set<string>).size).toBe(3);
+  });
+});
+
 describe("QuotaLease", () => {
+  it("20 instances, a burst below the limit (500 of 1,000 arriving at about 2,000 a second): every request passes", async () => {
+    const limit = 1000;
+    const { storeOf, value } = counter(limit, { trackHolders: true });
+    const window = minuteOf(Date.now());
+    const instances = Array.from(
+      { length: 20 },
+      () => new QuotaLease({ store: storeOf(), windowAt: () => window }),
+    );
+    // Dealt round-robin, two a millisecond (bench/scale-sim.ts (c)): each instance sees about 100
+    // a second and sizes its blocks by it; an eighth of what is left each, 20 instances would
+    // lease the window dry while each spends 25, and refuse the last requests.
+    const answers: Promise<boolean>[] = [];
+    for (let index = 0; index < 500; index += 2) {
+      for (const n of [index, index + 1]) answers.push((instances[n % 20] as QuotaLease).take());
+      await sleep(1);
+    }
+    const admitted = (await Promise.all(answers)).filter(Boolean).length;
+    expect(admitted).toBe(500);
+    await Promise.all(instances.map((lease) => lease.release()));
+    expect(await value(window)).toBe(500);
+  });
+
   it("N instances in parallel, demand above the limit: exactly the limit passes, with far fewer store calls", async () => {
     const limit = 150;
     const { store, value } = counter(limit);
