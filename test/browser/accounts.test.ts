@@ -10,6 +10,7 @@ import type { TestStack } from "../support/stack.ts";
 import {
   checkPage,
   connectBrowser,
+  describePageOnFailure,
   emailedCode,
   emailedLink,
   PASSWORD,
@@ -21,6 +22,7 @@ let stack: TestStack;
 let origin: string;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 const email = `console-${Date.now()}@accounts.example.test`;
 
 beforeAll(async () => {

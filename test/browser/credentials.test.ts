@@ -19,7 +19,14 @@ import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { listenTokenEndpoint, listenWithBody } from "../support/loopback.ts";
 import { type OAuthServer, startOAuthServer } from "../support/oauth-server.ts";
 import { joinClient, type TestStack, type TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 const US = "us-east-1";
 const suffix = Math.random().toString(36).slice(2, 8);
@@ -34,6 +41,7 @@ let stack: TestStack;
 let origin: string;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let oauth: OAuthServer;

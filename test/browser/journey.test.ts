@@ -11,6 +11,7 @@ import type { TestStack } from "../support/stack.ts";
 import {
   checkPage,
   connectBrowser,
+  describePageOnFailure,
   emailedLink,
   signUpAndVerify,
   startConsoleStack,
@@ -22,6 +23,7 @@ let stack: TestStack;
 let origin: string;
 const contexts: BrowserContext[] = [];
 let page: Page;
+describePageOnFailure(() => page);
 let restoreRelyingParty: (() => void) | undefined;
 const suffix = `${Date.now()}-${Math.random().toString(36).slice(2, 6)}`;
 const email = `journey-${suffix}@accounts.example.test`;

@@ -20,7 +20,13 @@ import {
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+} from "./support.ts";
 
 const REGION = "us-east-1";
 const KEY = "console-meter-key-1234567890";
@@ -30,6 +36,7 @@ let stack: TestStack;
 let origin: string;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let proxyId: string;

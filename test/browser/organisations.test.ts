@@ -11,12 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
 import { latestEmailedCode, send, signedInUser, TEST_PASSWORD } from "../support/sessions.ts";
 import type { TestStack, TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, startConsoleStack } from "./support.ts";
+import { checkPage, connectBrowser, describePageOnFailure, startConsoleStack } from "./support.ts";
 
 let browser: Browser;
 let stack: TestStack;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let colleague: TestUser;
 let clientId: string;

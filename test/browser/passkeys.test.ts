@@ -9,13 +9,20 @@ import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { latestEmailedCode, send, TEST_PASSWORD } from "../support/sessions.ts";
 import type { TestStack, TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, startConsoleStack, virtualAuthenticator } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  startConsoleStack,
+  virtualAuthenticator,
+} from "./support.ts";
 
 let browser: Browser;
 let stack: TestStack;
 let origin: string;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let cdp: CDPSession;
 /** The virtual authenticator of the page (CDP). */
 let authenticatorId: string;

@@ -23,7 +23,14 @@ import {
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 const US = "us-east-1";
 const KEY = `page-key-${Math.random().toString(36).slice(2, 12)}`;
@@ -32,6 +39,7 @@ let browser: Browser;
 let stack: TestStack;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let proxyId: string;

@@ -17,6 +17,7 @@ import { callDataPlane, type TestStack, type TestUser } from "../support/stack.t
 import {
   checkPage,
   connectBrowser,
+  describePageOnFailure,
   newOrganisation,
   SCREENSHOTS,
   signedInConsole,
@@ -31,6 +32,7 @@ let browser: Browser;
 let stack: TestStack;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let targetBase: string;

@@ -19,7 +19,14 @@ import {
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 const REGION = "eu-west-1";
 const PROXY_KEY = `proxy-key-${randomUUID()}`;
@@ -29,6 +36,7 @@ let browser: Browser;
 let stack: TestStack;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let proxyId: string;

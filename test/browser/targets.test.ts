@@ -11,7 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { listenWithBody } from "../support/loopback.ts";
 import type { TestStack, TestUser } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 const US = "us-east-1";
 const suffix = Math.random().toString(36).slice(2, 8);
@@ -21,6 +28,7 @@ let stack: TestStack;
 let origin: string;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let upstream: string;

@@ -22,7 +22,14 @@ import {
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 const REGION = "eu-west-1";
 const KEY = `telemetry-key-${randomUUID()}`;
@@ -31,6 +38,7 @@ let browser: Browser;
 let stack: TestStack;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let orders: string;

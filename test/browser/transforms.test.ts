@@ -18,7 +18,14 @@ import {
   type TestStack,
   type TestUser,
 } from "../support/stack.ts";
-import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
+import {
+  checkPage,
+  connectBrowser,
+  describePageOnFailure,
+  newOrganisation,
+  signedInConsole,
+  startConsoleStack,
+} from "./support.ts";
 
 const REGION = "us-east-1";
 const KEY = "console-transform-key-1234567890";
@@ -28,6 +35,7 @@ let stack: TestStack;
 let origin: string;
 let context: BrowserContext;
 let page: Page;
+describePageOnFailure(() => page);
 let user: TestUser;
 let clientId: string;
 let proxyId: string;
