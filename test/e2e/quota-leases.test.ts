@@ -9,7 +9,7 @@
  * - a proxy deactivated while traffic flows is refused from the next request on (strict), or within
  *   the freshness bound (relaxed).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createCounting } from "#lib/data-plane/counter-leases.ts";
 import { createDataPlane, type DataPlaneRequest } from "#lib/data-plane/pipeline.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
@@ -115,7 +115,10 @@ describe("freshness without a transaction", () => {
     });
     expect(changed.status).toBe(200);
     const answeredAt = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await vi.waitFor(
+      () => expect(flow.seen.filter((request) => request.at > answeredAt).length).toBeGreaterThan(2),
+      { timeout: 15_000, interval: 50 },
+    );
     await flow.stop();
     const before = flow.seen.filter((request) => request.at < answeredAt - 50);
     const after = flow.seen.filter((request) => request.at > answeredAt);
@@ -149,7 +152,12 @@ describe("freshness without a transaction", () => {
     });
     expect(changed.status).toBe(200);
     const answeredAt = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, boundMs + 500));
+    // Traffic until a few requests started past the bound (a loaded machine slows each one).
+    await vi.waitFor(
+      () =>
+        expect(flow.seen.filter((request) => request.at > answeredAt + boundMs).length).toBeGreaterThan(2),
+      { timeout: 15_000, interval: 50 },
+    );
     await flow.stop();
     expect(flow.seen.filter((request) => request.at < answeredAt - 50).every((r) => r.status === 200)).toBe(
       true,

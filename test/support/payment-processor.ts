@@ -16,6 +16,9 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { resetConfig } from "#lib/config.ts";
+import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
+import { resetPayments } from "#lib/domain/payments.ts";
 
 export interface RecordedRequest {
   method: string;
@@ -515,4 +518,45 @@ export function nestedForm(form: URLSearchParams): Record<string, unknown> {
       : Object.fromEntries(entries);
   };
   return arrays(root) as Record<string, unknown>;
+}
+
+export interface PaymentsEnvironment {
+  processor: PaymentProcessor;
+  /** Closes the processor and takes the environment back (the service's caches reset). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The processor on loopback and the environment that points the service at it, set before a
+ * file's stack starts: `STRIPE_SECRET_KEY`, `STRIPE_API_BASE`, the webhook's signing secret when
+ * given, and `env` (the tiers' prices); the configuration, the payment client and the webhook
+ * secret read again. `stop` takes all of it back.
+ */
+export async function startPaymentsEnvironment(options: {
+  secretKey: string;
+  webhookSecret?: string;
+  env?: Record<string, string>;
+}): Promise<PaymentsEnvironment> {
+  const reset = () => {
+    resetConfig();
+    resetPayments();
+    resetWebhookSecret();
+  };
+  const processor = await startPaymentProcessor();
+  const env: Record<string, string> = {
+    STRIPE_SECRET_KEY: options.secretKey,
+    STRIPE_API_BASE: processor.url,
+    ...(options.webhookSecret ? { STRIPE_WEBHOOK_SECRET: options.webhookSecret } : {}),
+    ...options.env,
+  };
+  Object.assign(process.env, env);
+  reset();
+  return {
+    processor,
+    async stop() {
+      await processor.close();
+      for (const name of Object.keys(env)) delete process.env[name];
+      reset();
+    },
+  };
 }
