@@ -8,16 +8,19 @@
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import { setClientOverrides } from "#lib/domain/feature-overrides.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import { joinClient, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 import { checkPage, connectBrowser, newOrganisation, signedInConsole, startConsoleStack } from "./support.ts";
 
 const PRICES = { STRIPE_PRICE_TEAM: "price_team_monthly", STRIPE_PRICE_ENTERPRISE_BASIC: "price_eb_monthly" };
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let browser: Browser;
 let stack: TestStack;
 let origin: string;
@@ -25,12 +28,8 @@ let owner: { context: BrowserContext; page: Page; user: TestUser };
 let clientId: string;
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_console_billing";
-  process.env.STRIPE_API_BASE = processor.url;
-  Object.assign(process.env, PRICES);
-  resetConfig();
-  resetPayments();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_console_billing", env: { ...PRICES } });
+  processor = payments.processor;
   ({ stack, origin } = await startConsoleStack());
   browser = await connectBrowser();
   owner = await signedInConsole(browser, stack, origin);
@@ -43,11 +42,7 @@ afterAll(async () => {
   await owner?.context.close();
   await browser?.close();
   await stack?.stop();
-  await processor?.close();
-  for (const name of ["STRIPE_SECRET_KEY", "STRIPE_API_BASE", ...Object.keys(PRICES)])
-    delete process.env[name];
-  resetConfig();
-  resetPayments();
+  await payments?.stop();
 });
 
 const details = (page: Page) => page.getByRole("region", { name: "Plan", exact: true });

@@ -11,12 +11,13 @@
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
-import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
 import { createMsp } from "#lib/domain/msps.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import { storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 import { checkPage, connectBrowser, signedInConsole, startConsoleStack } from "./support.ts";
 
@@ -25,18 +26,17 @@ let browser: Browser;
 let stack: TestStack;
 let origin: string;
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let owner: { context: BrowserContext; page: Page; user: TestUser };
 let mspId: string;
 let customerId: string;
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_msp_billing_console";
-  process.env.STRIPE_API_BASE = processor.url;
-  process.env.STRIPE_WEBHOOK_SECRET = SECRET;
-  resetConfig();
-  resetPayments();
-  resetWebhookSecret();
+  payments = await startPaymentsEnvironment({
+    secretKey: "sk_test_msp_billing_console",
+    webhookSecret: SECRET,
+  });
+  processor = payments.processor;
   ({ stack, origin } = await startConsoleStack());
   browser = await connectBrowser();
   owner = await signedInConsole(browser, stack, origin);
@@ -53,12 +53,7 @@ afterAll(async () => {
   await owner?.context.close();
   await browser?.close();
   await stack?.stop();
-  await processor?.close();
-  for (const name of ["STRIPE_SECRET_KEY", "STRIPE_API_BASE", "STRIPE_WEBHOOK_SECRET"])
-    delete process.env[name];
-  resetConfig();
-  resetPayments();
-  resetWebhookSecret();
+  await payments?.stop();
 });
 
 const details = (page: Page): Locator => page.getByRole("region", { name: "Payment method" });

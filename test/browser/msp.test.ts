@@ -15,13 +15,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import { USAGE_CSV_COLUMNS } from "#lib/domain/msp-usage.ts";
 import { createMsp, setMspRates } from "#lib/domain/msps.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import { storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 import {
   checkPage,
@@ -34,6 +36,7 @@ import {
 let browser: Browser;
 let stack: TestStack;
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let context: BrowserContext;
 let page: Page;
 let owner: TestUser;
@@ -56,11 +59,8 @@ const status = (text: RegExp) => page.getByRole("status").filter({ hasText: text
 const alert = (text: RegExp) => page.getByRole("alert").filter({ hasText: text });
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_msp_console";
-  process.env.STRIPE_API_BASE = processor.url;
-  resetConfig();
-  resetPayments();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_msp_console" });
+  processor = payments.processor;
   let origin: string;
   ({ stack, origin } = await startConsoleStack());
   browser = await connectBrowser();
@@ -79,11 +79,7 @@ afterAll(async () => {
   await context?.close();
   await browser?.close();
   await stack?.stop();
-  await processor?.close();
-  delete process.env.STRIPE_SECRET_KEY;
-  delete process.env.STRIPE_API_BASE;
-  resetConfig();
-  resetPayments();
+  await payments?.stop();
 });
 
 describe("the MSP's view in the console", () => {

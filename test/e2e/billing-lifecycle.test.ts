@@ -10,14 +10,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { billingKeys } from "#lib/db/entities/billing.ts";
 import { keys } from "#lib/db/keys.ts";
-import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
 import { createMsp } from "#lib/domain/msps.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
 import { TestClock } from "../support/clock.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -44,18 +45,17 @@ const LOOKUP_KEYS: Record<string, string> = {
 const clock = new TestClock();
 let stack: TestStack;
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let target: Server;
 let eventCounter = 0;
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_billing_lifecycle";
-  process.env.STRIPE_API_BASE = processor.url;
-  process.env.STRIPE_WEBHOOK_SECRET = SECRET;
-  Object.assign(process.env, PRICES);
-  resetConfig();
-  resetPayments();
-  resetWebhookSecret();
+  payments = await startPaymentsEnvironment({
+    secretKey: "sk_test_billing_lifecycle",
+    webhookSecret: SECRET,
+    env: { ...PRICES },
+  });
+  processor = payments.processor;
   target = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -69,18 +69,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await processor?.close();
+  await payments?.stop();
   await new Promise<void>((resolve) => (target ? target.close(() => resolve()) : resolve()));
-  for (const name of [
-    "STRIPE_SECRET_KEY",
-    "STRIPE_API_BASE",
-    "STRIPE_WEBHOOK_SECRET",
-    ...Object.keys(PRICES),
-  ])
-    delete process.env[name];
-  resetConfig();
-  resetPayments();
-  resetWebhookSecret();
 });
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);

@@ -8,14 +8,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dynamo } from "#lib/aws/clients.ts";
 import { UpdateCommand } from "#lib/aws/document-client.ts";
-import { getConfig, resetConfig } from "#lib/config.ts";
+import { getConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import { MSP_PAYS } from "#lib/domain/billing.ts";
 import { createMsp } from "#lib/domain/msps.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { OPERATION_TOOLS } from "#lib/mcp/tools.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import {
   createClientFor,
   joinClient,
@@ -33,25 +36,18 @@ const OWNER_ONLY = "Forbidden: requires the owner role";
 
 let stack: TestStack;
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let appUrl: string;
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_billing";
-  process.env.STRIPE_API_BASE = processor.url;
-  Object.assign(process.env, PRICES);
-  resetConfig();
-  resetPayments();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_billing", env: { ...PRICES } });
+  processor = payments.processor;
   stack = await startTestStack();
   appUrl = getConfig().appUrl;
 });
 afterAll(async () => {
   await stack?.stop();
-  await processor?.close();
-  for (const name of ["STRIPE_SECRET_KEY", "STRIPE_API_BASE", ...Object.keys(PRICES)])
-    delete process.env[name];
-  resetConfig();
-  resetPayments();
+  await payments?.stop();
 });
 
 interface Organisation {

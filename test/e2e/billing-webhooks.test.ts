@@ -10,14 +10,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { billingKeys } from "#lib/db/entities/billing.ts";
 import { keys } from "#lib/db/keys.ts";
-import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
 import { TestClock } from "../support/clock.ts";
 import { sentEmails } from "../support/emulator.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import { type PaymentsEnvironment, startPaymentsEnvironment } from "../support/payment-processor.ts";
 import {
   callDataPlane,
   createClientFor,
@@ -37,7 +34,7 @@ const DAY_MS = 86_400_000;
 
 const clock = new TestClock();
 let stack: TestStack;
-let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let target: Server;
 let owner: TestUser;
 let member: TestUser;
@@ -105,13 +102,7 @@ async function coreApiLimit() {
 const callProxy = () => callDataPlane(`${proxyUrl}/thing`, { headers: { "x-api-key": KEY } });
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_billing_webhooks";
-  process.env.STRIPE_API_BASE = processor.url;
-  process.env.STRIPE_WEBHOOK_SECRET = SECRET;
-  resetConfig();
-  resetPayments();
-  resetWebhookSecret();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_billing_webhooks", webhookSecret: SECRET });
   target = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -138,14 +129,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await processor?.close();
+  await payments?.stop();
   await new Promise<void>((resolve) => (target ? target.close(() => resolve()) : resolve()));
-  delete process.env.STRIPE_SECRET_KEY;
-  delete process.env.STRIPE_API_BASE;
-  delete process.env.STRIPE_WEBHOOK_SECRET;
-  resetConfig();
-  resetPayments();
-  resetWebhookSecret();
 });
 
 describe("POST /webhooks/stripe", () => {

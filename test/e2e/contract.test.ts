@@ -21,21 +21,22 @@ import { operationKey } from "#lib/api/dispatch.ts";
 import type { Operation } from "#lib/api/operation.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { CORE_API_ROUTES } from "#lib/api/routes.ts";
-import { resetConfig } from "#lib/config.ts";
 import { putNotificationIfAbsent } from "#lib/db/entities/notification.ts";
 import { keys } from "#lib/db/keys.ts";
-import { resetWebhookSecret } from "#lib/domain/billing-events.ts";
 import { usageNotification } from "#lib/domain/meter-digests.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { createNotification } from "#lib/domain/notifications.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
 import { closeOutboundAgents } from "#lib/net/outbound.ts";
 import { setClientPlan } from "../../cli/client-plan.ts";
 import { sentEmails } from "../support/emulator.ts";
 import { Browser, type OAuthServer, serviceClient, startOAuthServer } from "../support/oauth-server.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import {
   type ApiClient,
   callDataPlane,
@@ -1263,19 +1264,18 @@ function expectErrorShape(response: { status: number; body: unknown }, status: n
 }
 
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 /** The team plan's price with the processor (STRIPE_PRICE_TEAM): Checkout and downgrades use it. */
 const CONTRACT_TEAM_PRICE = "price_contract_team";
 
 beforeAll(async () => {
   // The payment processor on loopback: a top-up charges the MSP's card.
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_contract";
-  process.env.STRIPE_API_BASE = processor.url;
-  process.env.STRIPE_PRICE_TEAM = CONTRACT_TEAM_PRICE;
-  process.env.STRIPE_WEBHOOK_SECRET = STRIPE_WEBHOOK_SECRET;
-  resetConfig();
-  resetWebhookSecret();
-  resetPayments();
+  payments = await startPaymentsEnvironment({
+    secretKey: "sk_test_contract",
+    webhookSecret: STRIPE_WEBHOOK_SECRET,
+    env: { STRIPE_PRICE_TEAM: CONTRACT_TEAM_PRICE },
+  });
+  processor = payments.processor;
   stack = await startTestStack();
   echo = createServer((req, res) => {
     req.resume();
@@ -1415,14 +1415,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await processor?.close();
-  delete process.env.STRIPE_SECRET_KEY;
-  delete process.env.STRIPE_WEBHOOK_SECRET;
-  resetWebhookSecret();
-  delete process.env.STRIPE_API_BASE;
-  delete process.env.STRIPE_PRICE_TEAM;
-  resetConfig();
-  resetPayments();
+  await payments?.stop();
   await closeOutboundAgents();
   await oauth?.close();
   echo?.closeAllConnections();

@@ -7,12 +7,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createMsp, setMspRates } from "#lib/domain/msps.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
 import { setSystemAdmin } from "#lib/domain/users.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import { startTestStack, storedItem, type TestStack, type TestUser } from "../support/stack.ts";
 
 const US = "us-east-1";
@@ -20,25 +22,19 @@ const VALIDATION = "Input failed data validation";
 
 let stack: TestStack;
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let sysadmin: TestUser;
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_msp";
-  process.env.STRIPE_API_BASE = processor.url;
-  resetConfig();
-  resetPayments();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_msp" });
+  processor = payments.processor;
   stack = await startTestStack();
   sysadmin = await stack.newUser();
   await setSystemAdmin(sysadmin.userId, true);
 });
 afterAll(async () => {
   await stack?.stop();
-  await processor?.close();
-  delete process.env.STRIPE_SECRET_KEY;
-  delete process.env.STRIPE_API_BASE;
-  resetConfig();
-  resetPayments();
+  await payments?.stop();
 });
 
 interface Msp {

@@ -11,14 +11,16 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { resetConfig } from "#lib/config.ts";
 import { listRequestLogsOfProxy } from "#lib/db/entities/request-log.ts";
 import { keys } from "#lib/db/keys.ts";
 import { apiSecondsAmountNanos, nanosToAmount } from "#lib/domain/msp-pricing.ts";
 import { USAGE_CSV_COLUMNS } from "#lib/domain/msp-usage.ts";
 import { createMsp, setMspRates } from "#lib/domain/msps.ts";
-import { resetPayments } from "#lib/domain/payments.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import {
   callDataPlane,
   createProxyParts,
@@ -35,6 +37,7 @@ const REQUESTS = 9;
 
 let stack: TestStack;
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 let target: Server;
 let owner: TestUser;
 let admin: TestUser;
@@ -60,11 +63,8 @@ async function joinMsp(member: TestUser, roles: string[]) {
 }
 
 beforeAll(async () => {
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_msp_usage";
-  process.env.STRIPE_API_BASE = processor.url;
-  resetConfig();
-  resetPayments();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_msp_usage" });
+  processor = payments.processor;
   target = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -135,13 +135,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await processor?.close();
+  await payments?.stop();
   target?.closeAllConnections();
   await new Promise((resolve) => target?.close(resolve));
-  delete process.env.STRIPE_SECRET_KEY;
-  delete process.env.STRIPE_API_BASE;
-  resetConfig();
-  resetPayments();
 });
 
 const usagePath = (query = `month=${month}`) => `/api/msps/${mspId}/usage?${query}`;

@@ -10,7 +10,7 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handler } from "#functions/telemetry-stream.ts";
 import { PutCommand } from "#lib/aws/document-client.ts";
-import { getConfig, resetConfig } from "#lib/config.ts";
+import { getConfig } from "#lib/config.ts";
 import { buildRequestLogItem, newRequestId } from "#lib/data-plane/request-log.ts";
 import { drawDownBudgets, findTopUp } from "#lib/db/entities/budget.ts";
 import { findClientConfig } from "#lib/db/entities/client-config.ts";
@@ -21,31 +21,29 @@ import { defaultClientConfiguration } from "#lib/domain/client-config.ts";
 import { apiSecondsAmountNanos, nanosToAmount } from "#lib/domain/msp-pricing.ts";
 import { runAutomaticTopUp, STALE_CLAIM_MS, topUpIdempotencyKey } from "#lib/domain/msp-top-ups.ts";
 import { createMsp } from "#lib/domain/msps.ts";
-import { chargeCustomer, resetPayments } from "#lib/domain/payments.ts";
+import { chargeCustomer } from "#lib/domain/payments.ts";
 import { provisionTable } from "#local/provision.ts";
-import { type PaymentProcessor, startPaymentProcessor } from "../support/payment-processor.ts";
+import {
+  type PaymentProcessor,
+  type PaymentsEnvironment,
+  startPaymentsEnvironment,
+} from "../support/payment-processor.ts";
 import { insertRecord, sequenceFrom } from "../support/stream-records.ts";
 
 const REGION = "eu-west-1";
 const AT = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 60_000;
 const nextSequence = sequenceFrom(10n ** 21n);
 let processor: PaymentProcessor;
+let payments: PaymentsEnvironment | undefined;
 
 beforeAll(async () => {
   await provisionTable(REGION, getConfig().tableName);
   await provisionTable(getConfig().homeRegion, getConfig().tableName);
-  processor = await startPaymentProcessor();
-  process.env.STRIPE_SECRET_KEY = "sk_test_budget";
-  process.env.STRIPE_API_BASE = processor.url;
-  resetConfig();
-  resetPayments();
+  payments = await startPaymentsEnvironment({ secretKey: "sk_test_budget" });
+  processor = payments.processor;
 });
 afterAll(async () => {
-  await processor?.close();
-  delete process.env.STRIPE_SECRET_KEY;
-  delete process.env.STRIPE_API_BASE;
-  resetConfig();
-  resetPayments();
+  await payments?.stop();
 });
 
 /** An MSP with its processor customer; `paymentMethod` null: nothing on file. */
