@@ -219,7 +219,7 @@ describe("targets in the console", () => {
     await shown(table.getByRole("link", { name: "Paged 21" }));
     expect(await table.getByRole("link").count()).toBe(20);
     expect(await table.getByRole("link", { name: "Paged 01" }).count()).toBe(0);
-    const pages = page.getByRole("navigation", { name: "Targets pages" });
+    const pages = page.getByRole("navigation", { name: "Pages of targets" });
     await shown(pages.getByText("Page 1 of 2 (21 in all)"));
     expect(await pages.getByRole("button", { name: "Previous page" }).isDisabled()).toBe(true);
     await checkPage(page, "targets-paged");

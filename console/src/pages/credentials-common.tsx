@@ -10,44 +10,6 @@ import { api } from "../api/client";
 import { ApiError, must } from "../api/errors";
 import { bodyOf, branchOf, type FieldErrors, type FormValue, type JsonSchema, validate } from "../schema";
 
-/** Items per page of the pages' lists. */
-export const PAGE_SIZE = 20;
-
-export interface Pagination {
-  page: number;
-  limit: number;
-  total: number;
-  pages: number;
-}
-
-/** Previous and next page of a list, and where the list is (nothing when it fits one page). */
-export function Pager({
-  label,
-  pagination,
-  onPage,
-}: {
-  /** The list's name ("Credentials"): the navigation is "<label> pages". */
-  label: string;
-  pagination: Pagination;
-  onPage: (page: number) => void;
-}) {
-  const { page, pages, total } = pagination;
-  if (pages <= 1) return null;
-  return (
-    <nav aria-label={`${label} pages`} className="inline-form">
-      <button type="button" className="secondary" disabled={page <= 1} onClick={() => onPage(page - 1)}>
-        Previous page
-      </button>
-      <span>
-        Page {page} of {pages} ({total} in all)
-      </span>
-      <button type="button" className="secondary" disabled={page >= pages} onClick={() => onPage(page + 1)}>
-        Next page
-      </button>
-    </nav>
-  );
-}
-
 export const formatDate = (value?: string | null) => (value ? new Date(value).toLocaleString() : "—");
 
 /**

@@ -11,6 +11,7 @@ import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
+import { PAGE_SIZE, Pager } from "../pager";
 import { Link, navigate } from "../router";
 import { requestSchema, SchemaFields } from "../schema-form";
 import { FormError } from "../ui";
@@ -18,8 +19,6 @@ import {
   apiFieldErrors,
   fieldNames,
   formatDate,
-  PAGE_SIZE,
-  Pager,
   proxiesKey,
   useAbilities,
   useSchemaForm,
@@ -135,7 +134,7 @@ export function CredentialsPage({ clientId, user }: OrgPageProps) {
           </tbody>
         </table>
       )}
-      {list.data && <Pager label="Credentials" pagination={list.data.pagination} onPage={setPage} />}
+      {list.data && <Pager label="credentials" pagination={list.data.pagination} onPage={setPage} />}
     </section>
   );
 }

@@ -8,11 +8,12 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { type ReactNode, useEffect, useState } from "react";
 import { api, type Paths } from "../api/client";
 import { ApiError, errorText, must } from "../api/errors";
+import { Pager } from "../pager";
 import { Link, navigate } from "../router";
 import { bodyOf, type FormValue, type JsonSchema, requestSchema, SchemaFields } from "../schema-form";
 import { ConfirmDialog, FormError, Status } from "../ui";
 import { useMspConfiguration } from "./msp";
-import { day, mspKeys, mspPath, Pager, personName, usd } from "./msp-common";
+import { day, mspKeys, mspPath, personName, usd } from "./msp-common";
 import { useSchemaForm } from "./msp-form";
 import type { MspPageProps } from "./msp-routes";
 

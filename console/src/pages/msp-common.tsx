@@ -42,37 +42,3 @@ export const usd = (amount: number) =>
   new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" }).format(amount);
 
 export const day = (iso: string) => new Date(iso).toLocaleDateString();
-
-export interface Pagination {
-  page: number;
-  limit: number;
-  total: number;
-  pages: number;
-}
-
-/** Previous and next page of a list (the MSP API's `page` and `limit`), and where the list stands. */
-export function Pager({
-  label,
-  pagination,
-  onPage,
-}: {
-  label: string;
-  pagination: Pagination | undefined;
-  onPage: (page: number) => void;
-}) {
-  if (!pagination || pagination.pages <= 1) return null;
-  const { page, pages, total } = pagination;
-  return (
-    <nav aria-label={`Pages of ${label}`} className="inline-form pager">
-      <button type="button" className="secondary" disabled={page <= 1} onClick={() => onPage(page - 1)}>
-        Previous page
-      </button>
-      <p>
-        Page {page} of {pages} ({total} in all)
-      </p>
-      <button type="button" className="secondary" disabled={page >= pages} onClick={() => onPage(page + 1)}>
-        Next page
-      </button>
-    </nav>
-  );
-}

@@ -7,6 +7,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useEffect, useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
+import { PAGE_SIZE, Pager } from "../pager";
 import { requestSchema, SchemaFields } from "../schema-form";
 import { ConfirmDialog, FormError, Status } from "../ui";
 import {
@@ -16,7 +17,6 @@ import {
   MSP_ROLES_TEXT,
   type MspRole,
   mspKeys,
-  Pager,
   personName,
   topMspRole,
 } from "./msp-common";
@@ -24,7 +24,6 @@ import { useSchemaForm } from "./msp-form";
 import type { MspPageProps } from "./msp-routes";
 
 const INVITE = requestSchema("POST", "/api/msps/{mspId}/invites");
-const PAGE_SIZE = 20;
 const ROLE_CHOICES = MSP_ROLES.map((role) => ({ value: role, label: MSP_ROLE_NAMES[role] }));
 
 /** The roles to send for a chosen role: each role holds the ones below it, one is enough. */

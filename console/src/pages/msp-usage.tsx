@@ -8,9 +8,10 @@ import { keepPreviousData, useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
 import { must } from "../api/errors";
+import { Pager } from "../pager";
 import { Link } from "../router";
 import { Field, FormError, fieldError, Status } from "../ui";
-import { mspKeys, mspPath, Pager } from "./msp-common";
+import { mspKeys, mspPath } from "./msp-common";
 import type { MspPageProps } from "./msp-routes";
 
 const PAGE_SIZE = 50;

@@ -7,14 +7,14 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
+import { PAGE_SIZE, Pager } from "../pager";
 import { Link, navigate, useLocation } from "../router";
 import { requestSchema, SchemaFields } from "../schema-form";
 import { FormError, Status } from "../ui";
-import { day, mspKeys, mspPath, Pager } from "./msp-common";
+import { day, mspKeys, mspPath } from "./msp-common";
 import { useSchemaForm } from "./msp-form";
 import type { MspPageProps } from "./msp-routes";
 
-const PAGE_SIZE = 20;
 const CREATE = requestSchema("POST", "/api/msps/{mspId}/clients");
 
 /** The MSP's own configuration (msp_user and above), shared with the client page's rate explanation. */

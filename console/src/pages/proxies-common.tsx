@@ -17,43 +17,6 @@ import {
 } from "../schema-form";
 import { FormError, Status } from "../ui";
 
-/** The page size of the console's lists. */
-export const PAGE_SIZE = 20;
-
-export interface Pagination {
-  page: number;
-  limit: number;
-  total: number;
-  pages: number;
-}
-
-/** Previous / next over the API's pages, with where the reader is. */
-export function Pager({
-  label,
-  pagination,
-  onPage,
-}: {
-  label: string;
-  pagination?: Pagination;
-  onPage: (page: number) => void;
-}) {
-  if (!pagination || pagination.pages <= 1) return null;
-  const { page, pages, total } = pagination;
-  return (
-    <nav aria-label={`Pages of ${label}`} className="button-row pager">
-      <button type="button" className="secondary" disabled={page <= 1} onClick={() => onPage(page - 1)}>
-        Previous page
-      </button>
-      <p aria-live="polite">
-        Page {page} of {pages} ({total} in all)
-      </p>
-      <button type="button" className="secondary" disabled={page >= pages} onClick={() => onPage(page + 1)}>
-        Next page
-      </button>
-    </nav>
-  );
-}
-
 /** The errors to show: the client-side ones, else the API's (by field). */
 export const shownErrors = (client: FieldErrors, apiError: unknown): FieldErrors =>
   Object.keys(client).length > 0 ? client : apiError instanceof ApiError ? apiError.fields : {};

@@ -9,10 +9,11 @@ import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
+import { PAGE_SIZE, Pager, type Pagination } from "../pager";
 import { Link, navigate } from "../router";
 import { type FormValue, isEmpty, requestSchema } from "../schema-form";
 import { ConfirmDialog, FormError, Status } from "../ui";
-import { PAGE_SIZE, Pager, type Pagination, SchemaForm } from "./proxies-common";
+import { SchemaForm } from "./proxies-common";
 import { RulesSection } from "./rules";
 
 export interface ProxyRecord {

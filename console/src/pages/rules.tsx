@@ -9,11 +9,12 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
+import { PAGE_SIZE, Pager, type Pagination } from "../pager";
 import { type FormValue, requestSchema } from "../schema-form";
 import { useSession } from "../session";
 import { ConfirmDialog, FormError, Status } from "../ui";
 import { useAbilities } from "./credentials-common";
-import { PAGE_SIZE, Pager, type Pagination, SchemaForm } from "./proxies-common";
+import { SchemaForm } from "./proxies-common";
 
 export type RuleOwnerKind = "credential" | "proxy" | "target";
 

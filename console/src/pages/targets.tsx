@@ -8,18 +8,11 @@ import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
+import { PAGE_SIZE, Pager } from "../pager";
 import { Link, navigate } from "../router";
 import { requestSchema, SchemaFields } from "../schema-form";
 import { FormError } from "../ui";
-import {
-  apiFieldErrors,
-  fieldNames,
-  formatDate,
-  PAGE_SIZE,
-  Pager,
-  useAbilities,
-  useSchemaForm,
-} from "./credentials-common";
+import { apiFieldErrors, fieldNames, formatDate, useAbilities, useSchemaForm } from "./credentials-common";
 
 export const targetsKey = (clientId: string) => ["targets", clientId] as const;
 
@@ -104,7 +97,7 @@ export function TargetsPage({ clientId, user }: OrgPageProps) {
           </tbody>
         </table>
       )}
-      {list.data && <Pager label="Targets" pagination={list.data.pagination} onPage={setPage} />}
+      {list.data && <Pager label="targets" pagination={list.data.pagination} onPage={setPage} />}
     </section>
   );
 }
