@@ -14,7 +14,7 @@ import type { OrgPageProps } from "../org-routes";
 import { useLocation } from "../router";
 import { humanise, requestSchema } from "../schema";
 import { ConfirmDialog, FormError, Status } from "../ui";
-import { formatDate } from "./credentials-common";
+import { formatDate, useMembership } from "./credentials-common";
 
 const billingKey = (clientId: string) => ["billing", clientId] as const;
 
@@ -49,15 +49,7 @@ export function BillingPage({ clientId, user }: OrgPageProps) {
     queryFn: async () =>
       must(await api.GET("/api/clients/{clientId}/billing", { params: { path: { clientId } } })).billing,
   });
-  const member = useQuery({
-    queryKey: ["members", clientId, "one", user.userId],
-    queryFn: async () =>
-      must(
-        await api.GET("/api/clients/{clientId}/members/{userId}", {
-          params: { path: { clientId, userId: user.userId } },
-        }),
-      ).members[0],
-  });
+  const member = useMembership(clientId, user.userId);
   const isOwner = member.data?.roles.includes("owner") ?? false;
   const checkout = search.get("checkout");
 

@@ -109,6 +109,19 @@ export function useAllProxies(clientId: string, enabled = true) {
   });
 }
 
+/** The signed-in user's membership of the organisation (its roles); undefined for a non-member. */
+export function useMembership(clientId: string, userId: string) {
+  return useQuery({
+    queryKey: ["members", clientId, "one", userId],
+    queryFn: async () =>
+      must(
+        await api.GET("/api/clients/{clientId}/members/{userId}", {
+          params: { path: { clientId, userId } },
+        }),
+      ).members[0],
+  });
+}
+
 /** Roles, highest first: each holds the ones below it. */
 const RANKED = ["owner", "admin", "devops", "user", "reader"] as const;
 type Role = (typeof RANKED)[number];
@@ -119,15 +132,7 @@ type Role = (typeof RANKED)[number];
  * API decides in the end; this only leaves out controls that would be refused. Unknown yet: both.
  */
 export function useAbilities(clientId: string, userId: string): { write: boolean; test: boolean } {
-  const member = useQuery({
-    queryKey: ["members", clientId, "one", userId],
-    queryFn: async () =>
-      must(
-        await api.GET("/api/clients/{clientId}/members/{userId}", {
-          params: { path: { clientId, userId } },
-        }),
-      ).members[0],
-  });
+  const member = useMembership(clientId, userId);
   const roles = (member.data?.roles ?? []) as Role[];
   // Until the roles are known, no control shows (it would flash, then go for a reader). A caller
   // who is not a member (an MSP's team, a system administrator) sees them: the API decides.

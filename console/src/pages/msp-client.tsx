@@ -77,7 +77,7 @@ export function MspClientPage({ mspId, params }: MspPageProps) {
         </Link>{" "}
         (its proxies, targets, credentials and logs, as far as it shares them).
       </p>
-      <dl className="facts" aria-label="The client">
+      <dl className="details" aria-label="The client">
         <div>
           <dt>Status</dt>
           <dd>{data.clientStatus === "pendingDeletion" ? "Marked for deletion" : "Active"}</dd>

@@ -151,7 +151,7 @@ function MspRates({ mspId }: { mspId: string }) {
       {configuration.isPending && <p>Loading…</p>}
       {configuration.isError && <p role="alert">Error: {errorText(configuration.error)}</p>}
       {configuration.data && (
-        <dl className="facts">
+        <dl className="details">
           {Object.entries(RATE_NAMES).map(([key, name]) => (
             <div key={key}>
               <dt>{name}</dt>

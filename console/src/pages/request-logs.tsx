@@ -443,7 +443,7 @@ export function RequestLogPage({ clientId, params }: OrgPageProps) {
         Request {data.method ?? ""} <code>{data.path || "/"}</code>
       </h1>
       {back}
-      <dl className="facts">
+      <dl className="details">
         <dt>Proxy</dt>
         <dd>{proxyName}</dd>
         <dt>Received</dt>
