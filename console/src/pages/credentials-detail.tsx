@@ -5,24 +5,16 @@
  * and its deletion, whose dialog names the proxies that go with it (spec 1.10).
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
 import { Link, navigate, useLocation } from "../router";
 import { requestSchema, SchemaFields } from "../schema-form";
-import { ConfirmDialog, FormError, Status } from "../ui";
+import { FormError, Status } from "../ui";
 import { authorizationUrlKey, authTypeName, credentialsKey, credentialTypeName } from "./credentials";
-import {
-  apiFieldErrors,
-  fieldNames,
-  formatDate,
-  proxiesKey,
-  useAbilities,
-  useAllProxies,
-  useSchemaForm,
-} from "./credentials-common";
+import { apiFieldErrors, fieldNames, formatDate, useAbilities, useSchemaForm } from "./credentials-common";
+import { DeleteWithProxies } from "./delete-with-proxies";
 import { RulesSection } from "./rules";
 
 const ONE = "/api/clients/{clientId}/credentials/{credentialId}";
@@ -428,68 +420,23 @@ function DeleteCredential({
   name: string;
 }) {
   const queryClient = useQueryClient();
-  const [confirming, setConfirming] = useState(false);
-  const proxies = useAllProxies(clientId, confirming);
-  const linked = (proxies.data ?? []).filter(
-    (proxy) =>
-      proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId,
-  );
-  const remove = useMutation({
-    mutationFn: async () => must(await api.DELETE(ONE, { params: { path: { clientId, credentialId } } })),
-    onSuccess: async () => {
-      queryClient.removeQueries({ queryKey: credentialKey(clientId, credentialId) });
-      await queryClient.invalidateQueries({ queryKey: credentialsKey(clientId) });
-      await queryClient.invalidateQueries({ queryKey: proxiesKey(clientId) });
-      navigate(orgPath(clientId, "credentials"));
-    },
-  });
   return (
-    <section aria-labelledby="delete-title">
-      <h2 id="delete-title">Delete credential</h2>
-      <p>Deleting it also deletes its secret, its access rules and every proxy that uses it.</p>
-      <button
-        type="button"
-        className="danger"
-        onClick={() => setConfirming(true)}
-        disabled={remove.isPending}
-      >
-        Delete credential
-      </button>
-      <FormError error={remove.error} />
-      <ConfirmDialog
-        open={confirming}
-        title={`Delete ${name}?`}
-        confirmLabel="Delete credential"
-        onCancel={() => setConfirming(false)}
-        onConfirm={() => {
-          remove.mutate();
-          setConfirming(false);
-        }}
-      >
-        <p>Its secret and its access rules are deleted; this cannot be undone.</p>
-        {proxies.isPending && <p>Looking for the proxies that use it…</p>}
-        {proxies.isError && <p role="alert">Error: {errorText(proxies.error)}</p>}
-        {proxies.data &&
-          (linked.length === 0 ? (
-            <p>No proxy uses it.</p>
-          ) : (
-            <>
-              <p>
-                {linked.length === 1
-                  ? "This proxy uses it and is"
-                  : `These ${linked.length} proxies use it and are`}{" "}
-                deleted with it:
-              </p>
-              <ul aria-label="Proxies deleted with it">
-                {linked.map((proxy) => (
-                  <li key={proxy.proxyId}>
-                    {proxy.proxyName} ({proxy.proxyRegion})
-                  </li>
-                ))}
-              </ul>
-            </>
-          ))}
-      </ConfirmDialog>
-    </section>
+    <DeleteWithProxies
+      clientId={clientId}
+      kind="credential"
+      name={name}
+      intro="Deleting it also deletes its secret, its access rules and every proxy that uses it."
+      consequence="Its secret and its access rules are deleted; this cannot be undone."
+      uses={(proxy) =>
+        proxy.proxyProxyCredentialId === credentialId || proxy.proxyTargetCredentialId === credentialId
+      }
+      verb={{ one: "uses", many: "use" }}
+      remove={async () => must(await api.DELETE(ONE, { params: { path: { clientId, credentialId } } }))}
+      onDeleted={async () => {
+        queryClient.removeQueries({ queryKey: credentialKey(clientId, credentialId) });
+        await queryClient.invalidateQueries({ queryKey: credentialsKey(clientId) });
+        navigate(orgPath(clientId, "credentials"));
+      }}
+    />
   );
 }

@@ -12,18 +12,11 @@ import { orgPath } from "../org-frame";
 import type { OrgPageProps } from "../org-routes";
 import { Link, navigate } from "../router";
 import { requestSchema, SchemaFields } from "../schema-form";
-import { ConfirmDialog, FormError, Status } from "../ui";
+import { FormError, Status } from "../ui";
 import { authTypeName } from "./credentials";
-import {
-  apiFieldErrors,
-  fieldNames,
-  formatDate,
-  proxiesKey,
-  useAbilities,
-  useAllProxies,
-  useSchemaForm,
-} from "./credentials-common";
+import { apiFieldErrors, fieldNames, formatDate, useAbilities, useSchemaForm } from "./credentials-common";
 import { TESTABLE } from "./credentials-detail";
+import { DeleteWithProxies } from "./delete-with-proxies";
 import { RulesSection } from "./rules";
 import { TARGET_HINTS, TARGET_LABELS, targetsKey } from "./targets";
 
@@ -251,65 +244,21 @@ function EditTarget({
 
 function DeleteTarget({ clientId, targetId, name }: { clientId: string; targetId: string; name: string }) {
   const queryClient = useQueryClient();
-  const [confirming, setConfirming] = useState(false);
-  const proxies = useAllProxies(clientId, confirming);
-  const linked = (proxies.data ?? []).filter((proxy) => proxy.proxyTargetId === targetId);
-  const remove = useMutation({
-    mutationFn: async () => must(await api.DELETE(ONE, { params: { path: { clientId, targetId } } })),
-    onSuccess: async () => {
-      queryClient.removeQueries({ queryKey: targetKey(clientId, targetId) });
-      await queryClient.invalidateQueries({ queryKey: targetsKey(clientId) });
-      await queryClient.invalidateQueries({ queryKey: proxiesKey(clientId) });
-      navigate(orgPath(clientId, "targets"));
-    },
-  });
   return (
-    <section aria-labelledby="delete-title">
-      <h2 id="delete-title">Delete target</h2>
-      <p>Deleting it also deletes its access rules and every proxy that forwards to it.</p>
-      <button
-        type="button"
-        className="danger"
-        onClick={() => setConfirming(true)}
-        disabled={remove.isPending}
-      >
-        Delete target
-      </button>
-      <FormError error={remove.error} />
-      <ConfirmDialog
-        open={confirming}
-        title={`Delete ${name}?`}
-        confirmLabel="Delete target"
-        onCancel={() => setConfirming(false)}
-        onConfirm={() => {
-          remove.mutate();
-          setConfirming(false);
-        }}
-      >
-        <p>Its access rules are deleted too; this cannot be undone.</p>
-        {proxies.isPending && <p>Looking for the proxies that use it…</p>}
-        {proxies.isError && <p role="alert">Error: {errorText(proxies.error)}</p>}
-        {proxies.data &&
-          (linked.length === 0 ? (
-            <p>No proxy uses it.</p>
-          ) : (
-            <>
-              <p>
-                {linked.length === 1
-                  ? "This proxy forwards to it and is"
-                  : `These ${linked.length} proxies forward to it and are`}{" "}
-                deleted with it:
-              </p>
-              <ul aria-label="Proxies deleted with it">
-                {linked.map((proxy) => (
-                  <li key={proxy.proxyId}>
-                    {proxy.proxyName} ({proxy.proxyRegion})
-                  </li>
-                ))}
-              </ul>
-            </>
-          ))}
-      </ConfirmDialog>
-    </section>
+    <DeleteWithProxies
+      clientId={clientId}
+      kind="target"
+      name={name}
+      intro="Deleting it also deletes its access rules and every proxy that forwards to it."
+      consequence="Its access rules are deleted too; this cannot be undone."
+      uses={(proxy) => proxy.proxyTargetId === targetId}
+      verb={{ one: "forwards to", many: "forward to" }}
+      remove={async () => must(await api.DELETE(ONE, { params: { path: { clientId, targetId } } }))}
+      onDeleted={async () => {
+        queryClient.removeQueries({ queryKey: targetKey(clientId, targetId) });
+        await queryClient.invalidateQueries({ queryKey: targetsKey(clientId) });
+        navigate(orgPath(clientId, "targets"));
+      }}
+    />
   );
 }
