@@ -297,8 +297,9 @@ export async function benchBundled(input: BundledInput): Promise<BundledFigures>
     const at = (proxyId: string) => `${child.url}/api/${proxyId}${path}`;
     const cpu = await cpuPerRequest(child, at(forCpu.proxyId), forCpu.headers, input);
     await child.exit();
-    // The calls and the latency on an instance of their own (issue 25: after the loaded CPU run an
-    // instance was seen to stop answering; a hang here is reported, not waited for).
+    // The calls and the latency on a fresh instance of their own (its first request leases its
+    // first blocks, as a new Lambda instance does). A child that stops answering is reported, not
+    // waited for (a lease bug once made one request take a million store calls).
     const second = await startChild(childFile, input, "handler", env);
     const url = `${second.url}/api/${forCalls.proxyId}${path}`;
     try {

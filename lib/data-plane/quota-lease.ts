@@ -466,7 +466,7 @@ export interface DynamoLeaseStoreOptions {
 }
 
 /** The attribute naming the instances that leased from a window (`trackHolders`). */
-export const HOLDERS_ATTRIBUTE = "holders";
+const HOLDERS_ATTRIBUTE = "holders";
 
 /**
  * The lease store on a DynamoDB counter item: a lease is one conditional UpdateItem (1 write unit
@@ -567,7 +567,7 @@ export function dynamoLeaseStore(options: DynamoLeaseStoreOptions): LeaseStore {
                 ReturnValuesOnConditionCheckFailure: "ALL_OLD",
               }),
             );
-            return { granted: ask, remaining: limit - seeded - ask, ...holdersIn(first?.Attributes) };
+            return { granted: ask, remaining: limit - seeded - ask, ...holdersIn(first.Attributes) };
           }
           const out = await db().send(
             new UpdateCommand({
