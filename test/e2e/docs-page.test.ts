@@ -4,20 +4,18 @@
  * headless Chromium (Debian's `chromium`, driven by playwright-core), which must show the
  * registry's operations while loading nothing from anywhere but the page itself.
  *
- * The browser test needs Chromium at CHROMIUM_PATH (default /usr/bin/chromium; Debian's package:
- * `apt-get install chromium`, as .ci/run does). Without it the test fails, saying so: it never
+ * The browser test launches the Chromium of test/support/chromium.ts (CHROMIUM_PATH, the system's,
+ * or the one shipped in an npm package). If it does not start, the test fails, saying so: it never
  * skips.
  */
-import { existsSync } from "node:fs";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "#lib/api/openapi.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { getConfig } from "#lib/config.ts";
+import { chromiumExecutable } from "../support/chromium.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let stack: TestStack;
 
@@ -71,14 +69,11 @@ describe("GET /docs", () => {
     let launchError: string | undefined;
 
     beforeAll(async () => {
-      if (!existsSync(CHROMIUM)) {
-        launchError = `${CHROMIUM} not found`;
-        return;
-      }
+      const { path, source } = await chromiumExecutable();
       try {
-        browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+        browser = await chromium.launch({ executablePath: path, args: ["--no-sandbox"] });
       } catch (error) {
-        launchError = `${CHROMIUM} did not start: ${(error as Error).message.split("\n")[0]}`;
+        launchError = `${path} (${source}) did not start: ${(error as Error).message.split("\n")[0]}`;
       }
     });
     afterAll(async () => {
@@ -88,8 +83,8 @@ describe("GET /docs", () => {
     it("renders every operation and loads nothing from elsewhere", async () => {
       if (!browser)
         throw new Error(
-          `This test needs Chromium: ${launchError}. Install Debian's chromium (apt-get install chromium); ` +
-            "the test runs /usr/bin/chromium, or the executable named by CHROMIUM_PATH.",
+          `This test needs Chromium: ${launchError}. It runs CHROMIUM_PATH, /usr/bin/chromium, ` +
+            "or the one of the @sparticuz/chromium devDependency (npm ci installs it).",
         );
       const page = await browser.newPage();
       const pageUrl = `${stack.baseUrl}/docs`;

@@ -1,11 +1,13 @@
 /**
  * The browser tests' global setup: builds the web console when its sources changed since the last
- * build, and launches one Chromium (Debian's, CHROMIUM_PATH) that every browser test file connects
- * to (its WebSocket endpoint is provided as `browserWsEndpoint`).
+ * build, and launches one Chromium that every browser test file connects to (its WebSocket endpoint
+ * is provided as `browserWsEndpoint`).
+ * (which Chromium: test/support/chromium.ts).
  */
 import { type BrowserServer, chromium } from "playwright-core";
 import type { TestProject } from "vitest/node";
 import { ensureConsoleBuilt } from "../../local/console-build.ts";
+import { chromiumExecutable } from "../support/chromium.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -15,14 +17,12 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject) {
   await ensureConsoleBuilt();
-  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+  const { path, source } = await chromiumExecutable();
   let server: BrowserServer;
   try {
-    server = await chromium.launchServer({ executablePath, args: ["--no-sandbox"] });
+    server = await chromium.launchServer({ executablePath: path, args: ["--no-sandbox"] });
   } catch (error) {
-    throw new Error(
-      `${executablePath} did not start (apt-get install chromium): ${(error as Error).message}`,
-    );
+    throw new Error(`Chromium at ${path} (${source}) did not start: ${(error as Error).message}`);
   }
   project.provide("browserWsEndpoint", server.wsEndpoint());
   return async () => {
