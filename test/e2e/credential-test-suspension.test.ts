@@ -30,7 +30,10 @@ import {
 const US = "us-east-1";
 const KEY = "suspension-caller-key-123456";
 const DAY_MS = 86_400_000;
-const SUSPENDED = { code: "billing-suspended", message: "Payment required: the account's billing is suspended" };
+const SUSPENDED = {
+  code: "billing-suspended",
+  message: "Payment required: the account's billing is suspended",
+};
 
 const clock = new TestClock();
 let stack: TestStack;
@@ -61,7 +64,8 @@ async function credential(authType: string, secret: Record<string, unknown>) {
 
 const credentialTest = (credentialId: string, body: Record<string, unknown>) =>
   owner.api.post(`${base()}/credentials/${credentialId}/test`, body);
-const tokenTest = (credentialId: string) => owner.api.post(`${base()}/credentials/${credentialId}/token-test`);
+const tokenTest = (credentialId: string) =>
+  owner.api.post(`${base()}/credentials/${credentialId}/token-test`);
 
 /** The provider's redirect back, as a browser follows it. */
 async function oauthCallback(authorizationUrl: string) {
@@ -96,7 +100,8 @@ async function outsideCalls() {
   return {
     // The console's health check of a target: a credential test against its test path.
     healthCheck: () => credentialTest(targetCredentialId, { targetId }),
-    otherPath: () => credentialTest(targetCredentialId, { targetId, path: "/other", method: "POST", body: {} }),
+    otherPath: () =>
+      credentialTest(targetCredentialId, { targetId, path: "/other", method: "POST", body: {} }),
     fullUrl: () => credentialTest(targetCredentialId, { url: `${serverBase}/anywhere` }),
     customTokenTest: () => tokenTest(custom.credentialId),
     oauthTokenTest: () => tokenTest(oauth.credentialId),
@@ -155,9 +160,9 @@ describe("a suspended organisation's calls to the outside", () => {
     }
     expect(hits).toEqual([]);
     // The authorization is used up, its credential still waits: it can be started again later.
-    expect((await storedItem(keys.credential(clientId, calls.codeCredentialId), US))?.credentialTemporary).toBe(
-      true,
-    );
+    expect(
+      (await storedItem(keys.credential(clientId, calls.codeCredentialId), US))?.credentialTemporary,
+    ).toBe(true);
 
     // Active again: the same calls reach the target and the token endpoint.
     await setClientBillingStatus(clientId, "active");

@@ -56,12 +56,12 @@ export const webhookOperations = [
     group: "webhooks",
     summary: "Complete an OAuth2 authorization (provider redirect)",
     description:
-      "Where the OAuth2 provider redirects the browser after consent for an authorization_code or PKCE credential. Public: the single-use `state` (valid 15 minutes) identifies the credential. The `code` is exchanged at the credential's token endpoint, the tokens are encrypted into its secret and the credential becomes permanent. An unknown, used or expired state, or an `error` from the provider, is a 400; a refused code exchange a 502 with the provider's reason; the credential then stays temporary. A flow started from the web console (the credential created with its session) answers instead with a 303 to the credential's page in the console, `?oauth2=authorized`, `denied` (the provider's `error`) or `failed` (the exchange or the credential refused); an unknown state is still a 400.",
+      "Where the OAuth2 provider redirects the browser after consent for an authorization_code or PKCE credential. Public: the single-use `state` (valid 15 minutes) identifies the credential. The `code` is exchanged at the credential's token endpoint, the tokens are encrypted into its secret and the credential becomes permanent. An unknown, used or expired state, or an `error` from the provider, is a 400; a refused code exchange a 502 with the provider's reason; the credential then stays temporary. While the organisation's billing is suspended the code is not exchanged: a 402 `billing-suspended` (the data plane's answer), the state used up. A flow started from the web console (the credential created with its session) answers instead with a 303 to the credential's page in the console, `?oauth2=authorized`, `denied` (the provider's `error`) or `failed` (the exchange or the credential refused); an unknown state is still a 400.",
     access: access.public,
     effect: "write",
     query: CallbackQuery,
     response: { status: 200, schema: wrapped("credentials", CredentialSchema) },
-    errors: [502],
+    errors: [402, 502],
     handler: async ({ query }) => {
       const state = await consumeAuthorizationState(query);
       if (state.returnTo !== "console")
