@@ -253,8 +253,11 @@ function outboundFailure(error: unknown): unknown {
 export async function testCredentialToken({ clientId }: ClientAccess, credentialId: string) {
   const { secret, authType, region } = await loadCredentialSecret(clientId, credentialId);
   const redactor = secretRedactor(secretValues(authType, secret));
-  if (authType === "customToken" || authType === "oauth2")
-    await refuseWhileBillingSuspended(clientId, region);
+  // A suspended organisation's token is not fetched (402, as its proxies); other types stay a 400.
+  const fetchesToken =
+    authType === "customToken" ||
+    (authType === "oauth2" && (secret as OAuth2Secret).flow === "client_credentials");
+  if (fetchesToken) await refuseWhileBillingSuspended(clientId, region);
   const started = Date.now();
   let expiresAt: number | null;
   let tokenLength: number;

@@ -158,6 +158,9 @@ describe("a suspended organisation's calls to the outside", () => {
       // The same code and message as the data plane's answer.
       expect(answer.body, name).toMatchObject(SUSPENDED);
     }
+    // The checks that come first keep their answers: a token test of a credential that fetches none is a 400.
+    const noToken = await tokenTest(targetCredentialId);
+    expect(noToken.status, JSON.stringify(noToken.body)).toBe(400);
     expect(hits).toEqual([]);
     // The authorization is used up, its credential still waits: it can be started again later.
     expect(
