@@ -61,7 +61,7 @@ export const webhookOperations = [
     effect: "write",
     query: CallbackQuery,
     response: { status: 200, schema: wrapped("credentials", CredentialSchema) },
-    errors: [402, 502],
+    errors: [400, 402, 502],
     handler: async ({ query }) => {
       const state = await consumeAuthorizationState(query);
       if (state.returnTo !== "console")
@@ -102,7 +102,7 @@ export const webhookOperations = [
     access: access.public,
     effect: "write",
     response: { status: 200, schema: StripeWebhookAnswer },
-    errors: [503],
+    errors: [400, 503],
     handler: async ({ headers, rawBody }) => {
       const event = await verifyStripeEvent(rawBody, headers["stripe-signature"]);
       const result = await handleStripeEvent(event);
