@@ -33,6 +33,10 @@ export const AUTHENTICATED_ERRORS = [400, 401, 429, 503] as const;
 export const ErrorSchema = z
   .object({
     message: z.string().describe("What went wrong, for a person"),
+    code: z
+      .string()
+      .optional()
+      .describe("402 answers of a suspended organisation: `billing-suspended`, as the data plane answers"),
     fields: z.array(z.string()).optional().describe("Validation errors: the fields that failed"),
     errors: z
       .array(z.string())
@@ -48,6 +52,7 @@ const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
   401: "Missing or invalid token",
   403: "Forbidden: the caller's role is not enough for this operation",
   404: "Not found (also answered to a non-member for an organisation's resources)",
+  402: "Payment required: a charge was declined, or the organisation's billing is suspended (`code` `billing-suspended`)",
   405: "Method not supported on this path (the `Allow` header lists the supported ones)",
   409: "Conflict with the current state (an existing resource, a link in use)",
   429: "Rate limit exceeded: retry after `Retry-After` seconds",

@@ -33,10 +33,12 @@ import {
   type BillingEvent,
   customerOf,
   HANDLED_EVENT_TYPES,
+  invoiceMismatch,
   nextPlanState,
   type PlanFields,
 } from "./plan-states.ts";
 import { MARKER, markerStep, markOnly } from "./stripe-event-marker.ts";
+import { MALFORMED_EVENT, parseStripeEvent } from "./stripe-event-schema.ts";
 
 export { STRIPE_EVENT_MARKER_DAYS } from "./stripe-event-marker.ts";
 export const BAD_SIGNATURE = "Invalid Stripe signature";
@@ -67,20 +69,45 @@ export function resetWebhookSecret(): void {
 
 /**
  * The event in `rawBody`, verified against the `Stripe-Signature` header with the signing secret
- * (`stripe.webhooks.constructEvent`). A missing or bad signature is a 400; no secret configured,
- * a 503 (Stripe retries).
+ * (`stripe.webhooks.constructEvent`), then its shape checked (lib/domain/stripe-event-schema.ts)
+ * before any field is read. A missing or bad signature is a 400; a signed body that is not JSON,
+ * or not an event the service can apply, a 400 `Malformed Stripe event: <field>: <problem>`
+ * (logged); no secret configured, a 503 (Stripe retries). Nothing is written before this passes.
  */
-export async function verifyStripeEvent(rawBody: string | undefined, signature: string | undefined) {
+export async function verifyStripeEvent(
+  rawBody: string | undefined,
+  signature: string | undefined,
+): Promise<BillingEvent> {
   if (!signature || rawBody === undefined)
     throw badRequest(`${BAD_SIGNATURE}: the Stripe-Signature header is missing`);
   const secret = await webhookSecret();
   if (!secret) throw serviceUnavailable("The Stripe webhook is not configured");
   const { default: Stripe } = await import("stripe");
+  let parsed: unknown;
   try {
-    return Stripe.webhooks.constructEvent(rawBody, signature, secret) as unknown as BillingEvent;
+    parsed = Stripe.webhooks.constructEvent(rawBody, signature, secret);
   } catch (error) {
+    // The signature held but the body is no JSON document (the package parses it after verifying).
+    if (error instanceof SyntaxError) throw malformed(badRequest(`${MALFORMED_EVENT}: the body is not JSON`));
     throw badRequest(`${BAD_SIGNATURE}: ${error instanceof Error ? error.message : "verification failed"}`);
   }
+  try {
+    return parseStripeEvent(parsed);
+  } catch (error) {
+    throw malformed(error, parsed);
+  }
+}
+
+/** A signed event refused for its shape: logged (its id and type when it has them, never the body). */
+function malformed(error: unknown, parsed?: unknown): unknown {
+  const envelope = parsed && typeof parsed === "object" ? (parsed as Record<string, unknown>) : {};
+  const text = (value: unknown) => (typeof value === "string" ? value.slice(0, 255) : undefined);
+  log.warn("Signed Stripe event refused: malformed", {
+    eventId: text(envelope.id),
+    eventType: text(envelope.type),
+    reason: error instanceof Error ? error.message.slice(0, 1000) : String(error),
+  });
+  return error;
 }
 
 const planFieldsOf = (config: ClientConfigItem): PlanFields => ({
@@ -163,6 +190,14 @@ async function applyPlanEvent(event: BillingEvent): Promise<StripeEventOutcome> 
     const transition = nextPlanState(current, event);
     if (!transition) {
       if (!(await markOnly(event, { clientId }))) return duplicate(clientId);
+      const mismatch = invoiceMismatch(current, event);
+      if (mismatch)
+        log.info("Stripe invoice event left the plan unchanged", {
+          eventId: event.id,
+          eventType: event.type,
+          clientId,
+          reason: mismatch,
+        });
       return { outcome: "unchanged", clientId };
     }
     const now = nowIso();

@@ -49,6 +49,7 @@ import {
   type TargetSecret,
 } from "#lib/vault/secret-schemas.ts";
 import type { ClientAccess } from "./access.ts";
+import { refuseWhileBillingSuspended } from "./billing-suspension.ts";
 import { requireCredential } from "./credentials.ts";
 import { requireTarget } from "./targets.ts";
 
@@ -123,7 +124,7 @@ export async function loadCredentialSecret(clientId: string, credentialId: strin
     clientId,
     credentialId,
   });
-  return { secret, authType: credential.credentialAuthType };
+  return { secret, authType: credential.credentialAuthType, region };
 }
 
 /**
@@ -139,7 +140,7 @@ export async function testCredential(member: ClientAccess, credentialId: string,
     throw forbidden(
       `Forbidden: testing against a full url requires the ${minimumRoleFor("manage")} role; use targetId`,
     );
-  const { secret, authType } = await loadCredentialSecret(clientId, credentialId);
+  const { secret, authType, region } = await loadCredentialSecret(clientId, credentialId);
   if (!TESTABLE_AUTH_TYPES.includes(authType)) {
     throw badRequest(
       authType === "customToken" || authType === "oauth2"
@@ -174,6 +175,8 @@ export async function testCredential(member: ClientAccess, credentialId: string,
   // The credential last: extra headers and query parameters cannot override it.
   const applied = applyTargetCredential(request, authType, secret as TargetSecret);
   const redactor = secretRedactor(secretValues(authType, secret));
+  // A suspended organisation's test is refused as its proxies are (402), before anything is sent.
+  await refuseWhileBillingSuspended(clientId, region);
 
   try {
     const response = await sendOutbound({
@@ -248,8 +251,13 @@ function outboundFailure(error: unknown): unknown {
  * and answer with when it expires, never with the token itself.
  */
 export async function testCredentialToken({ clientId }: ClientAccess, credentialId: string) {
-  const { secret, authType } = await loadCredentialSecret(clientId, credentialId);
+  const { secret, authType, region } = await loadCredentialSecret(clientId, credentialId);
   const redactor = secretRedactor(secretValues(authType, secret));
+  // A suspended organisation's token is not fetched (402, as its proxies); other types stay a 400.
+  const fetchesToken =
+    authType === "customToken" ||
+    (authType === "oauth2" && (secret as OAuth2Secret).flow === "client_credentials");
+  if (fetchesToken) await refuseWhileBillingSuspended(clientId, region);
   const started = Date.now();
   let expiresAt: number | null;
   let tokenLength: number;

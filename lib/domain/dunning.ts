@@ -21,3 +21,27 @@ export function effectiveBillingStatus(
   const failedAt = fields.paymentFailedAt ? Date.parse(fields.paymentFailedAt) : Number.NaN;
   return Number.isFinite(failedAt) && nowMs - failedAt >= graceDays * 86_400_000 ? "suspended" : "active";
 }
+
+/** What a suspended organisation is answered (402), on the data plane and the Core API alike. */
+export const BILLING_SUSPENDED = {
+  code: "billing-suspended",
+  message: "Payment required: the account's billing is suspended",
+} as const;
+
+/**
+ * Whether an organisation's billing is suspended at `nowMs`, from the billing fields of its runtime
+ * item (lib/db/entities/client-runtime.ts, copied to every region): suspended by an operator, its
+ * payments failing past the grace period's end (`suspendAt`, epoch ms), or billed to an MSP whose
+ * billing is suspended. The one rule of the data plane's admission (402) and of every call the
+ * Core API makes to the outside for the organisation (lib/domain/billing-suspension.ts).
+ */
+export function billingSuspended(
+  runtime: { billingStatus: string; suspendAt: number | null; mspSuspended: boolean },
+  nowMs: number,
+): boolean {
+  return (
+    runtime.billingStatus === "suspended" ||
+    (runtime.suspendAt !== null && runtime.suspendAt <= nowMs) ||
+    runtime.mspSuspended
+  );
+}

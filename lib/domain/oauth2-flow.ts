@@ -33,6 +33,7 @@ import {
   OAuthError,
 } from "#lib/vault/oauth2.ts";
 import type { OAuth2Secret } from "#lib/vault/secret-schemas.ts";
+import { refuseWhileBillingSuspended } from "./billing-suspension.ts";
 
 export const OAUTH_STATE_TTL_SECONDS = 15 * 60;
 export const OAUTH_CALLBACK_PATH = "/webhooks/oauth2";
@@ -181,6 +182,8 @@ export async function finishAuthorization(state: AuthorizationState, query: Call
   if (credential?.credentialTemporary !== true || credential.deletingAt)
     throw badRequest("The credential of this authorization no longer waits for it");
 
+  // A suspended organisation's code is not exchanged (402, as its proxies): nothing is sent.
+  await refuseWhileBillingSuspended(clientId, region);
   const context = { region, clientId, credentialId };
   const secret = await decryptSecret<StoredOAuth2Secret>(
     credential.secretEnvelope as SecretEnvelope,

@@ -311,16 +311,33 @@ function fromCheckout(current: PlanFields, event: BillingEvent): PlanTransition 
   );
 }
 
+/** The subscription an invoice names (API 2025-03-31 on: under `parent`), or null. */
+function subscriptionOfInvoice(invoice: Record<string, unknown>): string | null {
+  return idOf(invoice.subscription) ?? idOf(record(record(invoice.parent).subscription_details).subscription);
+}
+
+/**
+ * Why an invoice event says nothing about the plan, or null when it names the subscription the
+ * plan follows (`planSubscriptionId`, recorded by the Checkout's completion or the subscription's
+ * own events). An invoice naming no subscription (a one-off invoice, or a forged event), another
+ * one (the final invoice of a subscription an upgrade replaced), or arriving before the plan has a
+ * subscription, changes nothing.
+ */
+export function invoiceMismatch(current: PlanFields, event: BillingEvent): string | null {
+  if (event.type !== "invoice.paid" && event.type !== "invoice.payment_failed") return null;
+  const named = subscriptionOfInvoice(event.data.object);
+  if (!named) return "the invoice names no subscription";
+  if (!current.planSubscriptionId) return "the plan has no subscription yet";
+  if (named !== current.planSubscriptionId) return "the invoice is of another subscription than the plan's";
+  return null;
+}
+
 function fromInvoice(current: PlanFields, event: BillingEvent): PlanTransition | null {
   const invoice = event.data.object;
   const invoiceId = text(invoice.id);
   if (!invoiceId) return null;
-  // An invoice of another subscription (the final one of a subscription an upgrade replaced, say)
-  // says nothing about this plan. API 2025-03-31 on names it under `parent`.
-  const invoiceSubscription =
-    idOf(invoice.subscription) ?? idOf(record(record(invoice.parent).subscription_details).subscription);
-  if (invoiceSubscription && current.planSubscriptionId && invoiceSubscription !== current.planSubscriptionId)
-    return null;
+  // Only an invoice of the plan's own subscription changes the plan.
+  if (invoiceMismatch(current, event)) return null;
   if (event.type === "invoice.payment_failed") {
     const next: Partial<PlanFields> = {
       planStatus: "payment_failed",

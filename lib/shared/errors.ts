@@ -19,7 +19,10 @@ export type ErrorKind =
   | "upstreamTimeout"
   /** Our own store or service is unavailable: retry shortly. Nothing of it is shown. */
   | "unavailable"
-  /** The payment processor refused a charge (a declined card): the payer must act. */
+  /**
+   * Payment is required: the payment processor refused a charge (a declined card), or the
+   * organisation's billing is suspended (`billing-suspended`). The payer must act.
+   */
   | "paymentFailed";
 
 export class DomainError extends Error {

@@ -232,6 +232,7 @@ describe("POST /webhooks/stripe", () => {
       id: "in_e2e_2",
       object: "invoice",
       customer: customerId,
+      subscription: "sub_e2e",
     });
     expect((await deliver(failed)).body.outcome).toBe("applied");
     expect(await config()).toMatchObject({ planStatus: "payment_failed", billingStatus: "active" });
@@ -244,6 +245,7 @@ describe("POST /webhooks/stripe", () => {
       id: "in_e2e_2",
       object: "invoice",
       customer: customerId,
+      subscription: "sub_e2e",
     });
     expect((await deliver(retry)).body.outcome).toBe("unchanged");
     clock.advance(DAY_MS + 60_000);
@@ -255,6 +257,7 @@ describe("POST /webhooks/stripe", () => {
       id: "in_e2e_2",
       object: "invoice",
       customer: customerId,
+      subscription: "sub_e2e",
     });
     expect((await deliver(paid)).body.outcome).toBe("applied");
     expect(await config()).toMatchObject({

@@ -45,9 +45,14 @@ async function oldStyleClient(customerId: string | null): Promise<string> {
     new UpdateCommand({
       TableName: tableName(),
       Key: keys.clientConfig(clientId),
+      // With the subscription its plan follows, so that subscription's invoices apply.
       UpdateExpression:
-        "SET paymentProvider = :provider, paymentCustomerId = :customer REMOVE gsi1pk, gsi1sk",
-      ExpressionAttributeValues: { ":provider": customerId ? "stripe" : null, ":customer": customerId },
+        "SET paymentProvider = :provider, paymentCustomerId = :customer, planSubscriptionId = :subscription REMOVE gsi1pk, gsi1sk",
+      ExpressionAttributeValues: {
+        ":provider": customerId ? "stripe" : null,
+        ":customer": customerId,
+        ":subscription": customerId ? `sub_of_${customerId}` : null,
+      },
     }),
   );
   return clientId;
@@ -58,7 +63,9 @@ const failedInvoice = (customerId: string, id: string) => ({
   id,
   type: "invoice.payment_failed",
   created: Math.floor(Date.now() / 1000),
-  data: { object: { id: `in_${id}`, object: "invoice", customer: customerId } },
+  data: {
+    object: { id: `in_${id}`, object: "invoice", customer: customerId, subscription: `sub_of_${customerId}` },
+  },
 });
 
 function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -7,6 +7,7 @@ import {
   type BillingEvent,
   effectiveBillingStatus,
   INITIAL_PLAN_FIELDS,
+  invoiceMismatch,
   nextPlanState,
   type PlanFields,
 } from "#lib/domain/plan-states.ts";
@@ -71,6 +72,7 @@ const invoice = (type: "invoice.paid" | "invoice.payment_failed", created: numbe
     id,
     object: "invoice",
     customer: "cus_1",
+    subscription: "sub_1",
     lines: { data: [{ period: { start: T0 + 30 * DAY, end: T0 + 60 * DAY } }] },
   });
 
@@ -259,6 +261,7 @@ describe("plan state machine", () => {
   it("an invoice of another subscription (one an upgrade replaced) changes nothing; of the plan's own, it does", () => {
     const of = (subscription: unknown, parent?: unknown) => {
       const e = invoice("invoice.payment_failed", T0 + 30 * DAY);
+      delete e.data.object.subscription;
       Object.assign(e.data.object, parent ? { parent } : { subscription });
       return e;
     };
@@ -272,6 +275,38 @@ describe("plan state machine", () => {
       nextPlanState(teamActive, of(undefined, { subscription_details: { subscription: "sub_1" } }))?.changes
         .planStatus,
     ).toBe("payment_failed");
+  });
+
+  it("an invoice naming no subscription, or arriving before the plan has one, changes nothing (issue 33)", () => {
+    const bare = (type: "invoice.paid" | "invoice.payment_failed", over: Record<string, unknown>) => {
+      const e = invoice(type, T0 + 30 * DAY);
+      const { subscription: _named, ...rest } = e.data.object;
+      e.data.object = { ...rest, ...over };
+      return e;
+    };
+    const failed = run([invoice("invoice.payment_failed", T0 + 30 * DAY)], teamActive).fields;
+    for (const over of [
+      {},
+      { subscription: null },
+      { parent: null },
+      { parent: { subscription_details: null } },
+    ]) {
+      expect(nextPlanState(teamActive, bare("invoice.payment_failed", over))).toBeNull();
+      expect(nextPlanState(failed, bare("invoice.paid", over))).toBeNull();
+      expect(invoiceMismatch(failed, bare("invoice.paid", over))).toBe("the invoice names no subscription");
+    }
+    // Upgrade requested, no subscription recorded yet: even an invoice naming one changes nothing.
+    const requested: PlanFields = {
+      ...INITIAL_PLAN_FIELDS,
+      planStatus: "upgrade_requested",
+      planPendingTier: "team",
+    };
+    expect(nextPlanState(requested, invoice("invoice.paid", T0))).toBeNull();
+    expect(nextPlanState(requested, invoice("invoice.payment_failed", T0))).toBeNull();
+    expect(invoiceMismatch(requested, invoice("invoice.paid", T0))).toBe("the plan has no subscription yet");
+    // The plan's own: no mismatch; other types are not invoices.
+    expect(invoiceMismatch(failed, invoice("invoice.paid", T0 + 31 * DAY))).toBeNull();
+    expect(invoiceMismatch(failed, subscription(T0 + 31 * DAY))).toBeNull();
   });
 
   it("a subscription update during payment_failed does not clear the failure", () => {

@@ -239,7 +239,7 @@ export const credentialOperations = [
     group: "credentials",
     summary: "Test a credential with a live request",
     description:
-      "Sends one GET or POST with the credential applied (apiKey, bearer, jwt, basicAuth, custom or none) to one of the client's targets (`targetId`, at its test path or `path`) or to a full `url`, which needs the devops role (it could carry the secret to any server). Extra `headers` and `query` never override the credential. Answers the status, headers, up to 64 KiB of body and the timing, with every secret value replaced by `[redacted]`. A refused address is a 400; an unreachable target a 502 and a timeout a 504, with their message.",
+      "Sends one GET or POST with the credential applied (apiKey, bearer, jwt, basicAuth, custom or none) to one of the client's targets (`targetId`, at its test path or `path`) or to a full `url`, which needs the devops role (it could carry the secret to any server). Extra `headers` and `query` never override the credential. Answers the status, headers, up to 64 KiB of body and the timing, with every secret value replaced by `[redacted]`. A refused address is a 400; an unreachable target a 502 and a timeout a 504, with their message. While the organisation's billing is suspended, a 402 `billing-suspended` (the data plane's answer) and nothing is sent.",
     access: access.client("user"),
     // Nothing stored changes, but the request it sends (a POST, say) may change the target.
     effect: "write",
@@ -257,7 +257,7 @@ export const credentialOperations = [
       },
     },
     response: { status: 200, schema: wrapped("tests", CredentialTestResultSchema) },
-    errors: [403, 404, 502, 504],
+    errors: [402, 403, 404, 502, 504],
     handler: async ({ member, params, body }) => ({
       body: {
         message: "Credential test sent",
@@ -272,12 +272,12 @@ export const credentialOperations = [
     group: "credentials",
     summary: "Fetch a token with a credential",
     description:
-      "Fetches a fresh token of a customToken or oauth2 client_credentials credential and answers whether one came and when it expires, never the token itself. Takes no body. A refused address is a 400; a failing token endpoint a 502 and a timeout a 504, with their message.",
+      "Fetches a fresh token of a customToken or oauth2 client_credentials credential and answers whether one came and when it expires, never the token itself. Takes no body. A refused address is a 400; a failing token endpoint a 502 and a timeout a 504, with their message. While the organisation's billing is suspended, a 402 `billing-suspended` (the data plane's answer) and nothing is sent.",
     access: access.client("user"),
     effect: "read",
     params: CredentialParams,
     response: { status: 200, schema: wrapped("tokenTests", TokenTestResultSchema) },
-    errors: [403, 404, 502, 504],
+    errors: [402, 403, 404, 502, 504],
     handler: async ({ member, params }) => ({
       body: {
         message: "Token fetched",

@@ -56,12 +56,12 @@ export const webhookOperations = [
     group: "webhooks",
     summary: "Complete an OAuth2 authorization (provider redirect)",
     description:
-      "Where the OAuth2 provider redirects the browser after consent for an authorization_code or PKCE credential. Public: the single-use `state` (valid 15 minutes) identifies the credential. The `code` is exchanged at the credential's token endpoint, the tokens are encrypted into its secret and the credential becomes permanent. An unknown, used or expired state, or an `error` from the provider, is a 400; a refused code exchange a 502 with the provider's reason; the credential then stays temporary. A flow started from the web console (the credential created with its session) answers instead with a 303 to the credential's page in the console, `?oauth2=authorized`, `denied` (the provider's `error`) or `failed` (the exchange or the credential refused); an unknown state is still a 400.",
+      "Where the OAuth2 provider redirects the browser after consent for an authorization_code or PKCE credential. Public: the single-use `state` (valid 15 minutes) identifies the credential. The `code` is exchanged at the credential's token endpoint, the tokens are encrypted into its secret and the credential becomes permanent. An unknown, used or expired state, or an `error` from the provider, is a 400; a refused code exchange a 502 with the provider's reason; the credential then stays temporary. While the organisation's billing is suspended the code is not exchanged: a 402 `billing-suspended` (the data plane's answer), the state used up. A flow started from the web console (the credential created with its session) answers instead with a 303 to the credential's page in the console, `?oauth2=authorized`, `denied` (the provider's `error`) or `failed` (the exchange or the credential refused); an unknown state is still a 400.",
     access: access.public,
     effect: "write",
     query: CallbackQuery,
     response: { status: 200, schema: wrapped("credentials", CredentialSchema) },
-    errors: [502],
+    errors: [400, 402, 502],
     handler: async ({ query }) => {
       const state = await consumeAuthorizationState(query);
       if (state.returnTo !== "console")
@@ -98,11 +98,11 @@ export const webhookOperations = [
     group: "webhooks",
     summary: "Receive a Stripe event (signed webhook)",
     description:
-      "Where Stripe delivers the billing events of the organisations' subscriptions (docs/billing.md). Public: the `Stripe-Signature` header, verified on the raw body with the endpoint's signing secret, authenticates it; a missing or bad signature is a 400 and changes nothing. Each event id is applied once, in any order; a stale event (older than the plan's last applied one) changes nothing. Handled: `checkout.session.completed`, `customer.subscription.created`, `customer.subscription.updated`, `customer.subscription.deleted`, `invoice.paid`, `invoice.payment_failed`; any other type, or a customer that is no organisation's, is answered 200 `ignored`. An applied change of the plan's state writes one `billing` notification to the organisation and e-mails its owners. The completion of an upgrade from a paid tier cancels the replaced subscription at the processor (prorated; once). The completion of an MSP's setup-mode Checkout (metadata purpose `msp_payment_method`) makes its payment method the MSP customer's default and records `paymentMethodOnFile` on the MSP's configuration. A processor that cannot be reached meanwhile is a 503 (Stripe delivers again).",
+      "Where Stripe delivers the billing events of the organisations' subscriptions (docs/billing.md). Public: the `Stripe-Signature` header, verified on the raw body with the endpoint's signing secret, authenticates it; a missing or bad signature is a 400 and changes nothing. A signed event whose shape is not one the service can apply (its envelope: `id`, `type`, `created` a number, `data.object` an object; and, for a handled type, the fields it reads with their types) is a 400 `Malformed Stripe event: <field>: <problem>` and changes nothing either (no marker: a corrected delivery of the same id applies). Each event id is applied once, in any order; a stale event (older than the plan's last applied one) changes nothing. Handled: `checkout.session.completed`, `customer.subscription.created`, `customer.subscription.updated`, `customer.subscription.deleted`, `invoice.paid`, `invoice.payment_failed`; any other type, or a customer that is no organisation's, is answered 200 `ignored`. An invoice changes the plan only when it names the subscription the plan follows; one naming no subscription or another is answered 200 `unchanged`. An applied change of the plan's state writes one `billing` notification to the organisation and e-mails its owners. The completion of an upgrade from a paid tier cancels the replaced subscription at the processor (prorated; once). The completion of an MSP's setup-mode Checkout (metadata purpose `msp_payment_method`) makes its payment method the MSP customer's default and records `paymentMethodOnFile` on the MSP's configuration. A processor that cannot be reached meanwhile is a 503 (Stripe delivers again).",
     access: access.public,
     effect: "write",
     response: { status: 200, schema: StripeWebhookAnswer },
-    errors: [503],
+    errors: [400, 503],
     handler: async ({ headers, rawBody }) => {
       const event = await verifyStripeEvent(rawBody, headers["stripe-signature"]);
       const result = await handleStripeEvent(event);

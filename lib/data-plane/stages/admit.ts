@@ -17,6 +17,7 @@ import {
   notForwarded,
   serviceAnswer,
 } from "#lib/data-plane/context.ts";
+import { BILLING_SUSPENDED, billingSuspended } from "#lib/domain/dunning.ts";
 import { rateLimitForPlan } from "#lib/domain/plans.ts";
 import {
   decideByDefaultEffects,
@@ -37,16 +38,7 @@ export async function admit(ctx: Located, authenticate: Authenticate): Promise<A
   v.proxyActive = true;
   // The client's own billing (suspended, or its payments failing past the grace period's end:
   // docs/billing.md), or that of the MSP paying for it (a managed client billed to it).
-  if (
-    runtime.billingStatus === "suspended" ||
-    (runtime.suspendAt !== null && runtime.suspendAt <= now()) ||
-    runtime.mspSuspended
-  ) {
-    return serviceAnswer(402, {
-      code: "billing-suspended",
-      message: "Payment required: the account's billing is suspended",
-    });
-  }
+  if (billingSuspended(runtime, now())) return serviceAnswer(402, BILLING_SUSPENDED);
   const proxyCredential = runtime.proxyCredential;
   if (!proxyCredential) return denied("Invalid proxy credential");
   v.proxyCredentialExists = true;
