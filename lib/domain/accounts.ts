@@ -104,6 +104,35 @@ async function spendEmail(email: string): Promise<void> {
   if (!decision.allowed) throw limitReached(EMAIL_LIMIT_MESSAGE, decision.retryAfterSeconds);
 }
 
+// ---- the same work for any address (docs/accounts.md "The same work for any address") ----
+
+/**
+ * Where the e-mail of an address without an account goes instead: the SES mailbox simulator's
+ * address that accepts and drops a message. The answer's wait then holds the same SES call as for
+ * an address that has an account, so its time tells nobody which addresses do.
+ */
+export const SIMULATOR_ADDRESS = "success@simulator.amazonses.com";
+
+/** A user id no user has (not a UUID): the account read of an address without a user. */
+const NO_USER_ID = "none";
+
+/**
+ * The user id under which the code of an address without a user is written (and never read): the
+ * same PutItem as a real code, on a partition of its own per address (no hot key), expiring by its
+ * TTL like any code.
+ */
+const standInUserId = (email: string) => `none-${sha256(email).slice(0, 32)}`;
+
+/**
+ * The user and account of an address, with the same two reads whether or not it has a user: the
+ * address's e-mail item, then an account (a user id that matches nothing for an unknown address).
+ */
+async function accountOf(email: string): Promise<{ userId?: string; account?: AccountItem }> {
+  const userId = await findUserIdByEmail(email);
+  const account = await findAccount(userId ?? NO_USER_ID);
+  return userId ? { userId, account } : {};
+}
+
 // ---- codes ----
 
 function codeHashOf(code: string, salt: string) {
@@ -352,23 +381,26 @@ export async function verifyEmail(input: { email: string; code: string }): Promi
   return (await spendCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
 }
 
-/** A new verification code for an address whose account waits for verification; nothing otherwise. */
+/** A new verification code for an address whose account waits for verification; the same work otherwise. */
 export async function resendVerification(emailInput: string): Promise<void> {
   const email = normalEmail(emailInput);
   await spendEmail(email);
-  const userId = await findUserIdByEmail(email);
-  const account = userId ? await findAccount(userId) : undefined;
-  if (!userId || !account || account.emailVerified) return;
-  await sendVerification(email, await issueCode(userId, "verify"));
+  const { userId, account } = await accountOf(email);
+  if (userId && account && !account.emailVerified)
+    await sendVerification(email, await issueCode(userId, "verify"));
+  else await sendVerification(SIMULATOR_ADDRESS, await issueCode(standInUserId(email), "verify"));
 }
 
-/** A password reset code for an address with a user (an operator-created user sets a first password so). */
+/**
+ * A password reset code for an address with a user (an operator-created user sets a first password
+ * so); the same work for any other address.
+ */
 export async function forgotPassword(emailInput: string): Promise<void> {
   const email = normalEmail(emailInput);
   await spendEmail(email);
-  const userId = await findUserIdByEmail(email);
-  if (!userId) return;
-  await sendReset(email, await issueCode(userId, "reset"));
+  const { userId } = await accountOf(email);
+  if (userId) await sendReset(email, await issueCode(userId, "reset"));
+  else await sendReset(SIMULATOR_ADDRESS, await issueCode(standInUserId(email), "reset"));
 }
 
 /** A new password with a reset code: every session of the user is revoked. False for a wrong, used, void or expired code. */
@@ -437,8 +469,7 @@ export async function checkPassword(emailInput: string, password: string): Promi
         Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
       ),
     };
-  const userId = await findUserIdByEmail(email);
-  const account = userId ? await findAccount(userId) : undefined;
+  const { userId, account } = await accountOf(email);
   const right = account?.passwordHash
     ? await verifyPassword(password, account.passwordHash)
     : await verifyAgainstNothing(password);
