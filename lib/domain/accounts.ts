@@ -49,6 +49,7 @@ import { nowIso } from "#lib/db/store.ts";
 import { escapeHtml, sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { limitReached, validationFailed } from "#lib/shared/errors.ts";
+import { passwordProblem } from "#lib/shared/password-policy.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
 import { createNotification } from "./notifications.ts";
 import { consumeRequest } from "./rate-limit.ts";
@@ -177,6 +178,8 @@ async function spendCode(
   purpose: CodePurpose,
   code: string,
   newPasswordHash?: string,
+  /** Runs once the code is known right, before it is used; what it throws leaves the code unused. */
+  beforeUse?: (userId: string) => Promise<void>,
 ): Promise<{ userId: string } | undefined> {
   const userId = await findUserIdByEmail(email);
   if (!userId) return undefined;
@@ -186,12 +189,25 @@ async function spendCode(
     await countWrongCode(stored, MAX_CODE_ATTEMPTS);
     return undefined;
   }
+  await beforeUse?.(userId);
   const won = await redeemAccountCode(stored, {
     maxAttempts: MAX_CODE_ATTEMPTS,
     nowSeconds: nowSeconds(),
     newPasswordHash,
   });
   return won ? { userId } : undefined;
+}
+
+// ---- new passwords ----
+
+/**
+ * Refuse a new password that is common or easy to guess (lib/shared/password-policy.ts): a 400 naming
+ * `password` and saying why. `userInputs` are the person's own details (address, names). The length
+ * rule (12 to 256 characters) is the schema's, checked before.
+ */
+export async function refuseWeakPassword(password: string, userInputs: string[]): Promise<void> {
+  const problem = await passwordProblem(password, userInputs);
+  if (problem) throw validationFailed([{ field: "password", problem }]);
 }
 
 // ---- e-mails ----
@@ -301,6 +317,8 @@ export async function signUp(input: SignUpInput): Promise<void> {
     throw validationFailed([
       { field: "email", problem: `sign-up is limited to addresses at ${allowedDomains.join(", ")}` },
     ]);
+  // On the input alone (the same answer for any address), before anything is spent or written.
+  await refuseWeakPassword(input.password, [email, input.firstName, input.lastName]);
   await spendEmail(email);
   const passwordHash = await hashPassword(input.password);
   const existing = await findUserIdByEmail(email);
@@ -410,8 +428,14 @@ export async function resetPassword(input: {
   password: string;
 }): Promise<boolean> {
   const email = normalEmail(input.email);
+  // The address alone first (no read: the answer tells nobody whether it has an account); once the
+  // code is known right, the user's names too, before the code is used (a refusal leaves it usable).
+  await refuseWeakPassword(input.password, [email]);
   const passwordHash = await hashPassword(input.password);
-  const used = await spendCode(email, "reset", input.code.trim(), passwordHash);
+  const used = await spendCode(email, "reset", input.code.trim(), passwordHash, async (userId) => {
+    const user = await findUser(userId);
+    await refuseWeakPassword(input.password, [email, user?.userFirstName ?? "", user?.userLastName ?? ""]);
+  });
   if (!used) return false;
   await deleteSessionsOfUser(used.userId);
   await createNotification(

@@ -49,8 +49,16 @@ export async function passwordProblem(
   // zxcvbn only looks at the first 100 characters (its own bound on matching cost); a longer
   // password is judged by them, which can only make it look weaker, never stronger.
   const inputs = userInputs
-    .flatMap((input) => [input, ...input.toLowerCase().split(/[@.\s_+-]+/)])
+    .flatMap((input) => {
+      const lower = input.toLowerCase();
+      // "ada.lovelace@example.org": the whole, each part, and the name part joined ("adalovelace").
+      const name = lower.split("@")[0] ?? "";
+      return [input, ...lower.split(/[@.\s_+-]+/), name.replace(/[.\s_+-]+/g, "")];
+    })
     .filter(Boolean);
+  // The names written together ("AdaLovelace"), as people often do.
+  const names = userInputs.filter((input) => !input.includes("@")).map((input) => input.trim().toLowerCase());
+  if (names.length > 1) inputs.push(names.join(""));
   const { score } = check(password.slice(0, 100), inputs);
   return score < MIN_PASSWORD_SCORE ? COMMON_PASSWORD_PROBLEM : undefined;
 }

@@ -149,7 +149,7 @@ const routes = [
     group: "auth",
     summary: "Sign up",
     description:
-      "Open an account with an e-mail address and a password (12 to 256 characters). Answers 201 with the same message whether or not the address already has an account; the address receives a 6-digit verification code and a link (or, when it has an account, an e-mail saying so).",
+      "Open an account with an e-mail address and a password (12 to 256 characters, and not a common or easily guessed one, nor one built from the address or names: a 400 naming `password` says why). Answers 201 with the same message whether or not the address already has an account; the address receives a 6-digit verification code and a link (or, when it has an account, an e-mail saying so).",
     access: access.public,
     effect: "write",
     body: SignUpBody,
@@ -339,7 +339,7 @@ const routes = [
     group: "auth",
     summary: "Reset the password",
     description:
-      "Set a new password with the code of the reset e-mail; every session of the user is revoked. A wrong, used or expired code is a 400.",
+      "Set a new password with the code of the reset e-mail; every session of the user is revoked. A wrong, used or expired code is a 400; so is a common or easily guessed password (naming `password`; the code stays usable).",
     access: access.public,
     effect: "write",
     body: ResetBody,
