@@ -86,6 +86,7 @@ export const INVALID_CREDENTIALS_MESSAGE = "Invalid email or password";
 export const NOT_VERIFIED_MESSAGE = "Email address not verified";
 export const LOCKED_MESSAGE = "Too many failed sign-ins for this address; try again later";
 export const EMAIL_LIMIT_MESSAGE = "Too many e-mails sent to this address; try again later";
+export const AUTH_IP_LIMIT_MESSAGE = "Too many requests from this address; try again later";
 
 /** The cookie that carries a session: `__Host-` prefixed (and Secure) over https. */
 export const sessionCookieName = (secure: boolean) => (secure ? "__Host-session" : "session");
@@ -103,6 +104,35 @@ async function spendEmail(email: string): Promise<void> {
     nowMs: clockNow(),
   });
   if (!decision.allowed) throw limitReached(EMAIL_LIMIT_MESSAGE, decision.retryAfterSeconds);
+}
+
+// ---- the per-IP limit ----
+
+/**
+ * The address a request is counted on: an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as its IPv4
+ * address, so that one caller has one counter whichever gateway's event carries it; any other as is.
+ */
+export const authSourceOf = (sourceIp: string | undefined): string => {
+  const ip = sourceIp?.trim() || "unknown";
+  return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip) ? ip.slice(7) : ip;
+};
+
+/**
+ * Count one request of `sourceIp` on the per-IP limit of the account routes: every `/auth/*` request
+ * (lib/api/operations/auth.ts) and every password attempt on the MCP consent page (lib/oauth/http.ts)
+ * take one of the same AUTH_REQUESTS_PER_IP_PER_MINUTE of the address's UTC minute (`IP#<address>`).
+ * `limited` with the seconds until the minute ends once they are used up.
+ */
+export async function countAuthRequest(
+  sourceIp: string | undefined,
+): Promise<{ limited: false } | { limited: true; retryAfterSeconds: number }> {
+  const decision = await consumeRequest(
+    `IP#${authSourceOf(sourceIp)}`,
+    getAccountConfig().authRequestsPerIpPerMinute,
+  );
+  return decision.allowed
+    ? { limited: false }
+    : { limited: true, retryAfterSeconds: decision.retryAfterSeconds };
 }
 
 // ---- the same work for any address (docs/accounts.md "The same work for any address") ----

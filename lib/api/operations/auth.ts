@@ -6,9 +6,10 @@
 import type middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { z } from "zod";
-import { getAccountConfig } from "#lib/account-config.ts";
 import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
+  AUTH_IP_LIMIT_MESSAGE,
+  countAuthRequest,
   DEVICE_SECONDS,
   deviceCookieName,
   FORGOT_MESSAGE,
@@ -35,7 +36,6 @@ import {
   VERIFIED_MESSAGE,
   verifyEmail,
 } from "#lib/domain/accounts.ts";
-import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/passwords.ts";
@@ -109,20 +109,19 @@ export const NO_STORE = { "Cache-Control": "no-store" };
  */
 const COOKIE_SEPARATOR = "\n";
 
-export const AUTH_IP_LIMIT_MESSAGE = "Too many requests from this address; try again later";
+export { AUTH_IP_LIMIT_MESSAGE };
 
 /**
  * The middleware of the `auth` function (functions/auth.ts), for every `/auth/*` route in one place:
  * - the per-IP limit: each request counts one on `IP#<sourceIp>` in its UTC minute
- *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 300), 429 with `Retry-After` beyond;
+ *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 300), 429 with `Retry-After` beyond; the MCP consent
+ *   page's password attempts count on the same (countAuthRequest, lib/domain/accounts.ts);
  * - several `Set-Cookie` values of an answer (session and device cookie) as separate headers.
  */
 export const authGroupMiddleware = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   before: async (request) => {
-    const sourceIp = request.event.requestContext?.identity?.sourceIp || "unknown";
-    const limit = getAccountConfig().authRequestsPerIpPerMinute;
-    const decision = await consumeRequest(`IP#${sourceIp}`, limit);
-    if (!decision.allowed)
+    const decision = await countAuthRequest(request.event.requestContext?.identity?.sourceIp);
+    if (decision.limited)
       throw new HttpError(429, AUTH_IP_LIMIT_MESSAGE, {
         body: { retryAfter: decision.retryAfterSeconds },
         headers: { "Retry-After": String(decision.retryAfterSeconds) },
