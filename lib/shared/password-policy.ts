@@ -10,6 +10,10 @@
  * lazily), and on the server for sign-up, reset and change, which decide.
  */
 
+/** New passwords are 12 to 256 characters (Unicode code points, not bytes), checked before the estimator. */
+export const PASSWORD_MIN_LENGTH = 12;
+export const PASSWORD_MAX_LENGTH = 256;
+
 /** zxcvbn's score: 0 (too guessable) to 4 (very unguessable). 3 is "safely unguessable" (about 10^8 guesses and more). */
 export const MIN_PASSWORD_SCORE = 3;
 

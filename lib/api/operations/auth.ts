@@ -38,7 +38,7 @@ import {
 } from "#lib/domain/accounts.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/passwords.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/password-policy.ts";
 import { UserSchema } from "./users.ts";
 
 const Email = z.string().trim().toLowerCase().email().max(254);
