@@ -44,7 +44,7 @@ const descriptionOf = (label: string) =>
   page.getByLabel(label, { exact: true }).evaluate((input) =>
     (input.getAttribute("aria-describedby") ?? "")
       .split(" ")
-      .map((id) => document.getElementById(id)?.textContent ?? "")
+      .map((id: string) => input.ownerDocument.getElementById(id)?.textContent ?? "")
       .join(" "),
   );
 
@@ -74,7 +74,9 @@ describe("the Sign-up form's password", () => {
     // Submitting such a password sends nothing.
     await page.getByRole("button", { name: /create account/i }).click();
     await expect
-      .poll(() => page.getByLabel("Password").evaluate((input) => input === document.activeElement))
+      .poll(() =>
+        page.getByLabel("Password").evaluate((input) => input === input.ownerDocument.activeElement),
+      )
       .toBe(true);
     expect(apiCalls.filter((call) => call === "POST /auth/sign-up")).toEqual([]);
     // A passphrase clears the message, and the form is sent.
@@ -98,7 +100,9 @@ describe("the Reset password form's new password", () => {
     await checkPage(page, "password-check-reset");
     await page.getByRole("button", { name: /set new password/i }).click();
     await expect
-      .poll(() => page.getByLabel("New password").evaluate((input) => input === document.activeElement))
+      .poll(() =>
+        page.getByLabel("New password").evaluate((input) => input === input.ownerDocument.activeElement),
+      )
       .toBe(true);
     expect(apiCalls.filter((call) => call === "POST /auth/reset-password")).toEqual([]);
   }, 60_000);
