@@ -329,7 +329,9 @@ export class HomeStack extends Stack {
     fn.allowSigningKey(signingKey)
       .addEnvironment("OAUTH_SIGNING_KEY_ID", signingKey.keyId)
       .addEnvironment("DELETE_ENABLED", settings.mcpDeleteEnabled ? "true" : "false")
-      .addEnvironment("MCP_ALLOWED_ORIGINS", settings.mcpAllowedOrigins.join(","));
+      .addEnvironment("MCP_ALLOWED_ORIGINS", settings.mcpAllowedOrigins.join(","))
+      // The consent page's password attempts count on the /auth per-IP limit (docs/mcp-oauth.md).
+      .addEnvironment("AUTH_REQUESTS_PER_IP_PER_MINUTE", String(settings.authRequestsPerIpPerMinute));
 
     const url = fn.function.addFunctionUrl({
       authType: lambda.FunctionUrlAuthType.NONE,

@@ -49,6 +49,7 @@ import { nowIso } from "#lib/db/store.ts";
 import { escapeHtml, sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
 import { limitReached, validationFailed } from "#lib/shared/errors.ts";
+import { passwordProblem } from "#lib/shared/password-policy.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
 import { createNotification } from "./notifications.ts";
 import { consumeRequest } from "./rate-limit.ts";
@@ -85,6 +86,7 @@ export const INVALID_CREDENTIALS_MESSAGE = "Invalid email or password";
 export const NOT_VERIFIED_MESSAGE = "Email address not verified";
 export const LOCKED_MESSAGE = "Too many failed sign-ins for this address; try again later";
 export const EMAIL_LIMIT_MESSAGE = "Too many e-mails sent to this address; try again later";
+export const AUTH_IP_LIMIT_MESSAGE = "Too many requests from this address; try again later";
 
 /** The cookie that carries a session: `__Host-` prefixed (and Secure) over https. */
 export const sessionCookieName = (secure: boolean) => (secure ? "__Host-session" : "session");
@@ -102,6 +104,64 @@ async function spendEmail(email: string): Promise<void> {
     nowMs: clockNow(),
   });
   if (!decision.allowed) throw limitReached(EMAIL_LIMIT_MESSAGE, decision.retryAfterSeconds);
+}
+
+// ---- the per-IP limit ----
+
+/**
+ * The address a request is counted on: an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as its IPv4
+ * address, so that one caller has one counter whichever gateway's event carries it; any other as is.
+ */
+export const authSourceOf = (sourceIp: string | undefined): string => {
+  const ip = sourceIp?.trim() || "unknown";
+  return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip) ? ip.slice(7) : ip;
+};
+
+/**
+ * Count one request of `sourceIp` on the per-IP limit of the account routes: every `/auth/*` request
+ * (lib/api/operations/auth.ts) and every password attempt on the MCP consent page (lib/oauth/http.ts)
+ * take one of the same AUTH_REQUESTS_PER_IP_PER_MINUTE of the address's UTC minute (`IP#<address>`).
+ * `limited` with the seconds until the minute ends once they are used up.
+ */
+export async function countAuthRequest(
+  sourceIp: string | undefined,
+): Promise<{ limited: false } | { limited: true; retryAfterSeconds: number }> {
+  const decision = await consumeRequest(
+    `IP#${authSourceOf(sourceIp)}`,
+    getAccountConfig().authRequestsPerIpPerMinute,
+  );
+  return decision.allowed
+    ? { limited: false }
+    : { limited: true, retryAfterSeconds: decision.retryAfterSeconds };
+}
+
+// ---- the same work for any address (docs/accounts.md "The same work for any address") ----
+
+/**
+ * Where the e-mail of an address without an account goes instead: the SES mailbox simulator's
+ * address that accepts and drops a message. The answer's wait then holds the same SES call as for
+ * an address that has an account, so its time tells nobody which addresses do.
+ */
+export const SIMULATOR_ADDRESS = "success@simulator.amazonses.com";
+
+/** A user id no user has (not a UUID): the account read of an address without a user. */
+const NO_USER_ID = "none";
+
+/**
+ * The user id under which the code of an address without a user is written (and never read): the
+ * same PutItem as a real code, on a partition of its own per address (no hot key), expiring by its
+ * TTL like any code.
+ */
+const standInUserId = (email: string) => `none-${sha256(email).slice(0, 32)}`;
+
+/**
+ * The user and account of an address, with the same two reads whether or not it has a user: the
+ * address's e-mail item, then an account (a user id that matches nothing for an unknown address).
+ */
+async function accountOf(email: string): Promise<{ userId?: string; account?: AccountItem }> {
+  const userId = await findUserIdByEmail(email);
+  const account = await findAccount(userId ?? NO_USER_ID);
+  return userId ? { userId, account } : {};
 }
 
 // ---- codes ----
@@ -148,6 +208,8 @@ async function spendCode(
   purpose: CodePurpose,
   code: string,
   newPasswordHash?: string,
+  /** Runs once the code is known right, before it is used; what it throws leaves the code unused. */
+  beforeUse?: (userId: string) => Promise<void>,
 ): Promise<{ userId: string } | undefined> {
   const userId = await findUserIdByEmail(email);
   if (!userId) return undefined;
@@ -157,12 +219,25 @@ async function spendCode(
     await countWrongCode(stored, MAX_CODE_ATTEMPTS);
     return undefined;
   }
+  await beforeUse?.(userId);
   const won = await redeemAccountCode(stored, {
     maxAttempts: MAX_CODE_ATTEMPTS,
     nowSeconds: nowSeconds(),
     newPasswordHash,
   });
   return won ? { userId } : undefined;
+}
+
+// ---- new passwords ----
+
+/**
+ * Refuse a new password that is common or easy to guess (lib/shared/password-policy.ts): a 400 naming
+ * `password` and saying why. `userInputs` are the person's own details (address, names). The length
+ * rule (12 to 256 characters) is the schema's, checked before.
+ */
+export async function refuseWeakPassword(password: string, userInputs: string[]): Promise<void> {
+  const problem = await passwordProblem(password, userInputs);
+  if (problem) throw validationFailed([{ field: "password", problem }]);
 }
 
 // ---- e-mails ----
@@ -272,6 +347,8 @@ export async function signUp(input: SignUpInput): Promise<void> {
     throw validationFailed([
       { field: "email", problem: `sign-up is limited to addresses at ${allowedDomains.join(", ")}` },
     ]);
+  // On the input alone (the same answer for any address), before anything is spent or written.
+  await refuseWeakPassword(input.password, [email, input.firstName, input.lastName]);
   await spendEmail(email);
   const passwordHash = await hashPassword(input.password);
   const existing = await findUserIdByEmail(email);
@@ -352,23 +429,26 @@ export async function verifyEmail(input: { email: string; code: string }): Promi
   return (await spendCode(normalEmail(input.email), "verify", input.code.trim())) !== undefined;
 }
 
-/** A new verification code for an address whose account waits for verification; nothing otherwise. */
+/** A new verification code for an address whose account waits for verification; the same work otherwise. */
 export async function resendVerification(emailInput: string): Promise<void> {
   const email = normalEmail(emailInput);
   await spendEmail(email);
-  const userId = await findUserIdByEmail(email);
-  const account = userId ? await findAccount(userId) : undefined;
-  if (!userId || !account || account.emailVerified) return;
-  await sendVerification(email, await issueCode(userId, "verify"));
+  const { userId, account } = await accountOf(email);
+  if (userId && account && !account.emailVerified)
+    await sendVerification(email, await issueCode(userId, "verify"));
+  else await sendVerification(SIMULATOR_ADDRESS, await issueCode(standInUserId(email), "verify"));
 }
 
-/** A password reset code for an address with a user (an operator-created user sets a first password so). */
+/**
+ * A password reset code for an address with a user (an operator-created user sets a first password
+ * so); the same work for any other address.
+ */
 export async function forgotPassword(emailInput: string): Promise<void> {
   const email = normalEmail(emailInput);
   await spendEmail(email);
-  const userId = await findUserIdByEmail(email);
-  if (!userId) return;
-  await sendReset(email, await issueCode(userId, "reset"));
+  const { userId } = await accountOf(email);
+  if (userId) await sendReset(email, await issueCode(userId, "reset"));
+  else await sendReset(SIMULATOR_ADDRESS, await issueCode(standInUserId(email), "reset"));
 }
 
 /** A new password with a reset code: every session of the user is revoked. False for a wrong, used, void or expired code. */
@@ -378,8 +458,14 @@ export async function resetPassword(input: {
   password: string;
 }): Promise<boolean> {
   const email = normalEmail(input.email);
+  // The address alone first (no read: the answer tells nobody whether it has an account); once the
+  // code is known right, the user's names too, before the code is used (a refusal leaves it usable).
+  await refuseWeakPassword(input.password, [email]);
   const passwordHash = await hashPassword(input.password);
-  const used = await spendCode(email, "reset", input.code.trim(), passwordHash);
+  const used = await spendCode(email, "reset", input.code.trim(), passwordHash, async (userId) => {
+    const user = await findUser(userId);
+    await refuseWeakPassword(input.password, [email, user?.userFirstName ?? "", user?.userLastName ?? ""]);
+  });
   if (!used) return false;
   await deleteSessionsOfUser(used.userId);
   await createNotification(
@@ -437,8 +523,7 @@ export async function checkPassword(emailInput: string, password: string): Promi
         Math.max(1, Math.ceil((reservation.windowEnd - now) / 1000)),
       ),
     };
-  const userId = await findUserIdByEmail(email);
-  const account = userId ? await findAccount(userId) : undefined;
+  const { userId, account } = await accountOf(email);
   const right = account?.passwordHash
     ? await verifyPassword(password, account.passwordHash)
     : await verifyAgainstNothing(password);

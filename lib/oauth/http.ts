@@ -6,7 +6,9 @@
  */
 import { isServiceUnavailable } from "#lib/aws/clients.ts";
 import {
+  AUTH_IP_LIMIT_MESSAGE,
   checkPassword,
+  countAuthRequest,
   INVALID_CREDENTIALS_MESSAGE,
   LOCKED_MESSAGE,
   NOT_VERIFIED_MESSAGE,
@@ -133,7 +135,7 @@ const errorAnswer = (error: OAuthError) => htmlPage(400, errorPage(error.code, e
  * registered: anyone may register any https URI, so redirecting an error before the user has
  * interacted would make this server an open redirector (RFC 9700 4.11.2, RFC 6749 4.1.2.1).
  */
-const authorize: Endpoint = async (request, { issuer, resource }) => {
+const authorize: Endpoint = async (request, { issuer, resource }, { sourceIp }) => {
   const isPost = request.method === "POST";
   // Anti-forgery of the form (besides SameSite=Lax on the session cookie, the CSP's form-action
   // and frame-ancestors): a POST must come from this server's own page.
@@ -188,6 +190,15 @@ const authorize: Endpoint = async (request, { issuer, resource }) => {
   let userId: string;
   if (withPassword) {
     if (!email) return again(400, { message: "Enter your email address", field: "email" });
+    // A password attempt counts on the same per-IP limit as /auth/sign-in (and checkPassword on the
+    // same per-address lockout): the consent page is no way around either.
+    const counted = await countAuthRequest(sourceIp);
+    if (counted.limited)
+      return again(
+        429,
+        { message: AUTH_IP_LIMIT_MESSAGE },
+        { "Retry-After": String(counted.retryAfterSeconds) },
+      );
     const checked = await checkPassword(email, password);
     if (checked.kind === "locked")
       return again(429, { message: LOCKED_MESSAGE }, { "Retry-After": String(checked.retryAfterSeconds) });

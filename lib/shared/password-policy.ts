@@ -10,6 +10,10 @@
  * lazily), and on the server for sign-up, reset and change, which decide.
  */
 
+/** New passwords are 12 to 256 characters (Unicode code points, not bytes), checked before the estimator. */
+export const PASSWORD_MIN_LENGTH = 12;
+export const PASSWORD_MAX_LENGTH = 256;
+
 /** zxcvbn's score: 0 (too guessable) to 4 (very unguessable). 3 is "safely unguessable" (about 10^8 guesses and more). */
 export const MIN_PASSWORD_SCORE = 3;
 
@@ -49,8 +53,16 @@ export async function passwordProblem(
   // zxcvbn only looks at the first 100 characters (its own bound on matching cost); a longer
   // password is judged by them, which can only make it look weaker, never stronger.
   const inputs = userInputs
-    .flatMap((input) => [input, ...input.toLowerCase().split(/[@.\s_+-]+/)])
+    .flatMap((input) => {
+      const lower = input.toLowerCase();
+      // "ada.lovelace@example.org": the whole, each part, and the name part joined ("adalovelace").
+      const name = lower.split("@")[0] ?? "";
+      return [input, ...lower.split(/[@.\s_+-]+/), name.replace(/[.\s_+-]+/g, "")];
+    })
     .filter(Boolean);
+  // The names written together ("AdaLovelace"), as people often do.
+  const names = userInputs.filter((input) => !input.includes("@")).map((input) => input.trim().toLowerCase());
+  if (names.length > 1) inputs.push(names.join(""));
   const { score } = check(password.slice(0, 100), inputs);
   return score < MIN_PASSWORD_SCORE ? COMMON_PASSWORD_PROBLEM : undefined;
 }

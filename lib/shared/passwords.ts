@@ -22,9 +22,8 @@ export const PASSWORD_SCRYPT: Readonly<ScryptParameters> = { N: 2 ** 17, r: 8, p
 export const PASSWORD_SALT_BYTES = 32;
 export const PASSWORD_KEY_BYTES = 64;
 
-/** Password length the accounts accept, in characters (docs/accounts.md). */
-export const PASSWORD_MIN_LENGTH = 12;
-export const PASSWORD_MAX_LENGTH = 256;
+/** The length rule (in characters): defined with the rest of the new-password rule, which the console shares. */
+export { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "./password-policy.ts";
 
 /** Largest stored cost accepted when verifying (a stored hash is data: bound the work it can ask for). */
 const MAX_N = 2 ** 20;

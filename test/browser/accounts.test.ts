@@ -81,7 +81,7 @@ describe("sign-up, verification, sign-in, keys and sign-out", () => {
     await page.getByLabel("First name").fill("Ada");
     await page.getByLabel("Last name").fill("Lovelace");
     await page.getByRole("button", { name: /create account/i }).click();
-    // The API's 400 names the field: the message sits next to it.
+    // The password check says why next to the field, before anything is sent.
     await expect.poll(() => page.getByText(/at least 12 characters/i).count()).toBe(1);
     await checkPage(page, "sign-up-error");
     await page.getByLabel("Password").fill(PASSWORD);

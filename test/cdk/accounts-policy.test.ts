@@ -41,6 +41,18 @@ describe("HomeStack: accounts policy from the context", () => {
     expect(withPolicy).toEqual([logicalId(home.groupFunctions.auth.function)]);
   });
 
+  it("gives the per-IP limit to the MCP function too (the consent page's password attempts count on it)", () => {
+    const home = buildTestApp({ authRequestsPerIpPerMinute: "60" }, { account: ACCOUNT }).homeStack;
+    const functions = Template.fromStack(home).findResources("AWS::Lambda::Function");
+    const withLimit = Object.entries(functions)
+      .filter(([, fn]) => fn.Properties.Environment?.Variables?.AUTH_REQUESTS_PER_IP_PER_MINUTE === "60")
+      .map(([id]) => id)
+      .sort();
+    expect(withLimit).toEqual(
+      [logicalId(home.groupFunctions.auth.function), logicalId(home.mcp.function.function)].sort(),
+    );
+  });
+
   it("refuses an unknown policy and a malformed domain", () => {
     expect(() => buildTestApp({ signUpPolicy: "closed" })).toThrow(/signUpPolicy/);
     expect(() => buildTestApp({ signUpAllowedDomains: "not a domain" })).toThrow(/signUpAllowedDomains/);

@@ -4,6 +4,7 @@ import { type FormEvent, useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
 import { must } from "../api/errors";
 import { PasskeyError, signInWithPasskey } from "../passkeys";
+import { usePasswordCheck } from "../password-check";
 import { Link, navigate, useLocation } from "../router";
 import { SESSION_KEY } from "../session";
 import { Field, FormError, fieldError, Status } from "../ui";
@@ -19,8 +20,13 @@ const nextParam = (search: URLSearchParams) => {
   return next?.startsWith("/") && !next.startsWith("//") ? `&next=${encodeURIComponent(next)}` : "";
 };
 
+/** The sign-up form's fields that hold the person's own details (a password built from them is refused). */
+const SIGN_UP_INPUTS = ["email", "firstName", "lastName"] as const;
+const RESET_INPUTS = ["email"] as const;
+
 export function SignUp() {
   const { search } = useLocation();
+  const passwordCheck = usePasswordCheck(SIGN_UP_INPUTS);
   const signUp = useMutation({
     mutationFn: async (body: { email: string; password: string; firstName: string; lastName: string }) =>
       must(await api.POST("/auth/sign-up", { body })),
@@ -33,9 +39,10 @@ export function SignUp() {
       <h1 id="sign-up-title">Sign up</h1>
       <form
         noValidate
-        onSubmit={(event) => {
+        onSubmit={async (event) => {
+          const form = event.currentTarget;
           const { email = "", password = "", firstName = "", lastName = "" } = values(event);
-          signUp.mutate({ email, password, firstName, lastName });
+          if (await passwordCheck.beforeSubmit(form)) signUp.mutate({ email, password, firstName, lastName });
         }}
       >
         <Field
@@ -53,8 +60,10 @@ export function SignUp() {
           type="password"
           autoComplete="new-password"
           required
-          hint="12 to 256 characters."
-          error={fieldError(error, "password")}
+          hint="12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess."
+          onBlur={passwordCheck.onBlur}
+          onChange={passwordCheck.onChange}
+          error={passwordCheck.problem ?? fieldError(error, "password")}
         />
         <Field
           label="First name"
@@ -258,6 +267,7 @@ export function ForgotPassword() {
 
 export function ResetPassword() {
   const { search } = useLocation();
+  const passwordCheck = usePasswordCheck(RESET_INPUTS);
   const reset = useMutation({
     mutationFn: async (body: { email: string; code: string; password: string }) =>
       must(await api.POST("/auth/reset-password", { body })),
@@ -277,9 +287,10 @@ export function ResetPassword() {
       ) : (
         <form
           noValidate
-          onSubmit={(event) => {
+          onSubmit={async (event) => {
+            const form = event.currentTarget;
             const { email = "", code = "", password = "" } = values(event);
-            reset.mutate({ email, code, password });
+            if (await passwordCheck.beforeSubmit(form)) reset.mutate({ email, code, password });
           }}
         >
           <Field
@@ -305,9 +316,11 @@ export function ResetPassword() {
             name="password"
             type="password"
             autoComplete="new-password"
-            hint="12 to 256 characters."
+            hint="12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess."
             required
-            error={fieldError(error, "password")}
+            onBlur={passwordCheck.onBlur}
+            onChange={passwordCheck.onChange}
+            error={passwordCheck.problem ?? fieldError(error, "password")}
           />
           <FormError error={error} fields={["email", "code", "password"]} />
           <button type="submit" disabled={reset.isPending}>

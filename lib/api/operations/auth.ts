@@ -6,9 +6,10 @@
 import type middy from "@middy/core";
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from "aws-lambda";
 import { z } from "zod";
-import { getAccountConfig } from "#lib/account-config.ts";
 import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
+  AUTH_IP_LIMIT_MESSAGE,
+  countAuthRequest,
   DEVICE_SECONDS,
   deviceCookieName,
   FORGOT_MESSAGE,
@@ -35,10 +36,9 @@ import {
   VERIFIED_MESSAGE,
   verifyEmail,
 } from "#lib/domain/accounts.ts";
-import { consumeRequest } from "#lib/domain/rate-limit.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/passwords.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/password-policy.ts";
 import { UserSchema } from "./users.ts";
 
 const Email = z.string().trim().toLowerCase().email().max(254);
@@ -109,20 +109,19 @@ export const NO_STORE = { "Cache-Control": "no-store" };
  */
 const COOKIE_SEPARATOR = "\n";
 
-export const AUTH_IP_LIMIT_MESSAGE = "Too many requests from this address; try again later";
+export { AUTH_IP_LIMIT_MESSAGE };
 
 /**
  * The middleware of the `auth` function (functions/auth.ts), for every `/auth/*` route in one place:
  * - the per-IP limit: each request counts one on `IP#<sourceIp>` in its UTC minute
- *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 300), 429 with `Retry-After` beyond;
+ *   (AUTH_REQUESTS_PER_IP_PER_MINUTE, default 300), 429 with `Retry-After` beyond; the MCP consent
+ *   page's password attempts count on the same (countAuthRequest, lib/domain/accounts.ts);
  * - several `Set-Cookie` values of an answer (session and device cookie) as separate headers.
  */
 export const authGroupMiddleware = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   before: async (request) => {
-    const sourceIp = request.event.requestContext?.identity?.sourceIp || "unknown";
-    const limit = getAccountConfig().authRequestsPerIpPerMinute;
-    const decision = await consumeRequest(`IP#${sourceIp}`, limit);
-    if (!decision.allowed)
+    const decision = await countAuthRequest(request.event.requestContext?.identity?.sourceIp);
+    if (decision.limited)
       throw new HttpError(429, AUTH_IP_LIMIT_MESSAGE, {
         body: { retryAfter: decision.retryAfterSeconds },
         headers: { "Retry-After": String(decision.retryAfterSeconds) },
@@ -149,7 +148,7 @@ const routes = [
     group: "auth",
     summary: "Sign up",
     description:
-      "Open an account with an e-mail address and a password (12 to 256 characters). Answers 201 with the same message whether or not the address already has an account; the address receives a 6-digit verification code and a link (or, when it has an account, an e-mail saying so).",
+      "Open an account with an e-mail address and a password (12 to 256 characters, and not a common or easily guessed one, nor one built from the address or names: a 400 naming `password` says why). Answers 201 with the same message whether or not the address already has an account; the address receives a 6-digit verification code and a link (or, when it has an account, an e-mail saying so).",
     access: access.public,
     effect: "write",
     body: SignUpBody,
@@ -339,7 +338,7 @@ const routes = [
     group: "auth",
     summary: "Reset the password",
     description:
-      "Set a new password with the code of the reset e-mail; every session of the user is revoked. A wrong, used or expired code is a 400.",
+      "Set a new password with the code of the reset e-mail; every session of the user is revoked. A wrong, used or expired code is a 400; so is a common or easily guessed password (naming `password`; the code stays usable).",
     access: access.public,
     effect: "write",
     body: ResetBody,
