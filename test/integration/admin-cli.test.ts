@@ -19,8 +19,8 @@ import { createClient } from "#lib/domain/clients.ts";
 import { createMsp } from "#lib/domain/msps.ts";
 import { issueToken, resolveToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
-import { buildProgram, TOKEN_WARNING } from "../../cli/program.ts";
 import { provisionStack } from "#local/provision.ts";
+import { buildProgram, TOKEN_WARNING } from "../../cli/program.ts";
 import { sentEmails } from "../support/emulator.ts";
 import { storedItem } from "../support/stack.ts";
 

@@ -143,6 +143,13 @@ interface Line {
   text: string;
 }
 
+/** The process group of a process (Linux /proc: the fifth field of its stat line). */
+function processGroupOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  // The command (second field) is in parentheses and may hold spaces: count from its end.
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+}
+
 /** The level of a JSON log line, or undefined for any other line. */
 function levelOf(line: Line): string | undefined {
   try {
@@ -273,6 +280,14 @@ describe("npm start's terminal: idle, a change, Ctrl-C", () => {
         ),
       },
     ]);
+
+    // The emulator is out of Ctrl-C's reach (its own process group), so it is stopped last, in
+    // order: the pollers cannot call it after it is gone.
+    const emulators = processesWith(marker).filter((pid) =>
+      readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("moto_server"),
+    );
+    expect(emulators).toHaveLength(1);
+    expect(processGroupOf(emulators[0] as number)).not.toBe(child.pid);
 
     // Ctrl-C: SIGINT to the whole foreground process group, as a terminal sends it.
     const beforeStop = output.length;
