@@ -5,6 +5,7 @@
  */
 import { ZodError } from "zod";
 import { HttpError } from "#lib/http/errors.ts";
+import { DomainError } from "#lib/shared/errors.ts";
 
 /** A failure the CLI itself detected, with a message meant for the operator. */
 export class CliError extends Error {
@@ -48,6 +49,12 @@ export interface DescribedError {
 export function describeError(error: unknown): DescribedError {
   if (error instanceof HttpError && error.expose) return { message: oneLine(error.message), expected: true };
   if (error instanceof CliError) return { message: oneLine(error.message), expected: true };
+  // What the domain refuses (unknown id, invalid input, a rule) is the operator's to fix; only our
+  // own store or service being unavailable is not.
+  if (error instanceof DomainError && error.kind !== "unavailable") {
+    const errors = Array.isArray(error.details.errors) ? `: ${error.details.errors.join("; ")}` : "";
+    return { message: oneLine(`${error.message}${errors}`), expected: true };
+  }
   if (error instanceof ZodError) {
     const problems = error.issues.map((i) =>
       i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message,

@@ -7,7 +7,9 @@ export async function handler(): Promise<{ clients: number; users: number; faile
   await logReady();
   await loadAppUrl();
   const result = await purgeDueAccounts();
-  log.info("Account purge run", result);
+  // An hourly run is routine (debug); one that purged something is news (info, and each purge
+  // has its own line).
+  log[result.clients + result.users > 0 ? "info" : "debug"]("Account purge run", result);
   if (result.failed > 0) throw new Error(`${result.failed} scheduled purges failed; they stay queued`);
   return result;
 }

@@ -30,7 +30,9 @@ export async function handler(
     notifications: reports.reduce((sum, report) => sum + report.notificationsCreated, 0),
     failed: reports.reduce((sum, report) => sum + report.failed, 0),
   };
-  if (reports.length > 0) log.info("Meter digest run", { ...summary, reports });
+  // A run every minute is routine (debug); one that sent notifications is news (info).
+  if (reports.length > 0)
+    log[summary.notifications > 0 ? "info" : "debug"]("Meter digest run", { ...summary, reports });
   if (summary.failed > 0)
     throw new Error(`${summary.failed} meter digests failed; the next run retries them`);
   return summary;

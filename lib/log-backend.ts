@@ -81,8 +81,20 @@ export interface LogBackend {
   write(level: Level, message: string, fields?: Record<string, unknown>): void;
 }
 
-export function createBackend(): LogBackend {
-  const logger = new Logger({
+/**
+ * Powertools' Logger writes debug and info lines on stdout (warn and error on stderr), as Lambda
+ * expects. This one writes every line on stderr, formatted the same: for a command whose stdout is
+ * its result (the admin CLI). `printLog` is Powertools' protected extension point for the output.
+ */
+class StderrLogger extends Logger {
+  protected override printLog(_logLevel: number, log: LogItem): void {
+    log.prepareForPrint();
+    process.stderr.write(`${JSON.stringify(log.getAttributes(), this.getJsonReplacer())}\n`);
+  }
+}
+
+export function createBackend(options: { stderrOnly?: boolean } = {}): LogBackend {
+  const logger = new (options.stderrOnly ? StderrLogger : Logger)({
     serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? "proxy-gateway",
     // The level is decided by lib/log.ts (LOG_LEVEL, read on every call): Powertools writes all.
     logLevel: "DEBUG",

@@ -19,12 +19,14 @@ let loading: Promise<void> | undefined;
 let queue: Array<{ level: Level; message: string; fields?: Record<string, unknown>; loggedAt: string }> = [];
 let dropped = 0;
 let correlationId: string | undefined;
+/** Where lines go: Powertools' default (debug and info on stdout, warn and error on stderr), or all on stderr. */
+let destination: "default" | "stderr" = "default";
 
 /** Loads the writer (once) and writes what waited for it. */
 export function logReady(): Promise<void> {
   loading ??= import("./log-backend.ts").then(
     ({ createBackend }) => {
-      const ready = createBackend();
+      const ready = createBackend({ stderrOnly: destination === "stderr" });
       const waiting = queue;
       queue = [];
       if (dropped > 0) ready.write("warn", "Log lines dropped while the logger loaded", { dropped });
@@ -48,10 +50,31 @@ export function logSettled(): Promise<void> {
   return backend || !loading ? Promise.resolve() : loading;
 }
 
+/**
+ * Every line on stderr, whatever its level: for a command whose stdout is its result (the admin
+ * CLI prints one JSON document there). Call it before the first line is logged.
+ */
+export function logToStderr(): void {
+  if (destination === "stderr") return;
+  destination = "stderr";
+  // A writer already loaded writes to Powertools' default streams: the next line loads another.
+  if (backend) {
+    backend = undefined;
+    loading = undefined;
+  }
+}
+
+const SEVERITY: Record<Level, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+/**
+ * `LOG_LEVEL`, read on every call: `debug`, `info` (the default, also for an unknown value),
+ * `warn`, `error`, or `silent`. A line is written when its level is at or above it.
+ */
 function enabled(level: Level): boolean {
-  const configured = process.env.LOG_LEVEL;
+  const configured = process.env.LOG_LEVEL?.toLowerCase();
   if (configured === "silent") return false;
-  return level !== "debug" || configured === "debug";
+  const threshold = configured && configured in SEVERITY ? SEVERITY[configured as Level] : SEVERITY.info;
+  return SEVERITY[level] >= threshold;
 }
 
 function write(level: Level, message: string, given?: Record<string, unknown>) {

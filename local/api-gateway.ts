@@ -53,7 +53,23 @@ export interface RestApiOptions {
   functionUrls?: readonly FunctionUrlRoute[];
   /** Answers a request no route matches (the web console's files); false leaves it the API's 404. */
   fallback?: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
+  /**
+   * Told of each answered request to a Core API route that changes something (any method but GET,
+   * HEAD and OPTIONS): `npm start` prints one line per such request (docs/local-runner.md).
+   */
+  onChange?: (change: RouteChange) => void;
 }
+
+/** A request to a route that changes something, once answered: the route's template, never its ids. */
+export interface RouteChange {
+  method: string;
+  /** The route's resource path with its `{param}` placeholders (ids and session ids stay out). */
+  resource: string;
+  status: number;
+  ms: number;
+}
+
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 interface CompiledRoute extends RouteDefinition {
   pattern: RegExp;
@@ -246,6 +262,18 @@ export function createRestApi(options: RestApiOptions) {
       return send(res, 404, JSON.stringify({ message: "Route not found" }), JSON_TYPE);
     }
     const { route, found } = match;
+    const onChange = options.onChange;
+    if (onChange && !READ_METHODS.has(method)) {
+      const started = performance.now();
+      res.once("finish", () =>
+        onChange({
+          method,
+          resource: route.path,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+        }),
+      );
+    }
     const requestId = randomUUID();
     const methodArn = `arn:aws:execute-api:${region}:000000000000:local/${stage}/${method}${route.path}`;
 
@@ -346,22 +374,30 @@ export function createRestApi(options: RestApiOptions) {
 
   return {
     handle,
-    listen(port: number, host = "127.0.0.1"): Promise<{ server: Server; url: string }> {
+    /** Serves the API; `inFlight` holds the requests being handled (a stop lets them finish). */
+    listen(
+      port: number,
+      host = "127.0.0.1",
+    ): Promise<{ server: Server; url: string; inFlight: ReadonlySet<Promise<void>> }> {
+      const inFlight = new Set<Promise<void>>();
       const server = createServer((req, res) => {
-        handle(req, res).catch((error: unknown) => {
-          process.stderr.write(
-            `local API gateway error: ${error instanceof Error ? error.stack : String(error)}\n`,
-          );
-          if (!res.headersSent)
-            send(res, 500, JSON.stringify({ message: "Internal server error" }), JSON_TYPE);
-          else res.end();
-        });
+        const handled = handle(req, res)
+          .catch((error: unknown) => {
+            process.stderr.write(
+              `local API gateway error: ${error instanceof Error ? error.stack : String(error)}\n`,
+            );
+            if (!res.headersSent)
+              send(res, 500, JSON.stringify({ message: "Internal server error" }), JSON_TYPE);
+            else res.end();
+          })
+          .finally(() => inFlight.delete(handled));
+        inFlight.add(handled);
       });
       return new Promise((resolve, reject) => {
         server.once("error", reject);
         server.listen(port, host, () => {
           const { port: actual } = server.address() as AddressInfo;
-          resolve({ server, url: `http://${host}:${actual}` });
+          resolve({ server, url: `http://${host}:${actual}`, inFlight });
         });
       });
     },

@@ -1,6 +1,11 @@
 /**
  * The AWS emulator for local runs and tests: `moto_server` started on a free port, or the endpoint
  * in AWS_ENDPOINT_URL (LocalStack or a moto you run yourself) when that is set.
+ *
+ * Our launcher (local/moto_server.py) runs in its own process group, so Ctrl-C in the terminal does
+ * not reach it: the process that started it stops it (`stop()`) after everything that calls it, and
+ * it ends by itself when that process is gone (its stdin closes). The plain `moto_server` fallback
+ * stays in the caller's process group, as before.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
@@ -54,7 +59,7 @@ export async function startEmulator(options: { endpoint?: string } = {}): Promis
     return { endpoint: given.replace(/\/$/, ""), owned: false, stop: async () => {} };
   }
   try {
-    return await startMoto(["python3", MOTO_LAUNCHER]);
+    return await startMoto(["python3", MOTO_LAUNCHER, "--exit-when-stdin-closes"], { ownGroup: true });
   } catch (error) {
     // python3 without moto (moto installed through pipx, say): the plain moto_server command.
     const unavailable =
@@ -69,11 +74,16 @@ const MOTO_LAUNCHER = fileURLToPath(new URL("./moto_server.py", import.meta.url)
 
 class MotoUnavailable extends Error {}
 
-async function startMoto([command, ...args]: string[]): Promise<Emulator> {
+async function startMoto(
+  [command, ...args]: string[],
+  options: { ownGroup?: boolean } = {},
+): Promise<Emulator> {
   const port = await freePort();
   const child = spawn(command!, [...args, "-H", "127.0.0.1", "-p", String(port)], {
-    stdio: ["ignore", "ignore", "pipe"],
+    // stdin: a pipe only this process holds; the launcher exits when it closes.
+    stdio: [options.ownGroup ? "pipe" : "ignore", "ignore", "pipe"],
     env: { ...process.env, MOTO_ALLOW_NONEXISTENT_REGION: "false" },
+    detached: options.ownGroup === true,
   });
   const spawnError = new Promise<never>((_, reject) =>
     child.once("error", (error: NodeJS.ErrnoException) =>

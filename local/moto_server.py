@@ -14,12 +14,18 @@ moto's server, with two fixes that make it behave like DynamoDB for this project
    transaction that had committed never counts twice); with other items it fails with
    IdempotentParameterMismatchException.
 
+With `--exit-when-stdin-closes` the server also ends when its standard input reaches end of file:
+the Node process that started it holds the other end, so the server never outlives it, even when
+it was killed outright (`npm start` runs it in its own process group, out of Ctrl-C's reach, and
+stops it itself after everything that calls it: local/emulator.ts).
+
 Exit code 3 means moto is not importable by this Python; the caller then falls back to the
 `moto_server` command.
 """
 
 import argparse
 import copy
+import os
 import sys
 import threading
 
@@ -178,11 +184,20 @@ class Serialized:
             return list(self.app(environ, start_response))
 
 
+def _exit_when_stdin_closes():
+    while sys.stdin.buffer.read(4096):
+        pass
+    os._exit(0)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=5000)
+    parser.add_argument("--exit-when-stdin-closes", action="store_true")
     args = parser.parse_args()
+    if args.exit_when_stdin_closes:
+        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
     app = DomainDispatcherApplication(create_backend_app)
     run_simple(args.host, args.port, Serialized(app), threaded=True)
 

@@ -2,7 +2,9 @@
  * The whole service on one machine: provisions the emulator, serves the Core API through the local
  * API Gateway, opens a data-plane address per region, runs the scheduled functions on their
  * schedule and, with `streams`, polls each region's table stream into each stream consumer
- * (local/stream-poller.ts). `npm start` and the end-to-end tests both use it.
+ * (local/stream-poller.ts). `npm start` and the end-to-end tests both use it. `stop()` ends them
+ * in order, each awaited: the servers (requests in flight finish), the schedules (a run in flight
+ * finishes), then the pollers, so nothing calls the emulator once it returns (docs/local-runner.md).
  */
 
 import { createServer, type Server, type ServerResponse } from "node:http";
@@ -15,12 +17,14 @@ import { type AppConfig, getConfig, resetConfig } from "#lib/config.ts";
 import { createStreamingHandler, type StreamMetadata } from "#lib/data-plane/function-url.ts";
 import { AUTHORIZER_FUNCTION, SCHEDULED_FUNCTIONS } from "#lib/infra/api-manifest.ts";
 import { STREAM_CONSUMERS } from "#lib/infra/region-stream.ts";
+import { log } from "#lib/log.ts";
 import {
   createRestApi,
   type FunctionUrlHandler,
   functionUrlEvent,
   type ProxyHandler,
   type RequestAuthorizer,
+  type RouteChange,
 } from "./api-gateway.ts";
 import { CONSOLE_DIST } from "./console-build.ts";
 import { consoleStatic } from "./console-static.ts";
@@ -39,6 +43,12 @@ export interface LocalStackOptions {
    */
   dataPlaneHost?: string;
   runSchedules?: boolean;
+  /**
+   * With `runSchedules`: run every scheduled function every this many milliseconds instead of on
+   * its own schedule (`npm start`'s LOCAL_SCHEDULE_PERIOD_MS; tests make "two idle minutes" of
+   * runs happen in seconds). Default: each function's rate (lib/infra/api-manifest.ts).
+   */
+  schedulePeriodMs?: number;
   /** Poll each region's table stream into each stream consumer, as their event source mappings do. */
   streams?: boolean;
   /**
@@ -56,6 +66,8 @@ export interface LocalStackOptions {
    * (local/console-static.ts): a directory, or false for none. Default: console/dist when built.
    */
   consoleDir?: string | false;
+  /** Told of each answered Core API request that changes something (`npm start` prints a line). */
+  onChange?: (change: RouteChange) => void;
 }
 
 export interface LocalStack {
@@ -110,7 +122,7 @@ async function listen(server: Server, port: number, host: string): Promise<strin
 /** Lambda's limit on a synchronous invocation's request payload. */
 const MAX_FUNCTION_URL_PAYLOAD = 6 * 1024 * 1024;
 
-function dataPlaneServer(region: string): Server {
+function dataPlaneServer(region: string, inFlight: Set<Promise<void>>): Server {
   const handler = createStreamingHandler(region, localResponseMetadata);
   return createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -130,14 +142,18 @@ function dataPlaneServer(region: string): Server {
       // normalising them here would hide what a deployed function URL may pass through).
       const event = functionUrlEvent(req, Buffer.concat(chunks), `local-${region}`);
       // As a function URL in RESPONSE_STREAM mode: the answer is written and ended first, then the
-      // handler goes on with the request log (lib/data-plane/function-url.ts).
-      handler(event, res).catch((error: unknown) => {
-        process.stderr.write(
-          `local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`,
-        );
-        if (!res.headersSent) res.writeHead(500);
-        if (!res.writableEnded) res.end();
-      });
+      // handler goes on with the request log (lib/data-plane/function-url.ts). A stop waits for
+      // that work too.
+      const handled = handler(event, res)
+        .catch((error: unknown) => {
+          process.stderr.write(
+            `local data plane error: ${error instanceof Error ? error.stack : String(error)}\n`,
+          );
+          if (!res.headersSent) res.writeHead(500);
+          if (!res.writableEnded) res.end();
+        })
+        .finally(() => inFlight.delete(handled));
+      inFlight.add(handled);
     });
   });
 }
@@ -150,6 +166,63 @@ function localResponseMetadata(stream: Writable, metadata: StreamMetadata): Writ
   if (metadata.cookies?.length) headers["set-cookie"] = metadata.cookies;
   res.writeHead(metadata.statusCode, headers);
   return res;
+}
+
+/** How long a stop waits for requests in flight before it closes their connections. */
+const STOP_GRACE_MS = 5_000;
+
+/** Resolves when every promise of `pending` (as it is when called) has settled, or after `ms`. */
+async function settled(pending: Iterable<Promise<unknown>>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled([...pending]),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/**
+ * A scheduled function run every `periodMs` (the first run one period after the start), one run
+ * at a time: the next period starts when a run ends. `stop` cancels what is planned and waits for
+ * a run in flight.
+ */
+function schedule(name: string, periodMs: number): { stop(): Promise<void> } {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const run = async () => {
+    const started = performance.now();
+    try {
+      const fn = await loadFunction<() => Promise<unknown>>(name);
+      const result = await fn();
+      // Periodic work is not news: debug (LOG_LEVEL=debug shows it).
+      log.debug("Scheduled function ran", {
+        function: name,
+        ms: Math.round(performance.now() - started),
+        result,
+      });
+    } catch (error) {
+      process.stderr.write(`scheduled ${name} failed: ${String(error)}\n`);
+    }
+  };
+  const plan = () => {
+    timer = setTimeout(() => {
+      running = run().finally(() => {
+        running = undefined;
+        if (!stopped) plan();
+      });
+    }, periodMs);
+  };
+  plan();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
 }
 
 function scheduleEveryMs(expression: string): number {
@@ -187,6 +260,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     authorizer,
     region: config.homeRegion,
     fallback: options.consoleDir === false ? undefined : consoleStatic(options.consoleDir ?? CONSOLE_DIST),
+    onChange: options.onChange,
     loadHandler: (group) => {
       let handler = handlers.get(group);
       if (!handler) {
@@ -199,10 +273,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const servers: Server[] = [];
   const apiServer = await api.listen(options.port ?? 0, host);
   servers.push(apiServer.server);
+  const dataPlaneInFlight = new Set<Promise<void>>();
 
   const regions: Record<string, string> = {};
   for (const [index, region] of config.regions.entries()) {
-    const server = dataPlaneServer(region);
+    const server = dataPlaneServer(region, dataPlaneInFlight);
     servers.push(server);
     const port = options.dataPlanePort ? options.dataPlanePort + index : 0;
     regions[region] = await listen(server, port, options.dataPlaneHost ?? host);
@@ -239,20 +314,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       )
     : undefined;
 
-  const timers: NodeJS.Timeout[] = [];
-  if (options.runSchedules) {
-    for (const scheduled of Object.values(SCHEDULED_FUNCTIONS)) {
-      const run = async () => {
-        try {
-          const fn = await loadFunction<() => Promise<unknown>>(scheduled.name);
-          await fn();
-        } catch (error) {
-          process.stderr.write(`scheduled ${scheduled.name} failed: ${String(error)}\n`);
-        }
-      };
-      timers.push(setInterval(run, scheduleEveryMs(scheduled.schedule)));
-    }
-  }
+  const schedules = options.runSchedules
+    ? Object.values(SCHEDULED_FUNCTIONS).map((scheduled) =>
+        schedule(scheduled.name, options.schedulePeriodMs ?? scheduleEveryMs(scheduled.schedule)),
+      )
+    : [];
 
   return {
     config: getConfig(),
@@ -261,22 +327,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     regions,
     streams,
     async stop() {
+      // 1. No new requests; those in flight finish (a bounded wait), then every connection closes.
+      const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+      for (const server of servers) server.closeIdleConnections();
+      await settled([...apiServer.inFlight, ...dataPlaneInFlight], STOP_GRACE_MS);
+      for (const server of servers) server.closeAllConnections();
+      await Promise.all(closed);
+      // 2. No new scheduled run; a run in flight finishes. 3. The pollers end their last poll.
+      await Promise.all(schedules.map((scheduled) => scheduled.stop()));
+      await streams?.stop();
       if (previousClock) setClock(previousClock);
       if (ownAppUrl) {
         delete process.env.APP_URL;
         resetConfig();
       }
-      for (const timer of timers) clearInterval(timer);
-      await streams?.stop();
-      await Promise.all(
-        servers.map(
-          (server) =>
-            new Promise<void>((resolve) => {
-              server.close(() => resolve());
-              server.closeAllConnections();
-            }),
-        ),
-      );
     },
   };
 }

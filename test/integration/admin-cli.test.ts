@@ -10,14 +10,17 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { marshallItem } from "#lib/aws/document-client.ts";
 import { getConfig } from "#lib/config.ts";
 import { keys } from "#lib/db/keys.ts";
 import { createClient } from "#lib/domain/clients.ts";
-import { resolveToken } from "#lib/domain/tokens.ts";
+import { createMsp } from "#lib/domain/msps.ts";
+import { issueToken, resolveToken } from "#lib/domain/tokens.ts";
 import { createUser } from "#lib/domain/users.ts";
 import { provisionStack } from "#local/provision.ts";
+import { buildProgram, TOKEN_WARNING } from "../../cli/program.ts";
 import { sentEmails } from "../support/emulator.ts";
 import { storedItem } from "../support/stack.ts";
 
@@ -432,7 +435,8 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
       ["notifications", "send-system"],
       ["backfill-payment-customers"],
     ];
-    const results = await Promise.all(commands.map((command) => admin([...command, "--help"])));
+    // A few at a time: 18 tsx starts at once outlast the 60 s timeout on a loaded 2-core machine.
+    const results = await inBatches(commands, 4, (command) => admin([...command, "--help"]));
     results.forEach((result, index) => {
       const command = commands[index] as string[];
       expect(result, command.join(" ")).toMatchObject({ code: 0, stderr: "" });
@@ -442,5 +446,95 @@ describe.concurrent("admin CLI", { timeout: 120_000 }, () => {
         if (command.length === 2) expect(result.stdout).toContain(`npm run admin -- ${command.join(" ")}`);
       }
     });
+  });
+});
+
+/** Every command the program declares that runs an action (a leaf), as the words that name it. */
+function leafCommands(command: Command, path: string[] = []): string[][] {
+  if (command.commands.length === 0) return [path];
+  return command.commands.flatMap((sub) => leafCommands(sub, [...path, sub.name()]));
+}
+
+async function inBatches<T, R>(items: T[], size: number, run: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let start = 0; start < items.length; start += size)
+    results.push(...(await Promise.all(items.slice(start, start + size).map(run))));
+  return results;
+}
+
+/** Valid arguments for each command, given the ids of a set-up (a user, a token, a client, an MSP). */
+type Ids = { userId: string; tokenId: string; clientId: string; mspId: string };
+const VALID_ARGS: Record<string, (ids: Ids) => string[]> = {
+  "users create": () => ["--email", uniqueEmail("every"), "--first-name", "Every", "--last-name", "Command"],
+  "users get": ({ userId }) => [userId],
+  "users grant-system-admin": ({ userId }) => [userId],
+  "users revoke-system-admin": ({ userId }) => [userId],
+  "tokens issue": ({ userId }) => [userId, "--name", "every command"],
+  "tokens list": ({ userId }) => [userId],
+  "tokens revoke": ({ userId, tokenId }) => [userId, tokenId],
+  "msps create": ({ userId }) => ["--name", "Every Command MSP", "--owner", userId],
+  "msps get": ({ mspId }) => [mspId],
+  "msps set-rates": ({ mspId }) => [mspId, "--plan", "0.9"],
+  "msps set-billing": ({ mspId }) => [mspId, "active"],
+  "clients set-plan": ({ clientId }) => [clientId, "team"],
+  "clients set-billing": ({ clientId }) => [clientId, "active"],
+  "clients get-overrides": ({ clientId }) => [clientId],
+  "clients set-overrides": ({ clientId }) => [clientId, "--clear-promos"],
+  "notifications send-system": () => ["--title", "Every command", "--message", "stdout is one document"],
+  "backfill-payment-customers": () => [],
+};
+
+// issue 33: `tokens issue` printed its log line on stdout after its JSON, so `| jq` failed. The test
+// suites run with LOG_LEVEL=silent; these runs log everything (debug), as an operator's may.
+describe("admin CLI: stdout is the result and nothing else", { timeout: 180_000 }, () => {
+  it("every command the program declares prints exactly one JSON document on stdout, its logs on stderr", async () => {
+    const commands = leafCommands(buildProgram());
+    // A new command fails here until it has valid arguments above: then it is covered.
+    expect(commands.map((words) => words.join(" ")).sort()).toEqual(Object.keys(VALID_ARGS).sort());
+
+    const userId = await newUser("every-command");
+    const { tokenId } = await issueToken(userId, { tokenName: "to revoke" });
+    const { clientId } = await createClient(userId, "Every Command");
+    const { msp } = await createMsp({ name: "Every Command Existing MSP", ownerUserId: userId });
+    const ids: Ids = { userId, tokenId, clientId, mspId: msp.mspId };
+    const env = { ...process.env, LOG_LEVEL: "debug" };
+
+    // A few at a time: each run is a tsx start (about a second of CPU) on a shared 2-core machine.
+    const results = await inBatches(commands, 4, (words) =>
+      admin([...words, ...VALID_ARGS[words.join(" ")]!(ids)], env),
+    );
+    results.forEach((result, index) => {
+      const name = (commands[index] as string[]).join(" ");
+      expect(result.code, `${name}: ${result.stderr}`).toBe(0);
+      expect(() => JSON.parse(result.stdout), `${name} stdout: ${result.stdout}`).not.toThrow();
+      expect(JSON.parse(result.stdout), name).toBeTypeOf("object");
+    });
+    // The logs were written, on stderr: the token's issue is logged there, after the warning.
+    const issued = results[commands.findIndex((words) => words.join(" ") === "tokens issue")] as CliResult;
+    const [warning, ...logLines] = issued.stderr.trimEnd().split("\n");
+    expect(warning).toBe(TOKEN_WARNING);
+    expect(logLines.map((line) => JSON.parse(line))).toContainEqual(
+      expect.objectContaining({ level: "info", message: "API token issued", userId }),
+    );
+  });
+
+  it("a failure prints nothing on stdout and ends stderr with one error line, whatever LOG_LEVEL shows", async () => {
+    const env = { ...process.env, LOG_LEVEL: "debug" };
+    const [unknownToken, unknownOption] = await Promise.all([
+      admin(["tokens", "revoke", await newUser("failure"), "tok_0000000000000000"], env),
+      admin(["tokens", "list", "--no-such-option"], env),
+    ]);
+    for (const result of [unknownToken, unknownOption]) {
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe("");
+      const lines = result.stderr.trimEnd().split("\n");
+      expect(lines.at(-1)).toMatch(/^error: /);
+      // Any line before it is a log line (JSON), never a stack trace.
+      for (const line of lines.slice(0, -1)) expect(() => JSON.parse(line), line).not.toThrow();
+    }
+    // A refusal of the domain is expected: one line, no hint of a stack trace.
+    const lastLine = (result: CliResult) => result.stderr.trimEnd().split("\n").at(-1);
+    expect(lastLine(unknownToken)).toBe("error: Token not found");
+    expect(lastLine(unknownOption)).toBe("error: unknown option '--no-such-option'");
   });
 });

@@ -239,6 +239,29 @@ describe("log", () => {
   });
 });
 
+describe("LOG_LEVEL thresholds", () => {
+  it("writes the lines at or above the level: warn hides debug and info, error hides warn too", () => {
+    const writeAll = () => {
+      for (const level of ["debug", "info", "warn", "error"] as const) log[level](`${level} line`);
+    };
+    const written = () => [...lines(stdout), ...lines(stderr)].map((e) => e.message);
+    process.env.LOG_LEVEL = "warn";
+    writeAll();
+    expect(written()).toEqual(["warn line", "error line"]);
+    stdout.length = 0;
+    stderr.length = 0;
+    process.env.LOG_LEVEL = "error";
+    writeAll();
+    expect(written()).toEqual(["error line"]);
+    stdout.length = 0;
+    stderr.length = 0;
+    // An unknown value is the default, info.
+    process.env.LOG_LEVEL = "verbose";
+    writeAll();
+    expect(written().sort()).toEqual(["error line", "info line", "warn line"]);
+  });
+});
+
 describe("describeError", () => {
   it("keeps name, message and stack of an Error, and stringifies anything else", () => {
     const error = new TypeError("bad thing");
