@@ -24,7 +24,7 @@ import {
   type TokenItem,
   tokenKeys,
 } from "#lib/db/entities/token.ts";
-import { findUser, userKeys } from "#lib/db/entities/user.ts";
+import { findUser, type UserItem, userKeys } from "#lib/db/entities/user.ts";
 import { commitSteps, type TransactionStep, tableName } from "#lib/db/store.ts";
 import { describeError, log } from "#lib/log.ts";
 import { badRequest, notFound } from "#lib/shared/errors.ts";
@@ -143,6 +143,47 @@ export async function revokeToken(userId: string, tokenId: string): Promise<void
   ];
   await commitSteps(steps);
   log.info("API token revoked", { userId, id: tokenId, preview: ref.masked });
+}
+
+/**
+ * Revoke every API token the user item lists (a password reset or change, a deletion: issue 33), in
+ * one transaction: each token item deleted (the authorizer and the MCP endpoint read it: the next
+ * request is a 401) and the user item's map emptied of them (which also ends every OAuth grant
+ * bound to one: lib/oauth/access-tokens.ts). Answers how many. Tokens issued after `user` was read
+ * are not in it: the caller reads the user again and repeats while any is left.
+ */
+export async function revokeTokensOf(user: UserItem): Promise<number> {
+  const entries = Object.entries(user.tokens);
+  if (entries.length === 0) return 0;
+  const names = Object.fromEntries(entries.map(([tokenId], index) => [`#t${index}`, tokenId]));
+  const steps: TransactionStep[] = [
+    ...entries.map(([tokenId, ref]) => ({
+      name: `delete token ${tokenId}`,
+      action: { Delete: { TableName: tableName(), Key: tokenKeys.item(ref.hash) } },
+    })),
+    {
+      name: "remove from user",
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: userKeys.item(user.userId),
+          UpdateExpression: `REMOVE ${Object.keys(names)
+            .map((name) => `tokens.${name}`)
+            .join(", ")}`,
+          ConditionExpression: "attribute_exists(pKey)",
+          ExpressionAttributeNames: names,
+        },
+      },
+    },
+  ];
+  // A conflict with a concurrent issue or use-stamp is retried (the deletes are idempotent).
+  await commitSteps(steps, {
+    attempts: ISSUE_ATTEMPTS,
+    backoff: (attempt) => Math.random() * 20 * 2 ** Math.min(attempt, 5),
+  });
+  for (const [tokenId, ref] of entries)
+    log.info("API token revoked", { userId: user.userId, id: tokenId, preview: ref.masked });
+  return entries.length;
 }
 
 /**
