@@ -7,13 +7,19 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findUser } from "#lib/db/entities/user.ts";
+import { purgeDueAccounts } from "#lib/domain/account-deletion.ts";
 import { issueToken } from "#lib/domain/tokens.ts";
 import { type AccountHolder, newAccountHolder } from "../support/accounts.ts";
 import { TestClock } from "../support/clock.ts";
 import { sentEmails } from "../support/emulator.ts";
 import { type ApiClient, apiClient, startTestStack, type TestStack } from "../support/stack.ts";
+import { SoftwareAuthenticator } from "../support/webauthn-authenticator.ts";
 
 const REDIRECT_URI = "http://127.0.0.1:33419/callback";
+/** test/setup/file-env.ts sets APP_URL; the passkeys' relying party and the e-mails' links follow it. */
+const APP_URL = "http://app.gateway.test";
+const DAY_MS = 24 * 3600_000;
 let stack: TestStack;
 let mcpOrigin: string;
 const clock = new TestClock();
@@ -170,5 +176,289 @@ describe("a password reset ends every way in", () => {
     expect((await person.api.get("/api/users")).status).toBe(401);
     expect(await mcpStatus(grant)).toBe(401);
     expect(await refresh(grant)).toEqual({ status: 400, error: "invalid_grant" });
+  });
+});
+
+/** Register a passkey named `name` for the session's user. */
+async function addPasskey(cookie: string, name: string, authenticator = new SoftwareAuthenticator(APP_URL)) {
+  const options = await post("/auth/passkeys/registration-options", undefined, cookie);
+  expect(options.status, JSON.stringify(options.body)).toBe(200);
+  const { response } = authenticator.register(options.body.options);
+  const added = await post(
+    "/auth/passkeys/registration",
+    { challengeId: options.body.challengeId, response, name },
+    cookie,
+  );
+  expect(added.status, JSON.stringify(added.body)).toBe(201);
+  return { authenticator, passkeyId: String(added.body.passkeys.at(-1).passkeyId) };
+}
+
+/** The HTML part (what the emulator keeps) of the newest e-mail of `subject` to `email`, unescaped. */
+async function latestEmail(email: string, subject: string): Promise<string> {
+  const messages = (await sentEmails(email)).filter((m) => m.subject === subject);
+  expect(messages.length).toBeGreaterThan(0);
+  return (messages.at(-1)?.body ?? "").replace(/&#38;/g, "&");
+}
+
+const removeLink = (email: string, passkeyId: string, token: string) =>
+  `${APP_URL}/remove-passkey?${new URLSearchParams({ email, passkeyId, token })}`;
+
+describe("the reset lists the passkeys, and its recovery token removes them", () => {
+  it("answers the counts, the passkeys and a recovery token; the e-mail lists each passkey with its removal link", async () => {
+    const person = await newPerson();
+    const cookie = await signIn(person);
+    const first = await addPasskey(cookie, "Laptop <b>key</b>");
+    const second = await addPasskey(cookie, "Phone");
+    await mcpGrant(person);
+
+    const reset = await resetPassword(person);
+    expect(reset.status, JSON.stringify(reset.body)).toBe(200);
+    // Revoked: the session, the laptop token and the MCP approval's token, and the grant.
+    expect(reset.body.revoked).toEqual({ sessions: 1, tokens: 2, grants: 1 });
+    expect(reset.body.passkeys.map((p: any) => [p.passkeyId, p.passkeyName])).toEqual([
+      [first.passkeyId, "Laptop <b>key</b>"],
+      [second.passkeyId, "Phone"],
+    ]);
+    expect(reset.body.passkeys[0]).toMatchObject({
+      passkeyCreated: expect.any(String),
+      passkeyLastUsed: null,
+    });
+    const token = String(reset.body.recoveryToken);
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const mail = await latestEmail(person.email, "Your password was changed");
+    expect(mail).toContain("1 session, 2 API tokens and 1 MCP grant");
+    expect(mail).toContain(removeLink(person.email, first.passkeyId, token));
+    expect(mail).toContain(removeLink(person.email, second.passkeyId, token));
+    // The passkey's name is escaped in the HTML part, never markup.
+    expect(mail).toContain("Laptop &#60;b&#62;key&#60;/b&#62;");
+    expect(mail).not.toContain("<b>key</b>");
+  });
+
+  it("says so when the user has no passkeys", async () => {
+    const person = await newPerson();
+    const reset = await resetPassword(person);
+    expect(reset.status).toBe(200);
+    expect(reset.body.passkeys).toEqual([]);
+    expect(reset.body.revoked).toEqual({ sessions: 0, tokens: 1, grants: 0 });
+    expect(await latestEmail(person.email, "Your password was changed")).toContain(
+      "Your account has no passkeys.",
+    );
+  });
+
+  it("removes passkeys with the token (one 200 of racing removals of one passkey); a wrong token, an unknown address, another user's passkey and an expired token are refused", async () => {
+    const person = await newPerson();
+    const other = await newPerson();
+    const cookie = await signIn(person);
+    const keys = [
+      await addPasskey(cookie, "One"),
+      await addPasskey(cookie, "Two"),
+      await addPasskey(cookie, "Three"),
+    ];
+    const foreign = await addPasskey(await signIn(other), "Not yours");
+    const token = String((await resetPassword(person)).body.recoveryToken);
+    const remove = (passkeyId: string, recoveryToken = token, email = person.email) =>
+      post("/auth/passkeys/remove", { email, passkeyId, recoveryToken });
+
+    const invalid = { status: 400, body: { message: "Invalid or expired link" } };
+    expect(await remove(keys[0]!.passkeyId, randomBytes(32).toString("base64url"))).toMatchObject(invalid);
+    expect(
+      await remove(keys[0]!.passkeyId, token, `nobody-${randomBytes(4).toString("hex")}@x.test`),
+    ).toMatchObject(invalid);
+    // The token is this user's: another user's address with it is refused alike.
+    expect(await remove(foreign.passkeyId, token, other.email)).toMatchObject(invalid);
+    expect((await remove(foreign.passkeyId)).status).toBe(404);
+
+    const racing = await Promise.all(Array.from({ length: 5 }, () => remove(keys[0]!.passkeyId)));
+    expect(racing.map((answer) => answer.status).sort()).toEqual([200, 404, 404, 404, 404]);
+    expect(racing.find((answer) => answer.status === 200)?.body).toEqual({ message: "Passkey removed" });
+    // The same token removes another passkey.
+    expect((await remove(keys[1]!.passkeyId)).status).toBe(200);
+    // The removed passkeys no longer sign in; the user sees one left.
+    const listed = await call("GET", "/auth/passkeys", undefined, await signIn(person));
+    expect(listed.body.passkeys.map((p: any) => p.passkeyId)).toEqual([keys[2]!.passkeyId]);
+    const options = await post("/auth/passkeys/authentication-options");
+    const signInWithRemoved = await post("/auth/passkeys/authentication", {
+      challengeId: options.body.challengeId,
+      response: keys[0]!.authenticator.authenticate(options.body.options),
+    });
+    expect(signInWithRemoved.status).toBe(401);
+
+    // 24 hours later the token is void.
+    clock.advance(DAY_MS + 1000);
+    expect(await remove(keys[2]!.passkeyId)).toMatchObject(invalid);
+    // The other user's passkey was never touched.
+    const otherList = await call("GET", "/auth/passkeys", undefined, await signIn(other));
+    expect(otherList.body.passkeys.map((p: any) => p.passkeyId)).toEqual([foreign.passkeyId]);
+  });
+});
+
+describe("POST /auth/change-password", () => {
+  it("needs a session", async () => {
+    const answer = await post("/auth/change-password", {
+      currentPassword: "x",
+      newPassword: strongPassword(),
+    });
+    expect(answer.status).toBe(401);
+  });
+
+  it("refuses a wrong current password (400 naming currentPassword), counted toward the sign-in lockout: the 6th is a 429", async () => {
+    const person = await newPerson();
+    const cookie = await signIn(person);
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const wrong = await post(
+        "/auth/change-password",
+        { currentPassword: `wrong-${attempt}`, newPassword: strongPassword() },
+        cookie,
+      );
+      expect(wrong.status).toBe(400);
+      expect(wrong.body).toMatchObject({
+        fields: ["currentPassword"],
+        errors: ["currentPassword: incorrect"],
+      });
+    }
+    const locked = await post(
+      "/auth/change-password",
+      { currentPassword: person.password, newPassword: strongPassword() },
+      cookie,
+    );
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // The same lockout as sign-in's: the address is locked there too.
+    expect((await post("/auth/sign-in", { email: person.email, password: person.password })).status).toBe(
+      429,
+    );
+  });
+
+  it("refuses a common new password (400 naming newPassword) and changes nothing", async () => {
+    const person = await newPerson();
+    const cookie = await signIn(person);
+    const common = await post(
+      "/auth/change-password",
+      { currentPassword: person.password, newPassword: "password1234" },
+      cookie,
+    );
+    expect(common.status).toBe(400);
+    expect(common.body.fields).toEqual(["newPassword"]);
+    const short = await post(
+      "/auth/change-password",
+      { currentPassword: person.password, newPassword: "short" },
+      cookie,
+    );
+    expect(short.body.fields).toEqual(["newPassword"]);
+    expect((await person.api.get("/api/users")).status).toBe(200);
+    await signIn(person);
+  });
+
+  it("with signOutOtherSessions (the default) revokes every other session, token and grant; the current session lives", async () => {
+    const person = await newPerson();
+    const grant = await mcpGrant(person);
+    const current = await signIn(person);
+    const other = await signIn(person);
+    const oldPassword = person.password;
+    const newPassword = strongPassword();
+    const changed = await post(
+      "/auth/change-password",
+      { currentPassword: oldPassword, newPassword },
+      current,
+    );
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body).toEqual({
+      message: "Password changed",
+      revoked: { sessions: 1, tokens: 2, grants: 1 },
+    });
+    person.password = newPassword;
+
+    expect((await call("GET", "/auth/session", undefined, current)).status).toBe(200);
+    expect((await call("GET", "/auth/session", undefined, other)).status).toBe(401);
+    expect((await person.api.get("/api/users")).status).toBe(401);
+    expect(await mcpStatus(grant)).toBe(401);
+    expect(await refresh(grant)).toEqual({ status: 400, error: "invalid_grant" });
+    expect((await post("/auth/sign-in", { email: person.email, password: oldPassword })).status).toBe(401);
+    await signIn(person);
+    // The user is told.
+    const notes = await call("GET", `/api/users/${person.userId}/notifications`, undefined, current);
+    expect(JSON.stringify(notes.body)).toContain("Password changed");
+  });
+
+  it("with signOutOtherSessions false revokes nothing", async () => {
+    const person = await newPerson();
+    const grant = await mcpGrant(person);
+    const current = await signIn(person);
+    const other = await signIn(person);
+    const newPassword = strongPassword();
+    const changed = await post(
+      "/auth/change-password",
+      { currentPassword: person.password, newPassword, signOutOtherSessions: false },
+      current,
+    );
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body.revoked).toEqual({ sessions: 0, tokens: 0, grants: 0 });
+    person.password = newPassword;
+    expect((await call("GET", "/auth/session", undefined, current)).status).toBe(200);
+    expect((await call("GET", "/auth/session", undefined, other)).status).toBe(200);
+    expect((await person.api.get("/api/users")).status).toBe(200);
+    expect(await mcpStatus(grant)).toBe(200);
+    expect((await refresh(grant)).status).toBe(200);
+  });
+});
+
+describe("a scheduled deletion", () => {
+  it("revokes every session, token and grant at once; sign-in during the grace period is a 409 unless it cancels the deletion", async () => {
+    const person = await newPerson();
+    const grant = await mcpGrant(person);
+    const session = await signIn(person);
+    const passkey = await addPasskey(session, "Deletion key");
+
+    const scheduled = await person.api.delete(`/api/users/${person.userId}`);
+    expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(200);
+    const due = String(scheduled.body.userDeletionScheduledAt);
+    expect(scheduled.body).toEqual({ message: expect.any(String), userDeletionScheduledAt: due });
+
+    expect((await call("GET", "/auth/session", undefined, session)).status).toBe(401);
+    expect((await person.api.get("/api/users")).status).toBe(401);
+    expect(await mcpStatus(grant)).toBe(401);
+    expect(await refresh(grant)).toEqual({ status: 400, error: "invalid_grant" });
+
+    // The right password: 409, no session. A wrong one: the usual 401.
+    const refused = await post("/auth/sign-in", { email: person.email, password: person.password });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({
+      message: `This account is scheduled for deletion on ${due}; sign in again with cancelDeletion to cancel the deletion`,
+      userDeletionScheduledAt: due,
+    });
+    expect(refused.headers.get("set-cookie")).toBeNull();
+    expect(
+      (await post("/auth/sign-in", { email: person.email, password: "wrong password here" })).status,
+    ).toBe(401);
+    // A passkey sign-in: the same 409.
+    const options = await post("/auth/passkeys/authentication-options");
+    const byPasskey = await post("/auth/passkeys/authentication", {
+      challengeId: options.body.challengeId,
+      response: passkey.authenticator.authenticate(options.body.options),
+    });
+    expect(byPasskey.status).toBe(409);
+    expect(byPasskey.body.userDeletionScheduledAt).toBe(due);
+    expect(byPasskey.headers.get("set-cookie")).toBeNull();
+
+    // cancelDeletion: signed in, the user active again, out of the queue.
+    const cancelled = await post("/auth/sign-in", {
+      email: person.email,
+      password: person.password,
+      cancelDeletion: true,
+    });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body.users[0].userStatus).toBeUndefined();
+    expect(cancelled.body.users[0].userDeletionScheduledAt).toBeUndefined();
+    const cookie = cookieOf(cancelled);
+    const me = await call("GET", "/api/users", undefined, cookie);
+    expect(me.status).toBe(200);
+    expect(me.body.users[0].userStatus).toBeUndefined();
+    // The purge, run after the due time, leaves the user be.
+    await purgeDueAccounts(new Date(Date.parse(due) + 1000));
+    const user = await findUser(person.userId);
+    expect(user?.userStatus).toBeUndefined();
+    expect(user?.gsi2pk).toBeUndefined();
+    expect((await call("GET", "/auth/session", undefined, cookie)).status).toBe(200);
   });
 });
