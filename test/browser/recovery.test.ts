@@ -84,6 +84,14 @@ const newToken = (on: Page, userId: string) =>
     return ((await answer.json()) as { tokens: Array<{ token: string }> }).tokens[0]?.token ?? "";
   }, userId);
 
+/** How many sessions and API tokens the page's user has now (what a revocation should count). */
+const holdings = (on: Page, userId: string) =>
+  on.evaluate(async (id) => {
+    const sessions = (await (await fetch("/auth/sessions")).json()) as { sessions: unknown[] };
+    const tokens = (await (await fetch(`/api/users/${id}/tokens`)).json()) as { tokens: unknown[] };
+    return { sessions: sessions.sessions.length, tokens: tokens.tokens.length };
+  }, userId);
+
 const tokenStatus = async (token: string) =>
   (await fetch(`${stack.baseUrl}/api/users`, { headers: { Authorization: token } })).status;
 const sessionStatus = async (cookie: string) =>
@@ -103,21 +111,6 @@ const descriptionOf = (on: Page, label: string) =>
       .map((id) => document.getElementById(id)?.textContent ?? "")
       .join(" "),
   );
-
-/** The path and query of the newest `/remove-passkey` link e-mailed to `email`. */
-async function removalLink(email: string): Promise<string> {
-  let link = "";
-  await expect
-    .poll(async () => {
-      const bodies = (await sentEmails(email)).map((message) => message.body.replace(/&amp;/g, "&"));
-      const body = bodies.findLast((text) => text.includes("/remove-passkey?")) ?? "";
-      link = /https?:\/\/[^\s"<>]+\/remove-passkey\?[^\s"<>]+/.exec(body)?.[0] ?? "";
-      return link;
-    })
-    .not.toBe("");
-  const url = new URL(link);
-  return `${url.pathname}${url.search}`;
-}
 
 /** Forgot password, then the e-mail's link, then a new password, on `on` (signed out). */
 async function resetThroughThePage(on: Page, email: string, newPassword: string) {
@@ -142,14 +135,15 @@ describe("a password reset ends every way in", () => {
     const token = await newToken(intruder.page, intruder.user.userId);
     expect(await tokenStatus(token)).toBe(200);
     const otherSession = await signIn(stack.baseUrl, intruder.user.email);
+    // The intruder's browser and the API sign-in; the test stack's token and the one made here.
+    expect(await holdings(intruder.page, intruder.user.userId)).toEqual({ sessions: 2, tokens: 2 });
 
     const owner = await signedOutPage();
     page = owner;
     const newPassword = "a fresh passphrase after the break-in";
     await resetThroughThePage(owner, intruder.user.email, newPassword);
-    // Two sessions (the intruder's browser and the API sign-in) and the token made with them.
     expect(await owner.getByRole("status").textContent()).toBe(
-      "Your password is changed. Signed out of 2 sessions; revoked 1 API token and 0 MCP grants.",
+      "Your password is changed. Signed out of 2 sessions; revoked 2 API tokens and 0 MCP grants.",
     );
     expect(await tokenStatus(token)).toBe(401);
     expect(await sessionStatus(otherSession)).toBe(401);
@@ -165,7 +159,12 @@ describe("a password reset ends every way in", () => {
       .toBe("Removed: “Intruder key” no longer signs in.");
     expect(await owner.getByRole("button", { name: /remove passkey/i }).count()).toBe(0);
     expect(await passkeysOf(intruder.user.email, newPassword)).toEqual([]);
-    expect(await owner.getByRole("link", { name: /^sign in$/i }).count()).toBe(1);
+    expect(
+      await owner
+        .getByRole("main")
+        .getByRole("link", { name: /^sign in$/i })
+        .count(),
+    ).toBe(1);
     await checkPage(owner, "reset-password-passkey-removed");
   }, 90_000);
 
@@ -186,7 +185,7 @@ describe("the reset e-mail's link to remove a passkey", () => {
     const on = await signedOutPage();
     page = on;
     await resetThroughThePage(on, user.email, newPassword);
-    const link = await removalLink(user.email);
+    const link = await emailedLink(user.email, "Your password was changed", "/remove-passkey");
     const passkeyId = new URL(link, origin).searchParams.get("passkeyId") ?? "";
     expect(passkeyId).not.toBe("");
 
@@ -210,7 +209,12 @@ describe("the reset e-mail's link to remove a passkey", () => {
     await on.getByRole("button", { name: "Remove passkey" }).click();
     await expect.poll(() => on.getByRole("status").textContent()).toMatch(/^Passkey removed\./);
     expect(await passkeysOf(user.email, newPassword)).toEqual([]);
-    expect(await on.getByRole("link", { name: /^sign in$/i }).count()).toBe(1);
+    expect(
+      await on
+        .getByRole("main")
+        .getByRole("link", { name: /^sign in$/i })
+        .count(),
+    ).toBe(1);
     await checkPage(on, "remove-passkey-done");
   }, 90_000);
 });
@@ -226,9 +230,11 @@ describe("a password change in Settings", () => {
     const otherPage = await other.newPage();
     await otherPage.goto("/settings");
     await expect.poll(() => otherPage.getByRole("heading", { level: 1, name: "Settings" }).count()).toBe(1);
-    const token = await newToken(me.page, me.user.userId);
-
     await me.page.goto("/settings");
+    const token = await newToken(me.page, me.user.userId);
+    // This browser and the other; the test stack's token and the one made here.
+    expect(await holdings(me.page, me.user.userId)).toEqual({ sessions: 2, tokens: 2 });
+
     const form = me.page.getByRole("region", { name: "Change password" });
     await expect.poll(() => form.getByLabel("Sign out everywhere else").isChecked()).toBe(true);
     expect(await descriptionOf(me.page, "Sign out everywhere else")).toMatch(/API tokens and MCP grants/);
@@ -246,7 +252,7 @@ describe("a password change in Settings", () => {
     await form.getByRole("button", { name: "Change password" }).click();
     await expect
       .poll(() => form.getByRole("status").textContent())
-      .toBe("Password changed. Signed out of 1 other session; revoked 1 API token and 0 MCP grants.");
+      .toBe("Password changed. Signed out of 1 other session; revoked 2 API tokens and 0 MCP grants.");
     await checkPage(me.page, "settings-change-password-done");
     expect(await tokenStatus(token)).toBe(401);
     await otherPage.reload();
