@@ -194,6 +194,12 @@ const authorize: Endpoint = async (request, { issuer, resource }) => {
     if (checked.kind === "notVerified") return again(403, { message: NOT_VERIFIED_MESSAGE, field: "email" });
     if (checked.kind === "invalid")
       return again(401, { message: INVALID_CREDENTIALS_MESSAGE, field: "password" });
+    // An account scheduled for deletion approves nothing (issue 33): its grace period keeps the
+    // data, not the access; signing in to the console with the password offers to cancel it.
+    if (checked.user.userStatus === "pendingDeletion")
+      return again(409, {
+        message: `This account is scheduled for deletion on ${checked.user.userDeletionScheduledAt}; sign in to the console to cancel the deletion first`,
+      });
     userId = checked.user.userId;
   } else if (session) {
     userId = session.user.userId;

@@ -108,7 +108,8 @@ async function mcpGrant(person: AccountHolder) {
     password: person.password,
     consent: "approve",
   });
-  expect([302, 303], await approved.text()).toContain(approved.status);
+  if (![302, 303].includes(approved.status))
+    throw new Error(`consent: ${approved.status} ${await approved.text()}`);
   const code = new URL(approved.headers.get("location") ?? "").searchParams.get("code") ?? "";
   const exchanged = await formPost("/oauth/token", {
     grant_type: "authorization_code",
@@ -440,6 +441,9 @@ describe("a scheduled deletion", () => {
     expect(byPasskey.status).toBe(409);
     expect(byPasskey.body.userDeletionScheduledAt).toBe(due);
     expect(byPasskey.headers.get("set-cookie")).toBeNull();
+    // The MCP consent page approves nothing for it (no new API token, no code).
+    await expect(mcpGrant(person)).rejects.toThrow(/409/);
+    expect((await findUser(person.userId))?.tokens).toEqual({});
 
     // cancelDeletion: signed in, the user active again, out of the queue.
     const cancelled = await post("/auth/sign-in", {
