@@ -20,6 +20,8 @@ const REDIRECT_URI = "http://127.0.0.1:33419/callback";
 /** test/setup/file-env.ts sets APP_URL; the passkeys' relying party and the e-mails' links follow it. */
 const APP_URL = "http://app.gateway.test";
 const DAY_MS = 24 * 3600_000;
+/** Each test hashes a dozen passwords (scrypt, about 350 ms each) on 2 shared cores. */
+const SLOW_TEST_MS = 120_000;
 let stack: TestStack;
 let mcpOrigin: string;
 const clock = new TestClock();
@@ -161,7 +163,7 @@ async function resetPassword(person: AccountHolder, password = strongPassword())
   return answer;
 }
 
-describe("a password reset ends every way in", () => {
+describe("a password reset ends every way in", { timeout: SLOW_TEST_MS }, () => {
   it("revokes the API tokens and the MCP grants made before it: the token is 401, the refresh token invalid_grant, the access token refused", async () => {
     const person = await newPerson();
     const grant = await mcpGrant(person);
@@ -204,7 +206,9 @@ async function latestEmail(email: string, subject: string): Promise<string> {
 const removeLink = (email: string, passkeyId: string, token: string) =>
   `${APP_URL}/remove-passkey?${new URLSearchParams({ email, passkeyId, token })}`;
 
-describe("the reset lists the passkeys, and its recovery token removes them", () => {
+describe("the reset lists the passkeys, and its recovery token removes them", {
+  timeout: SLOW_TEST_MS,
+}, () => {
   it("answers the counts, the passkeys and a recovery token; the e-mail lists each passkey with its removal link", async () => {
     const person = await newPerson();
     const cookie = await signIn(person);
@@ -294,7 +298,7 @@ describe("the reset lists the passkeys, and its recovery token removes them", ()
   });
 });
 
-describe("POST /auth/change-password", () => {
+describe("POST /auth/change-password", { timeout: SLOW_TEST_MS }, () => {
   it("needs a session", async () => {
     const answer = await post("/auth/change-password", {
       currentPassword: "x",
@@ -404,7 +408,7 @@ describe("POST /auth/change-password", () => {
   });
 });
 
-describe("a scheduled deletion", () => {
+describe("a scheduled deletion", { timeout: SLOW_TEST_MS }, () => {
   it("revokes every session, token and grant at once; sign-in during the grace period is a 409 unless it cancels the deletion", async () => {
     const person = await newPerson();
     const grant = await mcpGrant(person);
