@@ -318,6 +318,8 @@ describe("a scheduled account deletion", () => {
     await me.page.getByRole("button", { name: /^sign in$/i }).click();
     const offer = me.page.getByRole("region", { name: /your account is scheduled for deletion on/i });
     await expect.poll(() => offer.count()).toBe(1);
+    // The passkey's message made way for the offer (its alert is the only one).
+    expect(await me.page.getByRole("alert").count()).toBe(1);
     await checkPage(me.page, "sign-in-deletion-offer");
     await offer.getByRole("button", { name: "Keep it scheduled" }).click();
     await expect

@@ -197,6 +197,7 @@ export function SignIn() {
         onSubmit={(event) => {
           const { email = "", password = "" } = values(event);
           setKeptScheduled("");
+          setPasskeyMessage("");
           signIn.mutate({ email, password });
         }}
       >
@@ -240,7 +241,15 @@ export function SignIn() {
         <Link href="/forgot-password">Forgot password?</Link>
       </p>
       <p>
-        <button type="button" onClick={() => passkey.mutate()} disabled={passkey.isPending}>
+        <button
+          type="button"
+          onClick={() => {
+            signIn.reset();
+            setPasskeyMessage("");
+            passkey.mutate();
+          }}
+          disabled={passkey.isPending}
+        >
           Sign in with a passkey
         </button>
       </p>
