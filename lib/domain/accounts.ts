@@ -648,6 +648,12 @@ function sessionCookieOf(cookieHeader: string | undefined): { userId: string; se
   return undefined;
 }
 
+/** SHA-256 of the session secret of a request's `Cookie` header (the session item's key), or undefined. */
+export function sessionSecretHashOf(cookieHeader: string | undefined): string | undefined {
+  const cookie = sessionCookieOf(cookieHeader);
+  return cookie ? sha256(cookie.secret) : undefined;
+}
+
 /**
  * The signed-in user of a request's `Cookie` header, or undefined: no session cookie, an unknown
  * or revoked session, or one past its idle or absolute expiry. Use moves the idle expiry on. The

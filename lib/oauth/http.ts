@@ -208,10 +208,13 @@ const authorize: Endpoint = async (request, { issuer, resource }) => {
   }
   let code: string;
   try {
-    code = await approveAuthorization(authorization, userId);
+    code = await approveAuthorization(authorization, userId, session?.session.secretHash);
   } catch (error) {
     if (error instanceof OAuthError) return errorAnswer(error);
     // The most API tokens a user may hold: the page says so (revoke one, then approve again).
+    // The session was revoked while the approval ran (a reset, a password change: issue 33).
+    if (error instanceof DomainError && error.kind === "forbidden")
+      return again(401, { message: "Enter your email address and password", field: "email" });
     if (error instanceof DomainError && error.kind === "validation")
       return again(400, { message: error.message });
     throw error;

@@ -206,6 +206,41 @@ async function latestEmail(email: string, subject: string): Promise<string> {
 const removeLink = (email: string, passkeyId: string, token: string) =>
   `${APP_URL}/remove-passkey?${new URLSearchParams({ email, passkeyId, token })}`;
 
+describe("revocation racing an intruder who keeps making tokens", { timeout: SLOW_TEST_MS }, () => {
+  it("leaves no token alive: every token made before or during the reset is 401 after it", async () => {
+    const person = await newPerson();
+    const made: string[] = [person.token];
+    let resetDone = false;
+    // The intruder's loop: each new token makes the next one, until the reset has answered.
+    const intruder = (async () => {
+      let api = person.api;
+      const ids: string[] = [];
+      while (!resetDone) {
+        const answer = await api.post(`/api/users/${person.userId}/tokens`, { tokenName: "intruder" });
+        // At the cap of 20, the oldest of the intruder's own tokens makes room.
+        if (answer.status === 400 && ids.length > 1) {
+          await api.delete(`/api/users/${person.userId}/tokens/${ids.shift()}`);
+          continue;
+        }
+        if (answer.status !== 201) break;
+        made.push(String(answer.body.tokens[0].token));
+        ids.push(String(answer.body.tokens[0].tokenId));
+        api = apiClient(stack.baseUrl, made.at(-1));
+      }
+    })();
+    const reset = await resetPassword(person);
+    resetDone = true;
+    await intruder;
+    expect(reset.status, JSON.stringify(reset.body)).toBe(200);
+    expect(made.length).toBeGreaterThan(1);
+    const statuses = await Promise.all(
+      made.map((token) => apiClient(stack.baseUrl, token).get("/api/users")),
+    );
+    expect(statuses.map((answer) => answer.status)).toEqual(made.map(() => 401));
+    expect((await findUser(person.userId))?.tokens).toEqual({});
+  });
+});
+
 describe("the reset lists the passkeys, and its recovery token removes them", {
   timeout: SLOW_TEST_MS,
 }, () => {
