@@ -11,6 +11,7 @@ import { MspFrame, matchMspRoute } from "./pages/msp-routes";
 import { MspSwitcher } from "./pages/msp-switcher";
 import { Notifications, useUnreadCount } from "./pages/notifications";
 import { Organisation } from "./pages/organisation";
+import { RemovePasskey } from "./pages/recovery";
 import { Keys, Settings, useSignOut } from "./pages/settings";
 import { Link, matchPath, navigate, useLocation } from "./router";
 import { SESSION_KEY, useSession } from "./session";
@@ -21,6 +22,7 @@ const PUBLIC: Record<string, () => React.JSX.Element> = {
   "/sign-in": SignIn,
   "/forgot-password": ForgotPassword,
   "/reset-password": ResetPassword,
+  "/remove-passkey": RemovePasskey,
 };
 
 const TITLES: Record<string, string> = {
@@ -30,6 +32,7 @@ const TITLES: Record<string, string> = {
   "/sign-in": "Sign in",
   "/forgot-password": "Forgot password",
   "/reset-password": "Reset password",
+  "/remove-passkey": "Remove a passkey",
   "/settings": "Settings",
   "/settings/keys": "Keys",
   "/notifications": "Notifications",

@@ -5,6 +5,7 @@
  */
 import { startAuthentication, startRegistration } from "@simplewebauthn/browser";
 import { api } from "./api/client";
+import { apiError } from "./api/errors";
 
 export class PasskeyError extends Error {}
 
@@ -26,7 +27,8 @@ export async function signInWithPasskey(): Promise<void> {
   const verified = await api.POST("/auth/passkeys/authentication", {
     body: { challengeId, response: response as never },
   });
-  if (!verified.data) throw failure(verified.error, "Passkey sign-in failed");
+  // The API's refusal as it came (its status and body: a 409 for an account scheduled for deletion).
+  if (!verified.data) throw apiError(verified.response, verified.error);
 }
 
 /** Adds a passkey to the signed-in user's account. */

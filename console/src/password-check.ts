@@ -32,6 +32,8 @@ export async function newPasswordProblem(
   }
 }
 
+const NONE: readonly string[] = [];
+
 /** The values of the named fields of the input's form (the person's address and names). */
 const inputsOf = (input: HTMLInputElement, names: readonly string[]) =>
   names.map((name) => {
@@ -42,21 +44,27 @@ const inputsOf = (input: HTMLInputElement, names: readonly string[]) =>
 /**
  * A new-password field's check: on leaving the field, then as the person types, the reason shows
  * next to it (`problem`); `beforeSubmit` checks once more and answers whether the form may be sent.
- * `inputNames` name the form's fields holding the person's own details.
+ * `inputNames` name the form's fields holding the person's own details; `options.known` adds
+ * details the page already has (a signed-in user's address and names), `options.field` names the
+ * password field (default `password`).
  */
-export function usePasswordCheck(inputNames: readonly string[]) {
+export function usePasswordCheck(
+  inputNames: readonly string[],
+  options: { known?: readonly string[]; field?: string } = {},
+) {
+  const { known = NONE, field = "password" } = options;
   const [problem, setProblem] = useState<string>();
   const touched = useRef(false);
   const latest = useRef(0);
   const check = useCallback(
     async (input: HTMLInputElement) => {
       const run = ++latest.current;
-      const found = await newPasswordProblem(input.value, inputsOf(input, inputNames));
+      const found = await newPasswordProblem(input.value, [...inputsOf(input, inputNames), ...known]);
       // A later keystroke's check wins over an earlier one that finished late.
       if (run === latest.current) setProblem(found);
       return found;
     },
-    [inputNames],
+    [inputNames, known],
   );
   return {
     problem,
@@ -67,9 +75,9 @@ export function usePasswordCheck(inputNames: readonly string[]) {
     onChange: (event: FormEvent<HTMLInputElement>) => {
       if (touched.current) void check(event.currentTarget);
     },
-    /** Check the form's password field (named `password`); false (and the reason shown) when it may not be sent. */
+    /** Check the form's password field; false (and the reason shown) when it may not be sent. */
     async beforeSubmit(form: HTMLFormElement): Promise<boolean> {
-      const input = form.elements.namedItem("password");
+      const input = form.elements.namedItem(field);
       if (!(input instanceof HTMLInputElement)) return true;
       touched.current = true;
       const found = await check(input);

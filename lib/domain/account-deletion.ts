@@ -44,6 +44,7 @@ import type { ClientAccess } from "./access.ts";
 import { CLIENT_NOT_FOUND, getMemberItem, loadClient, memberRef } from "./clients.ts";
 import { checkClientDeletion } from "./member-rules.ts";
 import { membershipRemovalSteps } from "./members.ts";
+import { revokeEveryWayIn } from "./revocation.ts";
 import { requireUser, userClientIds } from "./users.ts";
 
 const DAY_MS = 86_400_000;
@@ -206,6 +207,9 @@ export async function deleteUserAccount(userId: string, immediately: boolean) {
   if (!immediately) {
     const due = new Date(Date.now() + getConfig().clientDeletionGraceDays * DAY_MS).toISOString();
     await queueDeletion("USER", keys.user(userId), due, userId);
+    // Signed out everywhere at once (issue 33): the grace period keeps the data, not the access.
+    // Signing in with the password during it offers to cancel (lib/domain/accounts.ts signIn).
+    await revokeEveryWayIn(userId);
     return {
       message: `User marked for deletion; the account will be deleted on ${due}`,
       userDeletionScheduledAt: due,

@@ -23,7 +23,6 @@ import {
   countWrongCode,
   createUserWithAccount,
   deleteSession,
-  deleteSessionsOfUser,
   findAccount,
   findAccountCode,
   findDevice,
@@ -36,23 +35,26 @@ import {
   putSession,
   redeemAccountCode,
   releaseSignInAttempt,
+  replacePassword,
   replaceUnverifiedPassword,
   reserveSignInAttempt,
   type SessionItem,
   touchSession,
 } from "#lib/db/entities/account.ts";
+import { unqueueDeletion } from "#lib/db/entities/deletion-queue.ts";
 import { listPendingInvitesAddressedTo } from "#lib/db/entities/invite.ts";
 import { listPendingMspInvitesAddressedTo } from "#lib/db/entities/msp.ts";
-import { findUser, type NewUserItem, type UserItem, userKeys } from "#lib/db/entities/user.ts";
+import { findUser, type NewUserItem, type UserItem, userItemOf, userKeys } from "#lib/db/entities/user.ts";
 import { keys } from "#lib/db/keys.ts";
 import { nowIso } from "#lib/db/store.ts";
 import { escapeHtml, sendEmail, textToHtml } from "#lib/email.ts";
 import { describeError, log } from "#lib/log.ts";
-import { limitReached, validationFailed } from "#lib/shared/errors.ts";
+import { conflict, limitReached, validationFailed } from "#lib/shared/errors.ts";
 import { passwordProblem } from "#lib/shared/password-policy.ts";
 import { hashPassword, verifyAgainstNothing, verifyPassword } from "#lib/shared/passwords.ts";
 import { createNotification } from "./notifications.ts";
 import { consumeRequest } from "./rate-limit.ts";
+import { type RevokedCounts, revokeEveryWayIn } from "./revocation.ts";
 import { findUserIdByEmail } from "./users.ts";
 
 export const CODE_DIGITS = 6;
@@ -451,12 +453,17 @@ export async function forgotPassword(emailInput: string): Promise<void> {
   else await sendReset(SIMULATOR_ADDRESS, await issueCode(standInUserId(email), "reset"));
 }
 
-/** A new password with a reset code: every session of the user is revoked. False for a wrong, used, void or expired code. */
+/**
+ * A new password with a reset code: every session, API token and OAuth grant of the user is
+ * revoked (issue 33, lib/domain/revocation.ts), after the password changed (so nobody signs in
+ * again with the old one meanwhile). Undefined for a wrong, used, void or expired code. The
+ * "Password changed" e-mail and the passkeys' recovery token are lib/domain/recovery.ts's.
+ */
 export async function resetPassword(input: {
   email: string;
   code: string;
   password: string;
-}): Promise<boolean> {
+}): Promise<{ userId: string; email: string; revoked: RevokedCounts } | undefined> {
   const email = normalEmail(input.email);
   // The address alone first (no read: the answer tells nobody whether it has an account); once the
   // code is known right, the user's names too, before the code is used (a refusal leaves it usable).
@@ -466,18 +473,72 @@ export async function resetPassword(input: {
     const user = await findUser(userId);
     await refuseWeakPassword(input.password, [email, user?.userFirstName ?? "", user?.userLastName ?? ""]);
   });
-  if (!used) return false;
-  await deleteSessionsOfUser(used.userId);
+  if (!used) return undefined;
+  const revoked = await revokeEveryWayIn(used.userId);
   await createNotification(
     { kind: "user", userId: used.userId },
     {
       type: "passwordChanged",
       title: "Password changed",
-      message:
-        "Your password was reset with a code sent to your e-mail address; every session was signed out.",
+      message: `Your password was reset with a code sent to your e-mail address. Signed out and revoked: ${describeRevoked(revoked)}.`,
     },
   );
-  return true;
+  return { userId: used.userId, email, revoked };
+}
+
+/** "2 sessions, 1 API token and 0 MCP grants": what a reset or change revoked, for a message. */
+export function describeRevoked(revoked: RevokedCounts): string {
+  const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  return `${count(revoked.sessions, "session", "sessions")}, ${count(revoked.tokens, "API token", "API tokens")} and ${count(revoked.grants, "MCP grant", "MCP grants")}`;
+}
+
+export const CHANGED_MESSAGE = "Password changed";
+export const CURRENT_PASSWORD_INCORRECT = "does not match your current password";
+
+export type ChangePasswordResult =
+  | { kind: "changed"; revoked: RevokedCounts }
+  | { kind: "locked"; retryAfterSeconds: number };
+
+/**
+ * A signed-in user's new password (issue 33): the current one is checked under the sign-in rules
+ * (a wrong one counts as a failed sign-in of the address, with the same lockout), the new one under
+ * sign-up's (length by the schema, then `passwordProblem`: 400 naming `newPassword`). With
+ * `signOutOtherSessions` (the default), every other session, every API token and every OAuth grant
+ * of the user is revoked; the session the change was made in stays. The user is notified.
+ */
+export async function changePassword(
+  signedIn: { user: UserItem; session: SessionItem },
+  input: { currentPassword: string; newPassword: string; signOutOtherSessions: boolean },
+): Promise<ChangePasswordResult> {
+  const { user, session } = signedIn;
+  const problem = await passwordProblem(input.newPassword, [
+    user.userEmail,
+    user.userFirstName,
+    user.userLastName,
+  ]);
+  if (problem) throw validationFailed([{ field: "newPassword", problem }]);
+  const checked = await checkPassword(user.userEmail, input.currentPassword);
+  if (checked.kind === "locked") return checked;
+  if (checked.kind !== "valid" || checked.user.userId !== user.userId || !checked.account.passwordHash)
+    throw validationFailed([{ field: "currentPassword", problem: CURRENT_PASSWORD_INCORRECT }]);
+  const passwordHash = await hashPassword(input.newPassword);
+  // Conditioned on the hash just verified: of racing changes (or a reset) one wins.
+  if (!(await replacePassword(user.userId, checked.account.passwordHash, passwordHash)))
+    throw conflict("The password was changed meanwhile; sign in again");
+  const revoked = input.signOutOtherSessions
+    ? await revokeEveryWayIn(user.userId, { keepSessionHash: session.secretHash })
+    : { sessions: 0, tokens: 0, grants: 0 };
+  await createNotification(
+    { kind: "user", userId: user.userId },
+    {
+      type: "passwordChanged",
+      title: "Password changed",
+      message: input.signOutOtherSessions
+        ? `Your password was changed while signed in. Signed out and revoked: ${describeRevoked(revoked)}.`
+        : "Your password was changed while signed in; your other sessions, API tokens and MCP grants were kept.",
+    },
+  );
+  return { kind: "changed", revoked };
 }
 
 export type SignInResult =
@@ -491,10 +552,16 @@ export type SignInResult =
     }
   | { kind: "invalid" }
   | { kind: "notVerified" }
-  | { kind: "locked"; retryAfterSeconds: number };
+  | { kind: "locked"; retryAfterSeconds: number }
+  /** The right password of an account scheduled for deletion, without `cancelDeletion`: no session. */
+  | { kind: "scheduledForDeletion"; userDeletionScheduledAt: string };
+
+/** The 409 of a sign-in (password or passkey) of an account scheduled for deletion. */
+export const scheduledForDeletionMessage = (at: string) =>
+  `This account is scheduled for deletion on ${at}; sign in again with cancelDeletion to cancel the deletion`;
 
 export type PasswordCheck =
-  | { kind: "valid"; user: UserItem }
+  | { kind: "valid"; user: UserItem; account: AccountItem }
   | { kind: "invalid" }
   | { kind: "notVerified" }
   | { kind: "locked"; retryAfterSeconds: number };
@@ -531,7 +598,7 @@ export async function checkPassword(emailInput: string, password: string): Promi
   if (!right || !account || !user) return { kind: "invalid" };
   await releaseSignInAttempt(email, reservation.windowEnd);
   if (!account.emailVerified) return { kind: "notVerified" };
-  return { kind: "valid", user };
+  return { kind: "valid", user, account };
 }
 
 /** Sign in with e-mail and password (the rules of checkPassword), starting a session. */
@@ -541,10 +608,19 @@ export async function signIn(input: {
   userAgent?: string;
   /** The request's `Cookie` header: its device cookie tells a known browser from a new one. */
   cookieHeader?: string;
+  /** Cancel the account's scheduled deletion (issue 33); without it such an account gets no session. */
+  cancelDeletion?: boolean;
 }): Promise<SignInResult> {
   const checked = await checkPassword(input.email, input.password);
   if (checked.kind !== "valid") return checked;
-  const { user } = checked;
+  let { user } = checked;
+  if (user.userStatus === "pendingDeletion") {
+    if (!input.cancelDeletion)
+      return { kind: "scheduledForDeletion", userDeletionScheduledAt: user.userDeletionScheduledAt ?? "" };
+    const active = await unqueueDeletion("USER", userKeys.item(user.userId));
+    if (active) user = userItemOf(active);
+    log.info("Scheduled user deletion cancelled", { userId: user.userId });
+  }
   const cookieValue = await startSession(user.userId, input.userAgent);
   const deviceCookieValue = await recordBrowser(user.userId, input.cookieHeader, input.userAgent);
   return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS, deviceCookieValue };
@@ -654,6 +730,12 @@ function sessionCookieOf(cookieHeader: string | undefined): { userId: string; se
     if (match?.[1] && match[2]) return { userId: match[1], secret: match[2] };
   }
   return undefined;
+}
+
+/** SHA-256 of the session secret of a request's `Cookie` header (the session item's key), or undefined. */
+export function sessionSecretHashOf(cookieHeader: string | undefined): string | undefined {
+  const cookie = sessionCookieOf(cookieHeader);
+  return cookie ? sha256(cookie.secret) : undefined;
 }
 
 /**

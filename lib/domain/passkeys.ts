@@ -219,7 +219,9 @@ export async function authenticationOptions(): Promise<{
 
 export type PasskeySignInResult =
   | { kind: "signedIn"; user: UserItem; cookieValue: string; maxAgeSeconds: number }
-  | { kind: "notRecognised" };
+  | { kind: "notRecognised" }
+  /** An account scheduled for deletion: no session; the console asks for the password (sign-in with cancelDeletion). */
+  | { kind: "scheduledForDeletion"; userDeletionScheduledAt: string };
 
 /**
  * Sign in with the passkey of a `navigator.credentials.get` response, with the challenge of
@@ -265,6 +267,8 @@ export async function signInWithPasskey(input: {
   if (!(await recordPasskeyUse(passkey, newCounter, nowIso()))) return { kind: "notRecognised" };
   const user = await findUser(userId);
   if (!user) return { kind: "notRecognised" };
+  if (user.userStatus === "pendingDeletion")
+    return { kind: "scheduledForDeletion", userDeletionScheduledAt: user.userDeletionScheduledAt ?? "" };
   const cookieValue = await startSession(userId, input.userAgent);
   return { kind: "signedIn", user, cookieValue, maxAgeSeconds: SESSION_ABSOLUTE_SECONDS };
 }

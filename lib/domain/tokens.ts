@@ -24,14 +24,17 @@ import {
   type TokenItem,
   tokenKeys,
 } from "#lib/db/entities/token.ts";
-import { findUser, userKeys } from "#lib/db/entities/user.ts";
+import { findUser, type UserItem, userKeys } from "#lib/db/entities/user.ts";
+import { keys } from "#lib/db/keys.ts";
 import { commitSteps, type TransactionStep, tableName } from "#lib/db/store.ts";
 import { describeError, log } from "#lib/log.ts";
-import { badRequest, notFound } from "#lib/shared/errors.ts";
+import { badRequest, forbidden, notFound } from "#lib/shared/errors.ts";
 
 export type { StoredTokenRef };
 
 export const TOKEN_PREFIX = "u-";
+/** A token asked for with a credential revoked while the request ran (issue 33). */
+export const CALLER_REVOKED_MESSAGE = "The credential of this request was revoked";
 export const MAX_TOKENS_PER_USER = 20;
 /** Longest token name, in characters. */
 export const MAX_TOKEN_NAME_LENGTH = 100;
@@ -72,7 +75,19 @@ export interface IssuedToken {
  * MAX_TOKENS_PER_USER, so of concurrent issues exactly the allowed number succeed (a conflict
  * between them is retried, never counted as a refusal). Returns the raw token.
  */
-export async function issueToken(userId: string, options: { tokenName?: string } = {}): Promise<IssuedToken> {
+export async function issueToken(
+  userId: string,
+  options: {
+    tokenName?: string;
+    /**
+     * The credential of the request that asks (issue 33): the token is issued only while that
+     * credential is still alive, in the same transaction, so a request authorised just before a
+     * revocation cannot mint a token after it. `tokenId`: one of the user's API tokens (its entry
+     * in the user item's map); `sessionSecretHash`: one of the user's sessions (its item).
+     */
+    issuedWith?: { tokenId: string } | { sessionSecretHash: string };
+  } = {},
+): Promise<IssuedToken> {
   const token = generateToken();
   const createdAt = new Date(clockNow()).toISOString();
   const tokenName = options.tokenName ?? "";
@@ -84,6 +99,10 @@ export async function issueToken(userId: string, options: { tokenName?: string }
     createdAt,
   };
   const ref: StoredTokenRef = { hash: token.hash, masked: token.masked, createdAt, name: tokenName };
+  const by = options.issuedWith;
+  // A token caller's own entry must still be in the map (the revocation removes it in the
+  // transaction that deletes its item); a session caller's session item must still exist.
+  const byToken = by && "tokenId" in by ? by.tokenId : undefined;
   const steps: TransactionStep[] = [
     {
       name: "put token",
@@ -98,21 +117,39 @@ export async function issueToken(userId: string, options: { tokenName?: string }
           TableName: tableName(),
           Key: userKeys.item(userId),
           UpdateExpression: "SET tokens.#id = :ref",
-          ConditionExpression: "attribute_exists(pKey) AND size(tokens) < :max",
-          ExpressionAttributeNames: { "#id": token.tokenId },
+          ConditionExpression: `attribute_exists(pKey) AND size(tokens) < :max${byToken ? " AND attribute_exists(tokens.#by)" : ""}`,
+          ExpressionAttributeNames: { "#id": token.tokenId, ...(byToken ? { "#by": byToken } : {}) },
           ExpressionAttributeValues: { ":ref": ref, ":max": MAX_TOKENS_PER_USER },
         },
       },
     },
   ];
+  if (by && "sessionSecretHash" in by)
+    steps.push({
+      name: "caller alive",
+      action: {
+        ConditionCheck: {
+          TableName: tableName(),
+          Key: keys.session(userId, by.sessionSecretHash),
+          ConditionExpression: "attribute_exists(pKey)",
+        },
+      },
+    });
   const refused = await commitSteps(steps, {
     attempts: ISSUE_ATTEMPTS,
     // Jittered: concurrent issues for one user conflict on its item and must not retry in step.
     backoff: (attempt) => Math.random() * 20 * 2 ** Math.min(attempt, 5),
-    cancelled: ({ failed }) => (failed.includes("add to user") ? ("add to user" as const) : undefined),
+    cancelled: ({ failed }) =>
+      failed.includes("caller alive")
+        ? ("revoked" as const)
+        : failed.includes("add to user")
+          ? ("add to user" as const)
+          : undefined,
   });
   if (refused) {
-    if (!(await findUser(userId))) throw notFound("User not found");
+    const user = await findUser(userId);
+    if (!user) throw notFound("User not found");
+    if (refused === "revoked" || (byToken && !user.tokens[byToken])) throw forbidden(CALLER_REVOKED_MESSAGE);
     throw badRequest(
       `A user can hold at most ${MAX_TOKENS_PER_USER} API tokens; revoke one before creating another`,
     );
@@ -143,6 +180,47 @@ export async function revokeToken(userId: string, tokenId: string): Promise<void
   ];
   await commitSteps(steps);
   log.info("API token revoked", { userId, id: tokenId, preview: ref.masked });
+}
+
+/**
+ * Revoke every API token the user item lists (a password reset or change, a deletion: issue 33), in
+ * one transaction: each token item deleted (the authorizer and the MCP endpoint read it: the next
+ * request is a 401) and the user item's map emptied of them (which also ends every OAuth grant
+ * bound to one: lib/oauth/access-tokens.ts). Answers how many. Tokens issued after `user` was read
+ * are not in it: the caller reads the user again and repeats while any is left.
+ */
+export async function revokeTokensOf(user: UserItem): Promise<number> {
+  const entries = Object.entries(user.tokens);
+  if (entries.length === 0) return 0;
+  const names = Object.fromEntries(entries.map(([tokenId], index) => [`#t${index}`, tokenId]));
+  const steps: TransactionStep[] = [
+    ...entries.map(([tokenId, ref]) => ({
+      name: `delete token ${tokenId}`,
+      action: { Delete: { TableName: tableName(), Key: tokenKeys.item(ref.hash) } },
+    })),
+    {
+      name: "remove from user",
+      action: {
+        Update: {
+          TableName: tableName(),
+          Key: userKeys.item(user.userId),
+          UpdateExpression: `REMOVE ${Object.keys(names)
+            .map((name) => `tokens.${name}`)
+            .join(", ")}`,
+          ConditionExpression: "attribute_exists(pKey)",
+          ExpressionAttributeNames: names,
+        },
+      },
+    },
+  ];
+  // A conflict with a concurrent issue or use-stamp is retried (the deletes are idempotent).
+  await commitSteps(steps, {
+    attempts: ISSUE_ATTEMPTS,
+    backoff: (attempt) => Math.random() * 20 * 2 ** Math.min(attempt, 5),
+  });
+  for (const [tokenId, ref] of entries)
+    log.info("API token revoked", { userId: user.userId, id: tokenId, preview: ref.masked });
+  return entries.length;
 }
 
 /**

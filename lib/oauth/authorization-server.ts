@@ -197,10 +197,15 @@ export const mcpTokenNameOf = (clientName: string) => `MCP: ${clientName}`.slice
 export async function approveAuthorization(
   request: ClientAndRedirect & AuthorizationParams,
   userId: string,
+  /** The console session that approves (not a password): the token is issued only while it lives. */
+  sessionSecretHash?: string,
 ): Promise<string> {
   const extended = await extendOAuthClient(request.client.clientId);
   if (!extended) throw oauthError("invalid_request", "client_id: unknown client");
-  const token = await issueToken(userId, { tokenName: mcpTokenNameOf(request.client.clientName) });
+  const token = await issueToken(userId, {
+    tokenName: mcpTokenNameOf(request.client.clientName),
+    issuedWith: sessionSecretHash ? { sessionSecretHash } : undefined,
+  });
   // Its first approval: the client no longer counts among the pending ones.
   if (extended.pendingBucket !== undefined) await releasePendingClientPlace(extended.pendingBucket);
   const code = secret();

@@ -64,7 +64,8 @@ export async function checkPage(page: Page, name: string): Promise<void> {
 export async function emailedLink(email: string, subject: string, path: string): Promise<string> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const messages = (await sentEmails(email)).filter((message) => message.subject === subject);
-    const body = messages.at(-1)?.body.replace(/&amp;/g, "&") ?? "";
+    // An HTML body escapes "&" in its links (`&amp;`, or `&#38;` as lib/email.ts writes it).
+    const body = messages.at(-1)?.body.replace(/&amp;|&#38;/g, "&") ?? "";
     const escaped = path.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
     // `path` is the link's path or its beginning (`/invites/`), followed by a query.
     const link = new RegExp(`https?://[^\\s"<>]+${escaped}[^\\s"<>?]*\\?[^\\s"<>]+`).exec(body)?.[0];

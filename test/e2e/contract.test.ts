@@ -792,6 +792,13 @@ const CONTRACT: Record<string, Entry> = {
       return { body: { email, code, password: "another long passphrase" } };
     },
   },
+  "POST /auth/change-password": {
+    status: 200,
+    call: async () => ({
+      cookie: await accountSession(),
+      body: { currentPassword: ACCOUNT_PASSWORD, newPassword: "contract ledger 7 harbour violet" },
+    }),
+  },
 
   // ---- Passkeys (issue 22): public, the session in a cookie, a software authenticator
   "POST /auth/passkeys/registration-options": {
@@ -826,6 +833,21 @@ const CONTRACT: Record<string, Entry> = {
     call: async () => {
       const { cookie, passkeyId } = await accountWithPasskey();
       return { cookie, params: { passkeyId } };
+    },
+  },
+  "POST /auth/passkeys/remove": {
+    status: 200,
+    call: async () => {
+      const { email, passkeyId } = await accountWithPasskey();
+      await stack.anonymous.post("/auth/forgot-password", { email });
+      const code = await emailedCode(email, "Reset your password");
+      const reset = await stack.anonymous.post("/auth/reset-password", {
+        email,
+        code,
+        password: "another long passphrase",
+      });
+      const recoveryToken = String(reset.body.recoveryToken);
+      return { as: "anonymous", body: { email, passkeyId, recoveryToken } };
     },
   },
 
@@ -1145,8 +1167,8 @@ async function verifiedAccount(): Promise<string> {
 }
 
 /** The Cookie header of a new session of a new, verified account. */
-async function accountSession(): Promise<string> {
-  const email = await verifiedAccount();
+async function accountSession(email?: string): Promise<string> {
+  email ??= await verifiedAccount();
   const answer = await stack.anonymous.post("/auth/sign-in", { email, password: ACCOUNT_PASSWORD });
   const cookie = (answer.headers.get("set-cookie") ?? "").split(";")[0];
   if (answer.status !== 200 || !cookie)
@@ -1159,7 +1181,8 @@ const PASSKEY_ORIGIN = "http://app.gateway.test";
 
 /** A signed-in account with one passkey of a software authenticator. */
 async function accountWithPasskey() {
-  const cookie = await accountSession();
+  const email = await verifiedAccount();
+  const cookie = await accountSession(email);
   const client = cookieClient(cookie);
   const started = await client.post("/auth/passkeys/registration-options");
   const authenticator = new SoftwareAuthenticator(PASSKEY_ORIGIN);
@@ -1170,7 +1193,7 @@ async function accountWithPasskey() {
   });
   if (registered.status !== 201)
     throw new Error(`passkey registration: ${registered.status} ${JSON.stringify(registered.body)}`);
-  return { cookie, authenticator, passkeyId: String(registered.body.passkeys[0].passkeyId) };
+  return { email, cookie, authenticator, passkeyId: String(registered.body.passkeys[0].passkeyId) };
 }
 
 /** A client that sends `cookie` and no token. */

@@ -258,7 +258,7 @@ describe("revocation: the next request is refused", () => {
     expect(after.body).toEqual(UNAUTHORIZED);
   });
 
-  it("after a password reset, every session's cookie is 401 (the token still works)", async () => {
+  it("after a password reset, every session's cookie is 401, and the API token too (issue 33)", async () => {
     const user = await signedInUser(stack);
     const second = await signIn(stack.baseUrl, user.email);
     for (const cookie of [user.cookie, second])
@@ -271,7 +271,8 @@ describe("revocation: the next request is refused", () => {
     expect(reset.status).toBe(200);
     for (const cookie of [user.cookie, second])
       expect((await withCookie(cookie, "GET", "/api/users")).status).toBe(401);
-    expect((await user.api.get("/api/users")).status).toBe(200);
+    expect(reset.body.revoked).toEqual({ sessions: 2, tokens: 1, grants: 0 });
+    expect((await user.api.get("/api/users")).status).toBe(401);
   });
 
   it("DELETE /auth/sessions/{id} of another session: that session is 401 on its next request, this one still works", async () => {

@@ -88,7 +88,7 @@ describe("PUT /api/users/{userId}", () => {
 });
 
 describe("DELETE /api/users/{userId}", () => {
-  it("by default schedules the deletion; the user shows it", async () => {
+  it("by default schedules the deletion: the user item shows it, and its token is revoked at once (issue 33)", async () => {
     const user = await stack.newUser();
     const response = await user.api.delete(`/api/users/${user.userId}`);
     expect(response.status).toBe(200);
@@ -96,11 +96,12 @@ describe("DELETE /api/users/{userId}", () => {
       message: expect.stringMatching(/^User marked for deletion/),
       userDeletionScheduledAt: expect.any(String),
     });
-    const got = await user.api.get("/api/users");
-    expect(got.body.users[0]).toMatchObject({
+    expect(await storedItem(keys.user(user.userId))).toMatchObject({
       userStatus: "pendingDeletion",
       userDeletionScheduledAt: response.body.userDeletionScheduledAt,
     });
+    // The grace period keeps the data, not the access (test/e2e/recovery.test.ts has the rest).
+    expect((await user.api.get("/api/users")).status).toBe(401);
   });
 
   it("with immediatelyDelete (query string) deletes the account now, and its token stops working", async () => {

@@ -4,8 +4,9 @@
  * signs in, answering the session cookie to send back.
  */
 import { expect } from "vitest";
+import { issueToken } from "#lib/domain/tokens.ts";
 import { sentEmails } from "./emulator.ts";
-import type { TestStack, TestUser } from "./stack.ts";
+import { apiClient, type TestStack, type TestUser } from "./stack.ts";
 
 export const TEST_PASSWORD = "correct horse battery staple";
 
@@ -66,5 +67,12 @@ export async function signedInUser(stack: TestStack): Promise<TestUser & { cooki
     body: { email: user.email, code, password: TEST_PASSWORD },
   });
   expect(reset.status, JSON.stringify(reset.body)).toBe(200);
-  return { ...user, cookie: await signIn(stack.baseUrl, user.email) };
+  // The reset revoked every API token of the user (issue 33): a new one for the tests' API client.
+  const { token } = await issueToken(user.userId);
+  return {
+    ...user,
+    token,
+    api: apiClient(stack.baseUrl, token),
+    cookie: await signIn(stack.baseUrl, user.email),
+  };
 }

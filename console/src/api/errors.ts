@@ -8,6 +8,8 @@ export class ApiError extends Error {
     readonly fields: Record<string, string>,
     /** Seconds to wait, for a 429. */
     readonly retryAfter?: number,
+    /** The answer's body as sent (fields beyond `message`, such as a 409's date). */
+    readonly body?: unknown,
   ) {
     super(message);
   }
@@ -39,7 +41,7 @@ export function apiError(response: Response, body: unknown): ApiError {
     retryAfter =
       Number.isFinite(header) && header > 0 ? header : Number.isFinite(inBody) ? inBody : undefined;
   }
-  return new ApiError(response.status, message, fields, retryAfter);
+  return new ApiError(response.status, message, fields, retryAfter, body);
 }
 
 /** The data of an openapi-fetch answer, or its error thrown (a 401 sends the page to Sign-in). */

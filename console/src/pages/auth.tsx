@@ -2,12 +2,13 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
-import { must } from "../api/errors";
-import { PasskeyError, signInWithPasskey } from "../passkeys";
+import { errorText, must } from "../api/errors";
+import { signInWithPasskey } from "../passkeys";
 import { usePasswordCheck } from "../password-check";
 import { Link, navigate, useLocation } from "../router";
 import { SESSION_KEY } from "../session";
 import { Field, FormError, fieldError, Status } from "../ui";
+import { DeletionOffer, longDate, RecoveryPasskeys, revokedSummary, scheduledDeletion } from "./recovery";
 
 const values = (event: FormEvent<HTMLFormElement>) => {
   event.preventDefault();
@@ -157,9 +158,11 @@ export function SignIn() {
   const { search } = useLocation();
   const queryClient = useQueryClient();
   const [passkeyMessage, setPasskeyMessage] = useState("");
+  /** The deletion date of an account whose owner chose to keep it scheduled. */
+  const [keptScheduled, setKeptScheduled] = useState("");
   const next = search.get("next");
   const signIn = useMutation({
-    mutationFn: async (body: { email: string; password: string }) =>
+    mutationFn: async (body: { email: string; password: string; cancelDeletion?: boolean }) =>
       must(await api.POST("/auth/sign-in", { body })),
     onSuccess: async (data) => {
       queryClient.setQueryData(SESSION_KEY, data.users[0] ?? null);
@@ -172,16 +175,38 @@ export function SignIn() {
       await queryClient.invalidateQueries({ queryKey: SESSION_KEY });
       navigate("/");
     },
-    onError: (error) => setPasskeyMessage(error instanceof PasskeyError ? error.message : String(error)),
+    onError: (error) => {
+      const at = scheduledDeletion(error);
+      setPasskeyMessage(
+        at
+          ? `Your account is scheduled for deletion on ${longDate(at)}. To cancel the deletion, sign in with your password.`
+          : errorText(error),
+      );
+    },
   });
   const error = signIn.error;
+  const deletionAt = scheduledDeletion(error);
+  const signedOutAt = search.get("deletionScheduledAt") ?? "";
   return (
     <section aria-labelledby="sign-in-title">
       <h1 id="sign-in-title">Sign in</h1>
+      {!Number.isNaN(Date.parse(signedOutAt)) && !keptScheduled && (
+        <Status>
+          Your account is scheduled for deletion on {longDate(signedOutAt)}, and you are signed out
+          everywhere. To keep the account, sign in with your password before then.
+        </Status>
+      )}
+      {keptScheduled && (
+        <Status>
+          Your account stays scheduled for deletion on {longDate(keptScheduled)}. You are not signed in.
+        </Status>
+      )}
       <form
         noValidate
         onSubmit={(event) => {
           const { email = "", password = "" } = values(event);
+          setKeptScheduled("");
+          setPasskeyMessage("");
           signIn.mutate({ email, password });
         }}
       >
@@ -202,7 +227,21 @@ export function SignIn() {
           required
           error={fieldError(error, "password")}
         />
-        <FormError error={error} fields={["email", "password"]} />
+        {deletionAt && signIn.variables ? (
+          <DeletionOffer
+            at={deletionAt}
+            pending={signIn.isPending}
+            onCancelDeletion={() =>
+              signIn.variables && signIn.mutate({ ...signIn.variables, cancelDeletion: true })
+            }
+            onKeep={() => {
+              setKeptScheduled(deletionAt);
+              signIn.reset();
+            }}
+          />
+        ) : (
+          <FormError error={error} fields={["email", "password"]} />
+        )}
         <button type="submit" disabled={signIn.isPending}>
           Sign in
         </button>
@@ -211,7 +250,15 @@ export function SignIn() {
         <Link href="/forgot-password">Forgot password?</Link>
       </p>
       <p>
-        <button type="button" onClick={() => passkey.mutate()} disabled={passkey.isPending}>
+        <button
+          type="button"
+          onClick={() => {
+            signIn.reset();
+            setPasskeyMessage("");
+            passkey.mutate();
+          }}
+          disabled={passkey.isPending}
+        >
           Sign in with a passkey
         </button>
       </p>
@@ -279,9 +326,16 @@ export function ResetPassword() {
       <h1 id="reset-title">Reset password</h1>
       {reset.isSuccess ? (
         <>
-          <Status>{reset.data.message}</Status>
+          <Status>Your password is changed. {revokedSummary(reset.data.revoked)}</Status>
           <p>
-            <Link href={`/sign-in?email=${encodeURIComponent(email)}${nextParam(search)}`}>Sign in</Link>
+            Browsers signed in before the reset must sign in again with the new password, and programs that
+            used those API tokens or MCP grants need new ones.
+          </p>
+          <RecoveryPasskeys email={reset.variables.email} answer={reset.data} />
+          <p>
+            <Link href={`/sign-in?email=${encodeURIComponent(reset.variables.email)}${nextParam(search)}`}>
+              Sign in
+            </Link>
           </p>
         </>
       ) : (

@@ -1,12 +1,14 @@
 /** Settings: profile, passkeys, active sessions, sign-out; and Keys: the user's API tokens. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { addPasskey } from "../passkeys";
+import { usePasswordCheck } from "../password-check";
 import { Link, navigate } from "../router";
 import { SESSION_KEY } from "../session";
 import { ConfirmDialog, Field, FormError, fieldError, Status } from "../ui";
+import { revokedSummary } from "./recovery";
 
 interface User {
   userId: string;
@@ -16,6 +18,9 @@ interface User {
   userBio: string;
   userEmail: string;
 }
+
+/** The change-password form has no fields of the person's details: the signed-in user's are `known`. */
+const NO_FIELDS: readonly string[] = [];
 
 const values = (event: FormEvent<HTMLFormElement>) => {
   event.preventDefault();
@@ -104,6 +109,10 @@ export function Settings({ user }: { user: User }) {
           </button>
         </form>
       </section>
+      <ChangePassword
+        userId={user.userId}
+        known={[user.userEmail ?? "", user.userFirstName ?? "", user.userLastName ?? ""]}
+      />
       <Passkeys />
       <Sessions />
       <section aria-labelledby="sign-out-title">
@@ -113,7 +122,152 @@ export function Settings({ user }: { user: User }) {
         </button>
         <FormError error={signOut.error} />
       </section>
+      <DeleteAccount userId={user.userId} />
     </>
+  );
+}
+
+/**
+ * The signed-in password change: the current password, the new one, and "Sign out everywhere else"
+ * (checked by default: the other sessions, the API tokens and the MCP grants are revoked; this
+ * browser stays signed in).
+ */
+function ChangePassword({ userId, known }: { userId: string; known: readonly string[] }) {
+  const queryClient = useQueryClient();
+  const checkId = useId();
+  const passwordCheck = usePasswordCheck(NO_FIELDS, { known, field: "newPassword" });
+  const change = useMutation({
+    mutationFn: async (body: {
+      currentPassword: string;
+      newPassword: string;
+      signOutOtherSessions: boolean;
+    }) => must(await api.POST("/auth/change-password", { body })),
+    onSuccess: () =>
+      Promise.all([
+        queryClient.invalidateQueries({ queryKey: ["sessions"] }),
+        queryClient.invalidateQueries({ queryKey: ["tokens", userId] }),
+      ]),
+  });
+  const error = change.error;
+  const revoked = change.data?.revoked;
+  return (
+    <section aria-labelledby="change-password-title">
+      <h2 id="change-password-title">Change password</h2>
+      <form
+        noValidate
+        onSubmit={async (event) => {
+          const form = event.currentTarget;
+          const { currentPassword = "", newPassword = "", signOutOtherSessions } = values(event);
+          if (!(await passwordCheck.beforeSubmit(form))) return;
+          change.mutate(
+            { currentPassword, newPassword, signOutOtherSessions: signOutOtherSessions === "on" },
+            { onSuccess: () => form.reset() },
+          );
+        }}
+      >
+        <Field
+          label="Current password"
+          name="currentPassword"
+          type="password"
+          autoComplete="current-password"
+          required
+          error={fieldError(error, "currentPassword")}
+        />
+        <Field
+          label="New password"
+          name="newPassword"
+          type="password"
+          autoComplete="new-password"
+          required
+          hint="12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess."
+          onBlur={passwordCheck.onBlur}
+          onChange={passwordCheck.onChange}
+          error={passwordCheck.problem ?? fieldError(error, "newPassword")}
+        />
+        <div className="field checkbox">
+          <input
+            id={checkId}
+            type="checkbox"
+            name="signOutOtherSessions"
+            defaultChecked
+            aria-describedby={`${checkId}-hint`}
+          />
+          <label htmlFor={checkId}>Sign out everywhere else</label>
+          <p id={`${checkId}-hint`} className="hint">
+            Ends your other sessions and also revokes your API tokens and MCP grants: programs that use them
+            need new ones. This browser stays signed in.
+          </p>
+        </div>
+        <FormError error={error} fields={["currentPassword", "newPassword"]} />
+        {revoked && (
+          <Status>
+            Password changed.{" "}
+            {change.variables?.signOutOtherSessions
+              ? revokedSummary(revoked, "other ")
+              : "Your other sessions, API tokens and MCP grants keep working."}
+          </Status>
+        )}
+        <button type="submit" disabled={change.isPending}>
+          Change password
+        </button>
+      </form>
+    </section>
+  );
+}
+
+/**
+ * Deleting the account: scheduled after a grace period. The API signs out every session (this one
+ * too) and revokes the tokens and grants at once, so the page goes to Sign-in, which says so.
+ */
+function DeleteAccount({ userId }: { userId: string }) {
+  const queryClient = useQueryClient();
+  const [confirming, setConfirming] = useState(false);
+  const deletion = useMutation({
+    mutationFn: async () => must(await api.DELETE("/api/users/{userId}", { params: { path: { userId } } })),
+    onSuccess: (data) => {
+      queryClient.clear();
+      queryClient.setQueryData(SESSION_KEY, null);
+      const at = data.userDeletionScheduledAt;
+      navigate(at ? `/sign-in?deletionScheduledAt=${encodeURIComponent(at)}` : "/sign-in");
+    },
+  });
+  return (
+    <section aria-labelledby="delete-account-title">
+      <h2 id="delete-account-title">Delete your account</h2>
+      <p>
+        The account is deleted after a grace period (30 days by default). Until then, signing in with your
+        password offers to cancel the deletion.
+      </p>
+      <button
+        type="button"
+        className="danger"
+        onClick={() => setConfirming(true)}
+        disabled={deletion.isPending}
+      >
+        Delete account
+      </button>
+      <FormError error={deletion.error} />
+      <ConfirmDialog
+        open={confirming}
+        title="Delete your account?"
+        confirmLabel="Schedule the deletion"
+        onCancel={() => setConfirming(false)}
+        onConfirm={() => {
+          setConfirming(false);
+          deletion.mutate();
+        }}
+      >
+        <p>
+          You are signed out everywhere at once, this browser too, and your API tokens and MCP grants stop
+          working. The account and the organisations of which you are the only member are deleted when the
+          grace period ends.
+        </p>
+        <p>
+          If you are the last administrator of an organisation with other members, the deletion is refused:
+          make another member an administrator first.
+        </p>
+      </ConfirmDialog>
+    </section>
   );
 }
 

@@ -9,6 +9,8 @@ import { z } from "zod";
 import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
 import {
   AUTH_IP_LIMIT_MESSAGE,
+  CHANGED_MESSAGE,
+  changePassword,
   countAuthRequest,
   DEVICE_SECONDS,
   deviceCookieName,
@@ -22,11 +24,11 @@ import {
   RESEND_MESSAGE,
   RESET_MESSAGE,
   resendVerification,
-  resetPassword,
   revokeUserSession,
   SIGN_UP_MESSAGE,
   SIGNED_IN_MESSAGE,
   SIGNED_OUT_MESSAGE,
+  scheduledForDeletionMessage,
   sessionCookieName,
   sessionFromCookie,
   signIn,
@@ -36,6 +38,7 @@ import {
   VERIFIED_MESSAGE,
   verifyEmail,
 } from "#lib/domain/accounts.ts";
+import { completePasswordReset } from "#lib/domain/recovery.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "#lib/shared/password-policy.ts";
@@ -43,7 +46,7 @@ import { UserSchema } from "./users.ts";
 
 const Email = z.string().trim().toLowerCase().email().max(254);
 /** Length in characters (code points), not UTF-16 units. */
-const Password = z
+export const Password = z
   .string()
   .refine((value) => [...value].length >= PASSWORD_MIN_LENGTH, {
     message: `must be at least ${PASSWORD_MIN_LENGTH} characters`,
@@ -59,7 +62,59 @@ const EmailBody = z.object({ email: Email });
 const VerifyBody = z.object({ email: Email, code: Code });
 const ResetBody = z.object({ email: Email, code: Code, password: Password });
 /** Any string: a wrong password of the wrong length is a wrong password (401), not a validation error. */
-const SignInBody = z.object({ email: Email, password: z.string().max(1024) });
+const SignInBody = z.object({
+  email: Email,
+  password: z.string().max(1024),
+  cancelDeletion: z
+    .boolean()
+    .optional()
+    .describe(
+      "Cancel the account's scheduled deletion and sign in; without it, the right password of an account scheduled for deletion is a 409",
+    ),
+});
+const ChangePasswordBody = z.object({
+  currentPassword: z.string().max(1024).describe("The password the user signs in with now"),
+  newPassword: Password.describe("The new password: 12 to 256 characters, not a common one"),
+  signOutOtherSessions: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Sign out every other session and revoke every API token and MCP grant of the user (default true); the current session stays",
+    ),
+});
+
+/** A passkey as answered (the routes of lib/api/operations/passkeys.ts, and the reset's list). */
+export const PasskeySchema = z.object({
+  passkeyId: z.string().describe("The passkey's id (SHA-256 of its credential id, base64url)"),
+  passkeyName: z.string().describe("The name its owner gave it"),
+  passkeyCreated: z.string().describe("When it was added (ISO 8601)"),
+  passkeyLastUsed: z.string().nullable().describe("When it last signed in (ISO 8601); null while never used"),
+  passkeySynced: z
+    .boolean()
+    .describe("Whether the authenticator said it is backed up (a synced passkey, on more than one device)"),
+});
+const RevokedSchema = z
+  .object({
+    sessions: z.number().int().describe("Sessions signed out"),
+    tokens: z.number().int().describe("API tokens revoked"),
+    grants: z.number().int().describe("MCP OAuth grants revoked (their refresh and access tokens)"),
+  })
+  .describe("What was revoked");
+const ResetAnswer = z.object({
+  message: z.string(),
+  revoked: RevokedSchema,
+  passkeys: z
+    .array(PasskeySchema)
+    .describe(
+      "The user's passkeys (a reset does not remove them): remove any not recognised with recoveryToken",
+    ),
+  recoveryToken: z
+    .string()
+    .describe(
+      "Shown once: lets its holder remove this user's passkeys (POST /auth/passkeys/remove) for 24 hours, and nothing else",
+    ),
+});
+const ChangeAnswer = z.object({ message: z.string(), revoked: RevokedSchema });
 
 const Users = wrapped("users", UserSchema);
 const SessionSchema = z.object({
@@ -75,6 +130,11 @@ const NOT_SIGNED_IN = "Not signed in";
 const SessionUsers = z.object({ users: z.array(UserSchema) });
 
 const invalidCode = () => new HttpError(400, INVALID_CODE_MESSAGE);
+/** The 409 of a sign-in (password or passkey) of an account scheduled for deletion. */
+export const scheduledForDeletion = (userDeletionScheduledAt: string) =>
+  new HttpError(409, scheduledForDeletionMessage(userDeletionScheduledAt), {
+    body: { userDeletionScheduledAt },
+  });
 const unauthorized = (message: string) => new HttpError(401, message);
 
 const isSecure = (baseUrl: string) => baseUrl.startsWith("https://");
@@ -199,12 +259,12 @@ const routes = [
     group: "auth",
     summary: "Sign in",
     description:
-      "Sign in with e-mail and password: answers the user and sets the session cookie (HttpOnly, SameSite=Lax). 401 for a wrong address or password, 403 for an address not verified yet, 429 with Retry-After once 5 sign-ins of the address failed within 15 minutes, until that window ends.",
+      "Sign in with e-mail and password: answers the user and sets the session cookie (HttpOnly, SameSite=Lax). 401 for a wrong address or password, 403 for an address not verified yet, 409 `{message, userDeletionScheduledAt}` for the right password of an account scheduled for deletion (no session; `cancelDeletion: true` cancels the deletion and signs in), 429 with Retry-After once 5 sign-ins of the address failed within 15 minutes, until that window ends.",
     access: access.public,
     effect: "write",
     body: SignInBody,
     response: { status: 200, schema: Users },
-    errors: [403],
+    errors: [403, 409],
     handler: async ({ body, baseUrl, headers }) => {
       const result = await signIn({
         ...body,
@@ -221,6 +281,8 @@ const routes = [
           throw unauthorized(INVALID_CREDENTIALS_MESSAGE);
         case "notVerified":
           throw new HttpError(403, NOT_VERIFIED_MESSAGE);
+        case "scheduledForDeletion":
+          throw scheduledForDeletion(result.userDeletionScheduledAt);
         case "signedIn":
           return {
             body: { message: SIGNED_IN_MESSAGE, users: [toApiUser(result.user)] },
@@ -338,14 +400,40 @@ const routes = [
     group: "auth",
     summary: "Reset the password",
     description:
-      "Set a new password with the code of the reset e-mail; every session of the user is revoked. A wrong, used or expired code is a 400; so is a common or easily guessed password (naming `password`; the code stays usable).",
+      "Set a new password with the code of the reset e-mail: every session, API token and MCP OAuth grant of the user is revoked (`revoked` counts them). Passkeys are kept but listed, with `recoveryToken` (shown once, good for 24 hours) to remove any of them with POST /auth/passkeys/remove; the e-mail 'Your password was changed' says the same, with a removal link per passkey. A wrong, used or expired code is a 400; so is a common or easily guessed password (naming `password`; the code stays usable).",
     access: access.public,
     effect: "write",
     body: ResetBody,
-    response: { status: 200, schema: MessageResponse },
+    response: { status: 200, schema: ResetAnswer },
     handler: async ({ body }) => {
-      if (!(await resetPassword(body))) throw invalidCode();
-      return { body: { message: RESET_MESSAGE } };
+      const completed = await completePasswordReset(body);
+      if (!completed) throw invalidCode();
+      return { body: { message: RESET_MESSAGE, ...completed }, headers: NO_STORE };
+    },
+  }),
+  operation({
+    id: "changePassword",
+    method: "POST",
+    path: "/auth/change-password",
+    group: "auth",
+    summary: "Change my password",
+    description:
+      "Change the signed-in user's password (session cookie). A wrong `currentPassword` is a 400 naming it and counts as a failed sign-in of the address (429 with Retry-After while locked, as sign-in); `newPassword` follows sign-up's rules (400 naming it). With `signOutOtherSessions` (default true) every other session, API token and MCP OAuth grant of the user is revoked; the current session stays. 401 without a valid session cookie.",
+    access: access.public,
+    effect: "write",
+    body: ChangePasswordBody,
+    response: { status: 200, schema: ChangeAnswer },
+    errors: [409],
+    handler: async ({ headers, body }) => {
+      const signedIn = await sessionFromCookie(headers.cookie);
+      if (!signedIn) throw unauthorized(NOT_SIGNED_IN);
+      const result = await changePassword(signedIn, body);
+      if (result.kind === "locked")
+        throw new HttpError(429, LOCKED_MESSAGE, {
+          body: { retryAfter: result.retryAfterSeconds },
+          headers: { "Retry-After": String(result.retryAfterSeconds) },
+        });
+      return { body: { message: CHANGED_MESSAGE, revoked: result.revoked }, headers: NO_STORE };
     },
   }),
 ];
@@ -354,7 +442,7 @@ const routes = [
  * The errors every `/auth` route may answer besides its own: 429 (the per-IP limit), 400 for a
  * malformed body, 401 where the route needs a session or a password.
  */
-const SESSION_ROUTES = new Set(["signIn", "getSession", "listSessions", "revokeSession"]);
+const SESSION_ROUTES = new Set(["signIn", "getSession", "listSessions", "revokeSession", "changePassword"]);
 export const authOperations = routes.map((route) => ({
   ...route,
   errors: [

@@ -22,9 +22,14 @@ import {
   signInWithPasskey,
   toApiPasskey,
 } from "#lib/domain/passkeys.ts";
+import {
+  INVALID_LINK_MESSAGE,
+  PASSKEY_REMOVED_MESSAGE,
+  removePasskeyWithRecoveryToken,
+} from "#lib/domain/recovery.ts";
 import { toApiUser } from "#lib/domain/users.ts";
 import { HttpError } from "#lib/http/errors.ts";
-import { NO_STORE, sessionCookie } from "./auth.ts";
+import { NO_STORE, PasskeySchema, scheduledForDeletion, sessionCookie } from "./auth.ts";
 import { UserSchema } from "./users.ts";
 
 const NOT_SIGNED_IN = "Not signed in";
@@ -127,16 +132,12 @@ const AuthenticationResponse = z
   })
   .describe("AuthenticationResponseJSON: what startAuthentication answered");
 
-const PasskeySchema = z.object({
-  passkeyId: z.string().describe("The passkey's id (SHA-256 of its credential id, base64url)"),
-  passkeyName: z.string().describe("The name its owner gave it"),
-  passkeyCreated: z.string().describe("When it was added (ISO 8601)"),
-  passkeyLastUsed: z.string().nullable().describe("When it last signed in (ISO 8601); null while never used"),
-  passkeySynced: z
-    .boolean()
-    .describe("Whether the authenticator said it is backed up (a synced passkey, on more than one device)"),
-});
 const Passkeys = wrapped("passkeys", PasskeySchema);
+const RemoveWithTokenBody = z.object({
+  email: z.string().trim().toLowerCase().max(254).describe("The address of the account (from the link)"),
+  passkeyId: z.string().max(64).describe("The passkey's id (from the link)"),
+  recoveryToken: z.string().max(128).describe("The reset's recovery token (the link's `token`)"),
+});
 
 const RegisterBody = z.object({
   challengeId: z.string().max(64),
@@ -224,11 +225,12 @@ export const passkeyOperations = [
     group: "auth",
     summary: "Sign in with a passkey",
     description:
-      "Sign in with the response of startAuthentication and the challenge of authentication-options, used once: answers the user and sets the session cookie, as sign-in does. 400 for a used or expired challenge; 401 for a passkey that is not registered, a signature, origin or relying-party id that does not verify, or a signature counter that went back.",
+      "Sign in with the response of startAuthentication and the challenge of authentication-options, used once: answers the user and sets the session cookie, as sign-in does. 400 for a used or expired challenge; 401 for a passkey that is not registered, a signature, origin or relying-party id that does not verify, or a signature counter that went back; 409 `{message, userDeletionScheduledAt}` for an account scheduled for deletion (no session: sign in with the password and `cancelDeletion` to cancel it).",
     access: access.public,
     effect: "write",
     body: SignInBody,
     response: { status: 200, schema: wrapped("users", UserSchema) },
+    errors: [409],
     handler: async ({ body, baseUrl, headers }) => {
       const result = await signInWithPasskey({
         challengeId: body.challengeId,
@@ -236,6 +238,7 @@ export const passkeyOperations = [
         userAgent: headers["user-agent"],
       });
       if (result.kind === "notRecognised") throw new HttpError(401, NOT_RECOGNISED_MESSAGE);
+      if (result.kind === "scheduledForDeletion") throw scheduledForDeletion(result.userDeletionScheduledAt);
       return {
         body: { message: SIGNED_IN_MESSAGE, users: [toApiUser(result.user)] },
         headers: {
@@ -277,6 +280,23 @@ export const passkeyOperations = [
       const user = await signedInUser(headers.cookie);
       await removeUserPasskey(user.userId, params.passkeyId);
       return { body: { message: "Passkey removed" }, headers: NO_STORE };
+    },
+  }),
+  operation({
+    id: "removePasskeyWithRecoveryToken",
+    method: "POST",
+    path: "/auth/passkeys/remove",
+    group: "auth",
+    summary: "Remove a passkey with a reset's recovery token",
+    description: `Remove one of a user's passkeys without a session, with the \`recoveryToken\` a password reset answered (and e-mailed in each passkey's removal link); the token is good for that user's passkeys, any number of them, for 24 hours. 400 ("${INVALID_LINK_MESSAGE}") for a wrong or expired token or an unknown address, alike; 404 for a passkey that is not that user's.`,
+    access: access.public,
+    effect: "delete",
+    body: RemoveWithTokenBody,
+    response: { status: 200, schema: MessageResponse },
+    errors: [400, 404, 409, 429],
+    handler: async ({ body }) => {
+      await removePasskeyWithRecoveryToken(body);
+      return { body: { message: PASSKEY_REMOVED_MESSAGE }, headers: NO_STORE };
     },
   }),
 ];

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { access, MessageResponse, operation, pathParams, wrapped } from "#lib/api/operation.ts";
+import { sessionSecretHashOf } from "#lib/domain/accounts.ts";
 import {
   issueToken,
   LAST_USED_PRECISION_MS,
@@ -77,8 +78,17 @@ export const tokenOperations = [
     body: NewTokenBody,
     response: { status: 201, schema: wrapped("tokens", CreatedTokenSchema) },
     errors: [403, 404],
-    handler: async ({ params, body }) => {
-      const issued = await issueToken(params.userId, { tokenName: body.tokenName });
+    handler: async ({ params, body, principal, headers }) => {
+      // Issued only while the request's own credential is alive (a revocation racing it: issue 33).
+      const sessionSecretHash = principal.tokenId ? undefined : sessionSecretHashOf(headers.cookie);
+      const issued = await issueToken(params.userId, {
+        tokenName: body.tokenName,
+        issuedWith: principal.tokenId
+          ? { tokenId: principal.tokenId }
+          : sessionSecretHash
+            ? { sessionSecretHash }
+            : undefined,
+      });
       return {
         status: 201,
         body: {

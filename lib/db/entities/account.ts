@@ -102,6 +102,7 @@ export const accountKeys = {
   session: keys.session,
   device: keys.userDevice,
   signInFailures: keys.signInFailures,
+  recoveryToken: keys.recoveryToken,
 } as const;
 
 async function getItem(key: { pKey: string; sKey: string }) {
@@ -322,11 +323,83 @@ export async function listSessions(userId: string): Promise<SessionItem[]> {
   return items.map(sessionItemOf);
 }
 
-/** Revoke every session of a user (a password reset); answers how many there were. */
-export async function deleteSessionsOfUser(userId: string): Promise<number> {
-  const sessions = await listSessions(userId);
+/**
+ * Revoke every session of a user (a password reset, a deletion), or every one but `keepSecretHash`
+ * (a password change keeps the session it was made in); answers how many were deleted.
+ */
+export async function deleteSessionsOfUser(
+  userId: string,
+  options: { keepSecretHash?: string } = {},
+): Promise<number> {
+  const sessions = (await listSessions(userId)).filter(
+    (session) => session.secretHash !== options.keepSecretHash,
+  );
   await batchDelete(sessions.map(keyOf));
   return sessions.length;
+}
+
+/**
+ * A password reset's recovery token (issue 33): lets its holder remove the user's passkeys until
+ * `expiresAt`. Only its SHA-256 is stored (the key's suffix); several may be pending.
+ */
+export const RecoveryTokenItem = z.object({
+  pKey: z.string(),
+  sKey: z.string(),
+  entity: z.literal("recoveryToken"),
+  userId: z.string(),
+  tokenHash: z.string(),
+  createdAt: z.string(),
+  /** Epoch seconds: refused from then on (the TTL deletes it later). */
+  expiresAt: z.int(),
+  TTL: z.int(),
+});
+export type RecoveryTokenItem = z.infer<typeof RecoveryTokenItem>;
+
+export async function putRecoveryToken(item: RecoveryTokenItem): Promise<void> {
+  await homeDb().send(
+    new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: "attribute_not_exists(pKey)" }),
+  );
+}
+
+/**
+ * Access pattern "recovery token of a user by hash": a consistent GetItem of `USER#<id>` /
+ * `RECOVERY#<sha256>`; one past its expiry reads as none (the TTL deletes it a while later).
+ */
+export async function findRecoveryToken(
+  userId: string,
+  tokenHash: string,
+  nowSeconds: number,
+): Promise<RecoveryTokenItem | undefined> {
+  const item = await getItem(keys.recoveryToken(userId, tokenHash));
+  if (!item) return undefined;
+  const token = parseStored(RecoveryTokenItem, "recovery token", item);
+  return token.expiresAt > nowSeconds ? token : undefined;
+}
+
+/**
+ * A new password for an account, in place of the one that was checked (`currentHash`): false when
+ * the password changed meanwhile (another change or a reset won), so of racing changes one wins.
+ */
+export async function replacePassword(
+  userId: string,
+  currentHash: string,
+  passwordHash: string,
+): Promise<boolean> {
+  try {
+    await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: accountKeys.account(userId),
+        UpdateExpression: "SET passwordHash = :hash, passwordChanged = :now",
+        ConditionExpression: "passwordHash = :current",
+        ExpressionAttributeValues: { ":hash": passwordHash, ":current": currentHash, ":now": nowIso() },
+      }),
+    );
+    return true;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return false;
+    throw error;
+  }
 }
 
 export type SignInReservation =

@@ -87,6 +87,34 @@ export async function queueForDeletion(
 }
 
 /**
+ * Takes a client or user item out of the deletion queue (a user who signs in with
+ * `cancelDeletion`, issue 33): its status, due time, requester and GSI2 keys removed, conditioned on
+ * it being queued. Answers the item as it is now (undefined when it was not queued, or is gone).
+ */
+export async function unqueueDeletion(
+  kind: DeletionKind,
+  itemKey: Key,
+): Promise<Record<string, unknown> | undefined> {
+  const prefix = ENTITY_OF_KIND[kind];
+  try {
+    const result = await homeDb().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: itemKey,
+        UpdateExpression: `REMOVE ${prefix}Status, ${prefix}DeletionScheduledAt, deletionRequestedBy, gsi2pk, gsi2sk`,
+        ConditionExpression: `attribute_exists(pKey) AND ${prefix}Status = :pending`,
+        ExpressionAttributeValues: { ":pending": "pendingDeletion" },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return result.Attributes;
+  } catch (error) {
+    if (isConditionalCheckFailure(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
  * Access pattern "clients / users due for deletion": one Query on GSI2, `gsi2sk <= <now ISO>#~`,
  * oldest first. An entry that does not read as one is returned apart, with why, so that one broken
  * item does not stop the purge of the others.

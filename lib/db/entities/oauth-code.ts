@@ -16,7 +16,7 @@ import {
   type TransactionStep,
   tableName,
 } from "#lib/db/store.ts";
-import { type OAuthGrantItem, oauthGrantKeys } from "./oauth-grant.ts";
+import { type OAuthGrantItem, oauthGrantKeys, userGrantRefOf } from "./oauth-grant.ts";
 
 /** An authorization code is good for 60 seconds. */
 export const AUTHORIZATION_CODE_TTL_SECONDS = 60;
@@ -67,8 +67,9 @@ export async function findAuthorizationCode(codeHash: string): Promise<OAuthCode
 
 /**
  * Redeem a code for a new grant, in one transaction of named steps: `redeem code` (conditioned on
- * the code existing and not being redeemed yet: the single-use decision) and `put grant`. False
- * when the code was redeemed first by someone else.
+ * the code existing and not being redeemed yet: the single-use decision), `put grant` and `index
+ * grant` (its reference under the user, by which a reset or a deletion finds it). False when the
+ * code was redeemed first by someone else.
  */
 export async function redeemAuthorizationCode(code: OAuthCodeItem, grant: OAuthGrantItem): Promise<boolean> {
   const steps: TransactionStep[] = [
@@ -94,6 +95,7 @@ export async function redeemAuthorizationCode(code: OAuthCodeItem, grant: OAuthG
         },
       },
     },
+    { name: "index grant", action: { Put: { TableName: tableName(), Item: userGrantRefOf(grant) } } },
   ];
   // Another redemption of the same code (committed, or racing this one) decides it: this one lost.
   const lost = await commitSteps(steps, {

@@ -12,6 +12,7 @@ import * as z from "zod/mini";
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "#lib/aws/document-client.ts";
 import { keys } from "#lib/db/keys.ts";
 import {
+  batchDelete,
   batchGet,
   homeDb,
   isConditionalCheckFailure,
@@ -19,6 +20,7 @@ import {
   nowIso,
   nowSeconds,
   parseStored,
+  queryPartition,
   tableName,
 } from "#lib/db/store.ts";
 import { type UserItem, userItemOf } from "./user.ts";
@@ -49,7 +51,25 @@ export type OAuthGrantItem = z.infer<typeof OAuthGrantItem>;
 export const oauthGrantItemOf = (item: Record<string, unknown>): OAuthGrantItem =>
   parseStored(OAuthGrantItem, "OAuth grant", item);
 
-export const oauthGrantKeys = { item: keys.oauthGrant, rotated: keys.oauthRotatedRefresh } as const;
+export const oauthGrantKeys = {
+  item: keys.oauthGrant,
+  rotated: keys.oauthRotatedRefresh,
+  /** The grant's reference under its user (`USER#<id>` / `OAUTHGRANT#<grantId>`). */
+  ofUser: keys.userOAuthGrant,
+} as const;
+
+/**
+ * The reference of a grant under its user: how a password reset, a password change or a deletion
+ * finds the user's grants (issue 33). Its TTL follows the grant's (set again by each rotation), so
+ * it lives as long as the grant may.
+ */
+export const userGrantRefOf = (grant: Pick<OAuthGrantItem, "userId" | "grantId" | "TTL">) => ({
+  ...oauthGrantKeys.ofUser(grant.userId, grant.grantId),
+  entity: "userOAuthGrant",
+  userId: grant.userId,
+  grantId: grant.grantId,
+  TTL: grant.TTL,
+});
 
 /** Access pattern "OAuth grant by id": a consistent GetItem; an expired grant reads as none. */
 export async function findOAuthGrant(grantId: string): Promise<OAuthGrantItem | undefined> {
@@ -124,7 +144,13 @@ export async function rotateRefreshToken(
         ReturnValues: "ALL_NEW",
       }),
     );
-    return result.Attributes ? oauthGrantItemOf(result.Attributes) : undefined;
+    const rotated = result.Attributes ? oauthGrantItemOf(result.Attributes) : undefined;
+    // The user's reference lives as long as the grant. An unconditional put: a reference a
+    // concurrent revocation deleted comes back only for a grant that is dead anyway (its API token
+    // is gone), and the next revocation deletes it again.
+    if (rotated)
+      await homeDb().send(new PutCommand({ TableName: tableName(), Item: userGrantRefOf(rotated) }));
+    return rotated;
   } catch (error) {
     if (isConditionalCheckFailure(error)) return undefined;
     throw error;
@@ -149,4 +175,26 @@ export async function wasRotatedRefreshToken(grantId: string, tokenHash: string)
 /** Revoke a grant: its refresh token and every access token it issued (idempotent). */
 export async function revokeOAuthGrant(grantId: string): Promise<void> {
   await homeDb().send(new DeleteCommand({ TableName: tableName(), Key: oauthGrantKeys.item(grantId) }));
+}
+
+/**
+ * Revoke every grant of a user (a password reset or change, a deletion: issue 33): the grants its
+ * references under the user name, and the references. Answers how many grants were alive (an
+ * expired grant or a dangling reference is cleaned up, not counted). Idempotent: run again after a
+ * failure, it deletes what is left.
+ */
+export async function revokeGrantsOfUser(userId: string): Promise<number> {
+  // Access pattern "OAuth grants of a user": a consistent Query of the user's partition, `OAUTHGRANT#`.
+  const refs = await queryPartition(keys.user(userId).pKey, {
+    sKeyPrefix: "OAUTHGRANT#",
+    consistent: true,
+    max: 10_000,
+  });
+  if (refs.length === 0) return 0;
+  const grantKeys = refs.map((ref) => oauthGrantKeys.item(String(ref.grantId)));
+  const live = (await batchGet(grantKeys)).filter((item) => !isExpired(item) && item.userId === userId);
+  // The grants first, then their references: a failure between leaves references to retry with.
+  await batchDelete(grantKeys);
+  await batchDelete(refs.map((ref) => ({ pKey: String(ref.pKey), sKey: String(ref.sKey) })));
+  return live.length;
 }
