@@ -8,7 +8,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
-import { latestEmailedCode, send, TEST_PASSWORD } from "../support/sessions.ts";
+import { latestEmailedCode, send, TEST_PASSWORD, withPassword } from "../support/sessions.ts";
 import { createClientFor, type TestStack, type TestUser } from "../support/stack.ts";
 import { checkPage, connectBrowser, emailedLink, signUpAndVerify, startConsoleStack } from "./support.ts";
 
@@ -91,12 +91,7 @@ describe("the invite page", () => {
   });
 
   it("declines a second invite after a confirmation dialog; the invite is gone", async () => {
-    const second = await stack.newUser();
-    await send(stack.baseUrl, "POST", "/auth/forgot-password", { body: { email: second.email } });
-    const code = await latestEmailedCode(second.email, "Reset your password");
-    await send(stack.baseUrl, "POST", "/auth/reset-password", {
-      body: { email: second.email, code, password: TEST_PASSWORD },
-    });
+    const second = await withPassword(stack, await stack.newUser());
     const declined = await invite(second.email, "admin");
     const other = await newPage();
     await other.goto(`/sign-in?email=${encodeURIComponent(second.email)}&next=/invites/${declined}`);

@@ -9,7 +9,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sentEmails } from "../support/emulator.ts";
-import { latestEmailedCode, send, signedInUser, TEST_PASSWORD } from "../support/sessions.ts";
+import { signedInUser, TEST_PASSWORD, withPassword } from "../support/sessions.ts";
 import type { TestStack, TestUser } from "../support/stack.ts";
 import { checkPage, connectBrowser, describePageOnFailure, startConsoleStack } from "./support.ts";
 
@@ -33,14 +33,8 @@ const shown = (locator: ReturnType<Page["getByText"]>) => expect.poll(() => loca
 
 beforeAll(async () => {
   ({ stack, origin } = await startConsoleStack());
-  user = await stack.newUser();
+  user = await withPassword(stack, await stack.newUser());
   colleague = await stack.newUser();
-  await send(stack.baseUrl, "POST", "/auth/forgot-password", { body: { email: user.email } });
-  const code = await latestEmailedCode(user.email, "Reset your password");
-  const reset = await send(stack.baseUrl, "POST", "/auth/reset-password", {
-    body: { email: user.email, code, password: TEST_PASSWORD },
-  });
-  expect(reset.status).toBe(200);
   browser = await connectBrowser();
   context = await browser.newContext({ baseURL: origin });
   page = await context.newPage();

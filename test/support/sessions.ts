@@ -59,20 +59,23 @@ export async function signIn(baseUrl: string, email: string, password = TEST_PAS
 }
 
 /** A new user of the stack (with their token) who set a password and signed in once. */
-export async function signedInUser(stack: TestStack): Promise<TestUser & { cookie: string }> {
-  const user = await stack.newUser();
+/**
+ * Give `user` the password TEST_PASSWORD with a reset code, as a person would. The reset revokes
+ * every API token of the user (docs/accounts.md "Recovery ends every way in"): the answer carries a
+ * new token and its API client in place of the old ones.
+ */
+export async function withPassword<U extends TestUser>(stack: TestStack, user: U): Promise<U> {
   await send(stack.baseUrl, "POST", "/auth/forgot-password", { body: { email: user.email } });
   const code = await latestEmailedCode(user.email, "Reset your password");
   const reset = await send(stack.baseUrl, "POST", "/auth/reset-password", {
     body: { email: user.email, code, password: TEST_PASSWORD },
   });
   expect(reset.status, JSON.stringify(reset.body)).toBe(200);
-  // The reset revoked every API token of the user (issue 33): a new one for the tests' API client.
   const { token } = await issueToken(user.userId);
-  return {
-    ...user,
-    token,
-    api: apiClient(stack.baseUrl, token),
-    cookie: await signIn(stack.baseUrl, user.email),
-  };
+  return { ...user, token, api: apiClient(stack.baseUrl, token) };
+}
+
+export async function signedInUser(stack: TestStack): Promise<TestUser & { cookie: string }> {
+  const user = await withPassword(stack, await stack.newUser());
+  return { ...user, cookie: await signIn(stack.baseUrl, user.email) };
 }
