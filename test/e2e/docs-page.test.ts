@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "#lib/api/openapi.ts";
 import { OPERATIONS } from "#lib/api/registry.ts";
 import { getConfig } from "#lib/config.ts";
-import { chromiumExecutable } from "../support/chromium.ts";
+import { CHROMIUM_ARGS, chromiumEnv, chromiumExecutable } from "../support/chromium.ts";
 import { startTestStack, type TestStack } from "../support/stack.ts";
 
 let stack: TestStack;
@@ -71,7 +71,7 @@ describe("GET /docs", () => {
     beforeAll(async () => {
       const { path, source } = await chromiumExecutable();
       try {
-        browser = await chromium.launch({ executablePath: path, args: ["--no-sandbox"] });
+        browser = await chromium.launch({ executablePath: path, args: CHROMIUM_ARGS, env: chromiumEnv() });
       } catch (error) {
         launchError = `${path} (${source}) did not start: ${(error as Error).message.split("\n")[0]}`;
       }

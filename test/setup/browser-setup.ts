@@ -7,7 +7,7 @@
 import { type BrowserServer, chromium } from "playwright-core";
 import type { TestProject } from "vitest/node";
 import { ensureConsoleBuilt } from "../../local/console-build.ts";
-import { chromiumExecutable } from "../support/chromium.ts";
+import { CHROMIUM_ARGS, chromiumEnv, chromiumExecutable } from "../support/chromium.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -20,7 +20,7 @@ export default async function setup(project: TestProject) {
   const { path, source } = await chromiumExecutable();
   let server: BrowserServer;
   try {
-    server = await chromium.launchServer({ executablePath: path, args: ["--no-sandbox"] });
+    server = await chromium.launchServer({ executablePath: path, args: CHROMIUM_ARGS, env: chromiumEnv() });
   } catch (error) {
     throw new Error(`Chromium at ${path} (${source}) did not start: ${(error as Error).message}`);
   }
