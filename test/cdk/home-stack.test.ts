@@ -494,6 +494,10 @@ describe("HomeStack", () => {
         "DELETE /auth/sessions/{sessionId}",
         "POST /auth/forgot-password",
         "POST /auth/reset-password",
+        // Issue 33: the signed-in change reads the session cookie; the removal proves itself with
+        // the reset's recovery token.
+        "POST /auth/change-password",
+        "POST /auth/passkeys/remove",
         "POST /auth/passkeys/registration-options",
         "POST /auth/passkeys/registration",
         "POST /auth/passkeys/authentication-options",
