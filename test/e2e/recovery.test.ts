@@ -13,6 +13,7 @@ import { issueToken } from "#lib/domain/tokens.ts";
 import { type AccountHolder, newAccountHolder } from "../support/accounts.ts";
 import { TestClock } from "../support/clock.ts";
 import { sentEmails } from "../support/emulator.ts";
+import { type HttpAnswer, send } from "../support/sessions.ts";
 import { type ApiClient, apiClient, startTestStack, type TestStack } from "../support/stack.ts";
 import { SoftwareAuthenticator } from "../support/webauthn-authenticator.ts";
 
@@ -38,24 +39,10 @@ afterAll(async () => {
 /** A strong password nobody guesses (the common-password check accepts it). */
 const strongPassword = () => `recovery ${randomBytes(12).toString("base64url")} lantern`;
 
-interface Answer {
-  status: number;
-  body: Record<string, any>;
-  headers: Headers;
-}
+type Answer = HttpAnswer;
 
-async function call(method: string, path: string, body?: unknown, cookie?: string): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (cookie) headers.Cookie = cookie;
-  const response = await fetch(`${stack.baseUrl}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : {}, headers: response.headers };
-}
+const call = (method: string, path: string, body?: unknown, cookie?: string): Promise<Answer> =>
+  send(stack.baseUrl, method, path, { body, headers: cookie ? { Cookie: cookie } : {} });
 const post = (path: string, body?: unknown, cookie?: string) => call("POST", path, body, cookie);
 const cookieOf = (answer: Answer) => (answer.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
 

@@ -4,7 +4,7 @@ import { type FormEvent, useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { signInWithPasskey } from "../passkeys";
-import { usePasswordCheck } from "../password-check";
+import { NewPasswordField, usePasswordCheck } from "../password-check";
 import { Link, navigate, useLocation } from "../router";
 import { SESSION_KEY } from "../session";
 import { Field, FormError, fieldError, Status } from "../ui";
@@ -55,16 +55,11 @@ export function SignUp() {
           required
           error={fieldError(error, "email")}
         />
-        <Field
+        <NewPasswordField
           label="Password"
           name="password"
-          type="password"
-          autoComplete="new-password"
-          required
-          hint="12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess."
-          onBlur={passwordCheck.onBlur}
-          onChange={passwordCheck.onChange}
-          error={passwordCheck.problem ?? fieldError(error, "password")}
+          check={passwordCheck}
+          apiError={fieldError(error, "password")}
         />
         <Field
           label="First name"
@@ -365,16 +360,11 @@ export function ResetPassword() {
             required
             error={fieldError(error, "code")}
           />
-          <Field
+          <NewPasswordField
             label="New password"
             name="password"
-            type="password"
-            autoComplete="new-password"
-            hint="12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess."
-            required
-            onBlur={passwordCheck.onBlur}
-            onChange={passwordCheck.onChange}
-            error={passwordCheck.problem ?? fieldError(error, "password")}
+            check={passwordCheck}
+            apiError={fieldError(error, "password")}
           />
           <FormError error={error} fields={["email", "code", "password"]} />
           <button type="submit" disabled={reset.isPending}>

@@ -4,7 +4,7 @@ import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/client";
 import { errorText, must } from "../api/errors";
 import { addPasskey } from "../passkeys";
-import { usePasswordCheck } from "../password-check";
+import { NewPasswordField, usePasswordCheck } from "../password-check";
 import { Link, navigate } from "../router";
 import { SESSION_KEY } from "../session";
 import { ConfirmDialog, Field, FormError, fieldError, Status } from "../ui";
@@ -173,16 +173,11 @@ function ChangePassword({ userId, known }: { userId: string; known: readonly str
           required
           error={fieldError(error, "currentPassword")}
         />
-        <Field
+        <NewPasswordField
           label="New password"
           name="newPassword"
-          type="password"
-          autoComplete="new-password"
-          required
-          hint="12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess."
-          onBlur={passwordCheck.onBlur}
-          onChange={passwordCheck.onChange}
-          error={passwordCheck.problem ?? fieldError(error, "newPassword")}
+          check={passwordCheck}
+          apiError={fieldError(error, "newPassword")}
         />
         <div className="field checkbox">
           <input

@@ -11,6 +11,7 @@ import {
   PASSWORD_MIN_LENGTH,
   passwordProblem,
 } from "../../lib/shared/password-policy.ts";
+import { Field } from "./ui";
 
 export const TOO_SHORT = `Too short: at least ${PASSWORD_MIN_LENGTH} characters`;
 export const TOO_LONG = `Too long: at most ${PASSWORD_MAX_LENGTH} characters`;
@@ -85,4 +86,38 @@ export function usePasswordCheck(
       return !found;
     },
   };
+}
+
+/** The hint every new-password field shows. */
+export const NEW_PASSWORD_HINT =
+  "12 to 256 characters, not a common one: a few unrelated words are easy to remember and hard to guess.";
+
+/**
+ * A new-password field (sign-up, reset, change) with its live check: the reason shows next to it
+ * before the form is sent, else the API's error for the field (`apiError`).
+ */
+export function NewPasswordField({
+  label,
+  name,
+  check,
+  apiError,
+}: {
+  label: string;
+  name: string;
+  check: ReturnType<typeof usePasswordCheck>;
+  apiError?: string;
+}) {
+  return (
+    <Field
+      label={label}
+      name={name}
+      type="password"
+      autoComplete="new-password"
+      required
+      hint={NEW_PASSWORD_HINT}
+      onBlur={check.onBlur}
+      onChange={check.onChange}
+      error={check.problem ?? apiError}
+    />
+  );
 }
