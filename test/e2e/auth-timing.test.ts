@@ -84,7 +84,7 @@ async function compare(
   status: number,
   known: () => unknown,
   unknown: () => unknown,
-  { samples = SAMPLES, warmUp = WARM_UP } = {},
+  { samples = SAMPLES, warmUp = WARM_UP, share = 0.2 } = {},
 ) {
   const knownMs: number[] = [];
   const unknownMs: number[] = [];
@@ -98,7 +98,7 @@ async function compare(
     }
   }
   const figures = { known: median(knownMs), unknown: median(unknownMs) };
-  const bound = Math.max(10, 0.2 * Math.max(figures.known, figures.unknown));
+  const bound = Math.max(10, share * Math.max(figures.known, figures.unknown));
   console.info(
     `${path}: median known ${figures.known.toFixed(1)} ms, unknown ${figures.unknown.toFixed(1)} ms (bound ${bound.toFixed(1)} ms)`,
   );
@@ -132,8 +132,11 @@ describe("known and unknown addresses take the same time", () => {
       401,
       () => ({ email: verified.email, password: "not the password at all" }),
       () => ({ email: unknownEmail(), password: "not the password at all" }),
-      // scrypt (about 350 ms, more under load) is most of each sample, the same on both sides.
-      { samples: 15, warmUp: 3 },
+      // scrypt (about 350 ms, 1 s and more under load) is most of each sample, the same on both
+      // sides; what this guards is that both sides hash (a path without the hash answers in tens
+      // of ms: a gap of over 90%). Under a loaded CI, scrypt's own noise moved the medians of 15
+      // pairs by 20% (209 ms of 1,033 in one full run), so the bound here is 40% of the larger.
+      { samples: 15, warmUp: 3, share: 0.4 },
     );
     expect(Math.abs(known - unknown)).toBeLessThan(bound);
   }, 240_000);
