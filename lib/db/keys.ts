@@ -53,12 +53,12 @@ export const keys = {
   /** A browser the user signed in from, addressed by the SHA-256 of its device cookie (new-browser notice). */
   userDevice: (userId: string, deviceHash: string) => key(`USER#${userId}`, `DEVICE#${deviceHash}`),
   /**
-   * A password reset's recovery token (issue 33), by the SHA-256 of the token: it lets its holder
+   * A password reset's recovery token (docs/accounts.md#recovery-ends-every-way-in), by the SHA-256 of the token: it lets its holder
    * remove the user's passkeys for 24 hours (the token is only in the reset's answer and e-mail).
    */
   recoveryToken: (userId: string, tokenHash: string) => key(`USER#${userId}`, `RECOVERY#${tokenHash}`),
   /**
-   * An MCP OAuth grant of a user, by grant id (issue 33): how a reset, a password change or a
+   * An MCP OAuth grant of a user, by grant id (docs/accounts.md#recovery-ends-every-way-in): how a reset, a password change or a
    * deletion finds the user's grants to revoke them (one Query of the user's partition).
    */
   userOAuthGrant: (userId: string, grantId: string) => key(`USER#${userId}`, `OAUTHGRANT#${grantId}`),

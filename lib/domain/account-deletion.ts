@@ -207,7 +207,7 @@ export async function deleteUserAccount(userId: string, immediately: boolean) {
   if (!immediately) {
     const due = new Date(Date.now() + getConfig().clientDeletionGraceDays * DAY_MS).toISOString();
     await queueDeletion("USER", keys.user(userId), due, userId);
-    // Signed out everywhere at once (issue 33): the grace period keeps the data, not the access.
+    // Signed out everywhere at once (docs/accounts.md#recovery-ends-every-way-in): the grace period keeps the data, not the access.
     // Signing in with the password during it offers to cancel (lib/domain/accounts.ts signIn).
     await revokeEveryWayIn(userId);
     return {

@@ -455,7 +455,7 @@ export async function forgotPassword(emailInput: string): Promise<void> {
 
 /**
  * A new password with a reset code: every session, API token and OAuth grant of the user is
- * revoked (issue 33, lib/domain/revocation.ts), after the password changed (so nobody signs in
+ * revoked (lib/domain/revocation.ts), after the password changed (so nobody signs in
  * again with the old one meanwhile). Undefined for a wrong, used, void or expired code. The
  * "Password changed" e-mail and the passkeys' recovery token are lib/domain/recovery.ts's.
  */
@@ -500,7 +500,7 @@ export type ChangePasswordResult =
   | { kind: "locked"; retryAfterSeconds: number };
 
 /**
- * A signed-in user's new password (issue 33): the current one is checked under the sign-in rules
+ * A signed-in user's new password (docs/accounts.md#recovery-ends-every-way-in): the current one is checked under the sign-in rules
  * (a wrong one counts as a failed sign-in of the address, with the same lockout), the new one under
  * sign-up's (length by the schema, then `passwordProblem`: 400 naming `newPassword`). With
  * `signOutOtherSessions` (the default), every other session, every API token and every OAuth grant
@@ -608,7 +608,7 @@ export async function signIn(input: {
   userAgent?: string;
   /** The request's `Cookie` header: its device cookie tells a known browser from a new one. */
   cookieHeader?: string;
-  /** Cancel the account's scheduled deletion (issue 33); without it such an account gets no session. */
+  /** Cancel the account's scheduled deletion (docs/accounts.md#recovery-ends-every-way-in); without it such an account gets no session. */
   cancelDeletion?: boolean;
 }): Promise<SignInResult> {
   const checked = await checkPassword(input.email, input.password);

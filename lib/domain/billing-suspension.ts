@@ -1,5 +1,5 @@
 /**
- * A suspended organisation calls nothing outside (issue 33; docs/credentials.md "Suspended
+ * A suspended organisation calls nothing outside (docs/credentials.md "Suspended
  * billing"): before the Core API makes a request to a server outside on an organisation's behalf
  * (the credential test, which is also the console's target health check; the token test; the OAuth2
  * code exchange), it reads the organisation's runtime item in the region of the credential used,

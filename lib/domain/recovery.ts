@@ -1,5 +1,5 @@
 /**
- * Account recovery after a password reset (issue 33, docs/accounts.md "Recovery"): the reset ends
+ * Account recovery after a password reset (docs/accounts.md "Recovery"): the reset ends
  * every session, API token and MCP grant (lib/domain/accounts.ts `resetPassword`); the passkeys
  * are not removed (the owner may want them), but listed in the answer and the "Your password was
  * changed" e-mail, each with a one-click removal. The removal is authorised by a recovery token:

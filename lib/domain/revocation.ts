@@ -1,5 +1,5 @@
 /**
- * Ending every way in to an account at once (issue 33, docs/accounts.md "Recovery"): a password
+ * Ending every way in to an account at once (docs/accounts.md "Recovery"): a password
  * reset, a password change (with "sign out everywhere else"), and a scheduled deletion revoke every
  * session, every API token and every MCP OAuth grant of the user with this one function.
  *

@@ -33,7 +33,7 @@ import { badRequest, forbidden, notFound } from "#lib/shared/errors.ts";
 export type { StoredTokenRef };
 
 export const TOKEN_PREFIX = "u-";
-/** A token asked for with a credential revoked while the request ran (issue 33). */
+/** A token asked for with a credential revoked while the request ran (docs/accounts.md#recovery-ends-every-way-in). */
 export const CALLER_REVOKED_MESSAGE = "The credential of this request was revoked";
 export const MAX_TOKENS_PER_USER = 20;
 /** Longest token name, in characters. */
@@ -80,7 +80,7 @@ export async function issueToken(
   options: {
     tokenName?: string;
     /**
-     * The credential of the request that asks (issue 33): the token is issued only while that
+     * The credential of the request that asks (docs/accounts.md#recovery-ends-every-way-in): the token is issued only while that
      * credential is still alive, in the same transaction, so a request authorised just before a
      * revocation cannot mint a token after it. `tokenId`: one of the user's API tokens (its entry
      * in the user item's map); `sessionSecretHash`: one of the user's sessions (its item).
@@ -183,7 +183,7 @@ export async function revokeToken(userId: string, tokenId: string): Promise<void
 }
 
 /**
- * Revoke every API token the user item lists (a password reset or change, a deletion: issue 33), in
+ * Revoke every API token the user item lists (a password reset or change, a deletion: docs/accounts.md#recovery-ends-every-way-in), in
  * one transaction: each token item deleted (the authorizer and the MCP endpoint read it: the next
  * request is a 401) and the user item's map emptied of them (which also ends every OAuth grant
  * bound to one: lib/oauth/access-tokens.ts). Answers how many. Tokens issued after `user` was read

@@ -205,7 +205,7 @@ const authorize: Endpoint = async (request, { issuer, resource }, { sourceIp }) 
     if (checked.kind === "notVerified") return again(403, { message: NOT_VERIFIED_MESSAGE, field: "email" });
     if (checked.kind === "invalid")
       return again(401, { message: INVALID_CREDENTIALS_MESSAGE, field: "password" });
-    // An account scheduled for deletion approves nothing (issue 33): its grace period keeps the
+    // An account scheduled for deletion approves nothing (docs/accounts.md#recovery-ends-every-way-in): its grace period keeps the
     // data, not the access; signing in to the console with the password offers to cancel it.
     if (checked.user.userStatus === "pendingDeletion")
       return again(409, {
@@ -223,7 +223,7 @@ const authorize: Endpoint = async (request, { issuer, resource }, { sourceIp }) 
   } catch (error) {
     if (error instanceof OAuthError) return errorAnswer(error);
     // The most API tokens a user may hold: the page says so (revoke one, then approve again).
-    // The session was revoked while the approval ran (a reset, a password change: issue 33).
+    // The session was revoked while the approval ran (a reset, a password change: docs/accounts.md#recovery-ends-every-way-in).
     if (error instanceof DomainError && error.kind === "forbidden")
       return again(401, { message: "Enter your email address and password", field: "email" });
     if (error instanceof DomainError && error.kind === "validation")

@@ -1,5 +1,5 @@
 /**
- * Which new passwords are refused (issue 33, docs/accounts.md "Passwords"): besides the length rule
+ * Which new passwords are refused (docs/accounts.md "Passwords"): besides the length rule
  * (lib/shared/passwords.ts), a password that is common, breached-list-like or easy to guess, as
  * ASVS v5 6.2.4 and NIST SP 800-63B 3.1.1.2 ask. The estimator is zxcvbn-ts with its common-password
  * dictionary (`@zxcvbn-ts/language-common`: about 30,000 passwords from breach lists, plus names,

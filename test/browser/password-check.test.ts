@@ -1,5 +1,5 @@
 /**
- * The new-password check in the console (issue 33, M2; docs/accounts.md "Password policy") in
+ * The new-password check in the console (docs/accounts.md "Password policy") in
  * Chromium against the local stack: the Sign-up and Reset password forms show why a password will
  * be refused ("Too short", "Too common or too easy to guess") on leaving the field and as the person
  * types, before anything is sent; a form with such a password is not sent; the estimator's code

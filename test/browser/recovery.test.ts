@@ -1,5 +1,5 @@
 /**
- * Recovery ends every way in (issue 33), in Chromium against the real local stack: a reset through
+ * Recovery ends every way in (docs/accounts.md#recovery-ends-every-way-in), in Chromium against the real local stack: a reset through
  * the page says what it revoked and lists the passkeys, each removable in one click; the reset
  * e-mail's `/remove-passkey` link removes one (on the button, not on load); a password change in
  * Settings signs out another browser when "Sign out everywhere else" is checked and keeps it when

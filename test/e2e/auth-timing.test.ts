@@ -1,5 +1,5 @@
 /**
- * Timing tells nobody whether an address has an account (issue 33, L1; docs/accounts.md "Same work
+ * Timing tells nobody whether an address has an account (docs/accounts.md "Same work
  * for any address"): over real HTTP against the local stack, interleaved samples (known, unknown,
  * known, unknown...) of forgot-password, resend-verification and sign-in (a wrong password), after a
  * warm-up, and their medians compared (sign-in: 15 pairs, its scrypt takes most of each sample). Before the fix, forgot-password and resend-verification

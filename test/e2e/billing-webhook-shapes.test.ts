@@ -1,6 +1,6 @@
 /**
- * Signed but malformed Stripe events, and invoices of no subscription or another one (issue 33,
- * finding L3; docs/billing.md "The event's shape"), end to end over HTTP: every event carries a
+ * Signed but malformed Stripe events, and invoices of no subscription or another one
+ * (docs/billing.md "The event's shape"), end to end over HTTP: every event carries a
  * real signature in Stripe's header format, so only the event's shape can refuse it.
  *
  * - A signed event whose envelope (`id`, `type`, `created`, `data.object`) or whose handled

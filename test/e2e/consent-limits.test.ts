@@ -1,5 +1,5 @@
 /**
- * The MCP consent page is no way around the account limits (issue 33, L2; docs/mcp-oauth.md
+ * The MCP consent page is no way around the account limits (docs/mcp-oauth.md
  * "Authorization", docs/accounts.md "Limits"): over real HTTP against the local stack, its password
  * attempts count on the same per-IP limit as `/auth/*` (AUTH_REQUESTS_PER_IP_PER_MINUTE, lowered
  * here) and on the same per-address lockout as `/auth/sign-in` (5 failures in 15 minutes), both

@@ -1,6 +1,6 @@
 /**
- * A suspended organisation calls nothing outside on its behalf (issue 33, the suspension leftover;
- * docs/credentials.md "Suspended billing"): the credential test (also the console's target health
+ * A suspended organisation calls nothing outside on its behalf
+ * (docs/credentials.md "Suspended billing"): the credential test (also the console's target health
  * check, which is a credential test against the target's test path), the token test and the OAuth2
  * code exchange are refused with the data plane's own 402 `billing-suspended`, and the loopback
  * target and token endpoint, which count every request they receive, receive none. Once the

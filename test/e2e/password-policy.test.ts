@@ -1,5 +1,5 @@
 /**
- * Common passwords are refused (issue 33, M2; docs/accounts.md "Password policy") over real HTTP
+ * Common passwords are refused (docs/accounts.md "Password policy") over real HTTP
  * against the local stack: sign-up and reset answer 400 naming `password` and saying why, after
  * the length rule, and sign-up answers so for any address (no enumeration); nothing is written or
  * e-mailed, and a reset code stays usable for a better password.

@@ -1,5 +1,5 @@
 /**
- * Recovery ends every way in (issue 33, M1 and the deletion leftover; docs/accounts.md "Recovery"),
+ * Recovery ends every way in (docs/accounts.md "Recovery"),
  * over real HTTP against the local stack: a password reset revokes every session, API token and
  * MCP OAuth grant and lists the passkeys with a removal token; a signed-in password change does the
  * same on request; a scheduled deletion revokes at once and a sign-in during its grace period may

@@ -258,7 +258,7 @@ describe("revocation: the next request is refused", () => {
     expect(after.body).toEqual(UNAUTHORIZED);
   });
 
-  it("after a password reset, every session's cookie is 401, and the API token too (issue 33)", async () => {
+  it("after a password reset, every session's cookie is 401, and the API token too", async () => {
     const user = await signedInUser(stack);
     const second = await signIn(stack.baseUrl, user.email);
     for (const cookie of [user.cookie, second])

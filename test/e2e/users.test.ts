@@ -88,7 +88,7 @@ describe("PUT /api/users/{userId}", () => {
 });
 
 describe("DELETE /api/users/{userId}", () => {
-  it("by default schedules the deletion: the user item shows it, and its token is revoked at once (issue 33)", async () => {
+  it("by default schedules the deletion: the user item shows it, and its token is revoked at once", async () => {
     const user = await stack.newUser();
     const response = await user.api.delete(`/api/users/${user.userId}`);
     expect(response.status).toBe(200);

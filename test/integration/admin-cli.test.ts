@@ -484,7 +484,7 @@ const VALID_ARGS: Record<string, (ids: Ids) => string[]> = {
   "backfill-payment-customers": () => [],
 };
 
-// issue 33: `tokens issue` printed its log line on stdout after its JSON, so `| jq` failed. The test
+// `tokens issue` printed its log line on stdout after its JSON, so `| jq` failed. The test
 // suites run with LOG_LEVEL=silent; these runs log everything (debug), as an operator's may.
 describe("admin CLI: stdout is the result and nothing else", { timeout: 180_000 }, () => {
   it("every command the program declares prints exactly one JSON document on stdout, its logs on stderr", async () => {

@@ -4,7 +4,7 @@
  *   code 1, and no emulator left running (moto is found by a marker in its environment);
  * - the data plane's embedded metrics (a JSON line per request) are off under `npm start`
  *   (POWERTOOLS_METRICS_DISABLED=true), and on when asked for;
- * - its terminal (issue 33): idle, nothing but what LOG_LEVEL=debug adds, while the scheduled
+ * - its terminal (docs/local-runner.md): idle, nothing but what LOG_LEVEL=debug adds, while the scheduled
  *   functions run several times; one line per change made through the Core API; Ctrl-C stops
  *   everything, the emulator last, exit 0, without an error line.
  */

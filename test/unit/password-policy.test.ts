@@ -1,5 +1,5 @@
 /**
- * The rule for new passwords (issue 33, M2; docs/accounts.md "Password policy"): zxcvbn-ts with the
+ * The rule for new passwords (docs/accounts.md "Password policy"): zxcvbn-ts with the
  * common-password dictionary refuses well-known passwords of the right length, and ones built from
  * the person's own address or names, and accepts passphrases of unrelated words.
  */

@@ -277,7 +277,7 @@ describe("plan state machine", () => {
     ).toBe("payment_failed");
   });
 
-  it("an invoice naming no subscription, or arriving before the plan has one, changes nothing (issue 33)", () => {
+  it("an invoice naming no subscription, or arriving before the plan has one, changes nothing", () => {
     const bare = (type: "invoice.paid" | "invoice.payment_failed", over: Record<string, unknown>) => {
       const e = invoice(type, T0 + 30 * DAY);
       const { subscription: _named, ...rest } = e.data.object;

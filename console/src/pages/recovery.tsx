@@ -1,5 +1,5 @@
 /**
- * Recovery that ends every way in (issue 33): what a reset or a password change revoked, removing a
+ * Recovery that ends every way in (docs/accounts.md#recovery-ends-every-way-in): what a reset or a password change revoked, removing a
  * passkey with the reset's recovery token (on the Reset page and from the e-mail's link,
  * `/remove-passkey`), and an account scheduled for deletion (the sign-in's 409).
  */

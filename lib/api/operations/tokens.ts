@@ -79,7 +79,7 @@ export const tokenOperations = [
     response: { status: 201, schema: wrapped("tokens", CreatedTokenSchema) },
     errors: [403, 404],
     handler: async ({ params, body, principal, headers }) => {
-      // Issued only while the request's own credential is alive (a revocation racing it: issue 33).
+      // Issued only while the request's own credential is alive (a revocation racing it: docs/accounts.md#recovery-ends-every-way-in).
       const sessionSecretHash = principal.tokenId ? undefined : sessionSecretHashOf(headers.cookie);
       const issued = await issueToken(params.userId, {
         tokenName: body.tokenName,

@@ -339,7 +339,7 @@ export async function deleteSessionsOfUser(
 }
 
 /**
- * A password reset's recovery token (issue 33): lets its holder remove the user's passkeys until
+ * A password reset's recovery token (docs/accounts.md#recovery-ends-every-way-in): lets its holder remove the user's passkeys until
  * `expiresAt`. Only its SHA-256 is stored (the key's suffix); several may be pending.
  */
 export const RecoveryTokenItem = z.object({

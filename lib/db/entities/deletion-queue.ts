@@ -88,7 +88,7 @@ export async function queueForDeletion(
 
 /**
  * Takes a client or user item out of the deletion queue (a user who signs in with
- * `cancelDeletion`, issue 33): its status, due time, requester and GSI2 keys removed, conditioned on
+ * `cancelDeletion`, docs/accounts.md#recovery-ends-every-way-in): its status, due time, requester and GSI2 keys removed, conditioned on
  * it being queued. Answers the item as it is now (undefined when it was not queued, or is gone).
  */
 export async function unqueueDeletion(

@@ -60,7 +60,7 @@ export const oauthGrantKeys = {
 
 /**
  * The reference of a grant under its user: how a password reset, a password change or a deletion
- * finds the user's grants (issue 33). Its TTL follows the grant's (set again by each rotation), so
+ * finds the user's grants (docs/accounts.md#recovery-ends-every-way-in). Its TTL follows the grant's (set again by each rotation), so
  * it lives as long as the grant may.
  */
 export const userGrantRefOf = (grant: Pick<OAuthGrantItem, "userId" | "grantId" | "TTL">) => ({
@@ -178,7 +178,7 @@ export async function revokeOAuthGrant(grantId: string): Promise<void> {
 }
 
 /**
- * Revoke every grant of a user (a password reset or change, a deletion: issue 33): the grants its
+ * Revoke every grant of a user (a password reset or change, a deletion: docs/accounts.md#recovery-ends-every-way-in): the grants its
  * references under the user name, and the references. Answers how many grants were alive (an
  * expired grant or a dangling reference is cleaned up, not counted). Idempotent: run again after a
  * failure, it deletes what is left.
